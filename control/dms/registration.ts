@@ -1,0 +1,239 @@
+/**
+ * Registration v2 (the reference's four steps; docs/control-plane.md, "Registration"): the node
+ * reaches the DMS over TLS it verifies with its CA bundle, sends an authenticated CSR, gets a
+ * short-lived certificate back with everything it needs to run (schema, SCC targets, record size,
+ * devices, the hash election), and uses that certificate from then on. Also certificate renewal.
+ *
+ * Credential precedence, highest first; the highest one present decides, and a bad one is refused
+ * without trying the others (no downgrade): a client certificate from DMS-CA on the TLS connection
+ * (pre-issued, or the node's still-valid previous one), a bootstrap token, a Kubernetes
+ * service-account token.
+ */
+import { HttpError } from '../http/errors';
+import { asObject, NAME_DOC, NAME_PATTERN, onlyKeys, optHostPort, optString, reqString, type JsonObject } from '../http/body';
+import type { IssuedCertificate, SubjectAltNames } from '../pki/certificateAuthority';
+import { checkCsr, CsrError, type CheckedCsr } from '../pki/csr';
+import type { DmsContext, Peer } from './context';
+import { BOOTSTRAP_TOKEN_PATTERN, hashToken } from './credentials';
+import { NODE_ROLES, type DmsState, type NodeAddresses, type NodeRecord, type NodeRole } from './state';
+import { datasetsFor, primaryCluster, sccTargets, type SccAddress } from './topology';
+
+/** Which credential a registration used. */
+export type CredentialKind = 'certificate' | 'bootstrap_token' | 'k8s_token';
+
+/** The certificate part of registration and renewal answers (a renewal answers only this). */
+export interface CertificateAnswer {
+  readonly signed_cert_pem: string;
+  readonly ca_cert_pem: string;
+  readonly crl_pem: string;
+  readonly cert_serial: string;
+  readonly not_after: string;
+  /** When the node should renew: two thirds into the lifetime. */
+  readonly renew_after: string;
+}
+
+/** The body of a successful `POST /v1/certificates/renew`. */
+export type RenewalResponse = CertificateAnswer;
+
+function certificateAnswer(ctx: DmsContext, issued: IssuedCertificate, now: Date): CertificateAnswer {
+  const lifetimeMs = issued.notAfter.getTime() - now.getTime();
+  return {
+    signed_cert_pem: issued.certPem,
+    ca_cert_pem: ctx.ca.certPem,
+    crl_pem: ctx.crlPem(),
+    cert_serial: issued.serial,
+    not_after: issued.notAfter.toISOString(),
+    renew_after: new Date(now.getTime() + Math.floor((lifetimeMs * 2) / 3)).toISOString(),
+  };
+}
+
+/** The body of a successful `POST /v1/register`. */
+export interface RegistrationResponse extends CertificateAnswer {
+  readonly success: true;
+  readonly node_name: string;
+  readonly role: NodeRole;
+  readonly cluster: string | null;
+  readonly credential: CredentialKind;
+  /** The schema of `dataset` when asked, else of the only dataset; empty when neither applies. */
+  readonly schema_json: string;
+  readonly datasets: Record<string, unknown>[];
+  readonly scc_targets: SccAddress[];
+  readonly record_size: number;
+  readonly devices: { name: string; address: string; type: string }[];
+  readonly hash_election: { algorithm: string; chain_block_size: number; record_size: number; computed_by: 'scc'; offload: string };
+  /** Proxies only: the policy to enforce from the start. */
+  readonly policy?: { version: number; rego: string; data?: Record<string, unknown> };
+}
+
+const ADDRESS_KEYS = ['control', 'production', 'grpc', 'observability'] as const;
+
+/** Reads an optional `addresses` object ({control, production, grpc, observability} of {host, port}). */
+export function readAddresses(o: JsonObject): NodeAddresses | undefined {
+  if (o.addresses === undefined) return undefined;
+  const a = asObject(o.addresses, "'addresses'");
+  onlyKeys(a, ADDRESS_KEYS, "'addresses'");
+  const out: Record<string, { host: string; port: number }> = {};
+  for (const k of ADDRESS_KEYS) {
+    const hp = optHostPort(a, k);
+    if (hp) out[k] = hp;
+  }
+  return out;
+}
+
+/** Reads a node role at `key`. */
+export function readRole(o: JsonObject, key = 'role'): NodeRole {
+  const r = reqString(o, key);
+  if (!(NODE_ROLES as readonly string[]).includes(r)) throw new HttpError('invalid_request', `'${key}' must be one of ${NODE_ROLES.join(', ')}, got ${JSON.stringify(r)}`);
+  return r as NodeRole;
+}
+
+function checkedCsr(pem: string, ctx: DmsContext): CheckedCsr {
+  try {
+    return checkCsr(pem, ctx.settings.minKeyBits);
+  } catch (err) {
+    if (err instanceof CsrError) throw new HttpError('invalid_csr', err.message);
+    throw err;
+  }
+}
+
+/** Subject alternative names from a node's addresses (the node name itself is always added). */
+function altNamesOf(addresses: NodeAddresses): SubjectAltNames {
+  const hosts = [...new Set(Object.values(addresses).map((a: { host: string }) => a.host))];
+  const isIp = (h: string): boolean => /^[\d.]+$/.test(h) || h.includes(':');
+  return { ips: hosts.filter(isIp), dns: hosts.filter((h) => !isIp(h)) };
+}
+
+/** Who the credential says the caller is. */
+interface Authenticated {
+  readonly kind: CredentialKind;
+  readonly nodeName: string;
+  /** Set for certificates: the role the certificate was issued for. */
+  readonly role?: string;
+  /** Bootstrap tokens: the stored hash to consume. */
+  readonly tokenHash?: string;
+}
+
+async function authenticate(body: JsonObject, nodeName: string, peer: Peer | undefined, ctx: DmsContext): Promise<Authenticated> {
+  if (peer) return { kind: 'certificate', nodeName: peer.name, role: peer.role };
+  const token = optString(body, 'bootstrap_token', { max: 256 });
+  if (token !== undefined) {
+    if (!BOOTSTRAP_TOKEN_PATTERN.test(token)) throw new HttpError('unauthenticated', 'bootstrap_token is not a DMS bootstrap token (hdbt.…)');
+    const hash = hashToken(token);
+    const rec = ctx.store.get().tokens[hash];
+    if (!rec) throw new HttpError('unauthenticated', 'bootstrap_token is unknown to this DMS');
+    if (rec.used_at) throw new HttpError('unauthenticated', `bootstrap_token was already used at ${rec.used_at}; tokens are single-use, ask for a new one`);
+    if (Date.parse(rec.expires_at) <= Date.now()) throw new HttpError('unauthenticated', `bootstrap_token expired at ${rec.expires_at}`);
+    return { kind: 'bootstrap_token', nodeName: rec.node_name, tokenHash: hash };
+  }
+  const k8sToken = optString(body, 'k8s_token', { max: 16384 });
+  if (k8sToken !== undefined) {
+    if (!ctx.k8s) throw new HttpError('unauthenticated', 'k8s_token given but this DMS has no Kubernetes issuer configured (DMS_K8S_ISSUER, DMS_K8S_ISSUER_KEY_FILE)');
+    const id = await ctx.k8s.verify(k8sToken);
+    // A projected token names its pod: the node must register under the pod's name.
+    return { kind: 'k8s_token', nodeName: id.podName ?? nodeName };
+  }
+  throw new HttpError('unauthenticated', 'no credential: present a client certificate from DMS-CA, a bootstrap_token, or a k8s_token');
+}
+
+/** Builds the response parts that do not depend on the certificate. */
+function nodeConfig(s: Readonly<DmsState>, node: NodeRecord, dataset: string | undefined, ctx: DmsContext): Omit<RegistrationResponse, 'success' | 'node_name' | 'role' | 'credential' | keyof CertificateAnswer> {
+  const cluster = node.cluster ?? null;
+  const datasets = datasetsFor(s, node.role === 'scc' || node.role === 'storageNode' ? node.cluster : undefined);
+  let schema: Record<string, unknown> | undefined;
+  if (dataset !== undefined) {
+    schema = datasets.find((d) => d.id === dataset || d.name === dataset);
+    if (!schema) throw new HttpError('unknown_dataset', `dataset '${dataset}' is not known to the DMS (or not distributed to cluster ${cluster ?? '-'})`);
+  } else if (datasets.length === 1) schema = datasets[0];
+  const e = ctx.settings.hashElection;
+  const recordSize = typeof schema?.record_size === 'number' ? schema.record_size : e.recordSize;
+  const targets = node.role === 'storageNode' || node.role === 'scc' ? sccTargets(s, node.cluster) : sccTargets(s, primaryCluster(s));
+  return {
+    cluster,
+    schema_json: schema ? JSON.stringify(schema) : '',
+    datasets,
+    scc_targets: targets,
+    record_size: recordSize,
+    devices: node.devices ?? [],
+    hash_election: { algorithm: e.algorithm, chain_block_size: e.chainBlockSize, record_size: e.recordSize, computed_by: 'scc', offload: node.hash_offload_platform ?? 'cpu' },
+    ...(node.role === 'proxy' && s.policy && { policy: { version: s.policy.version, rego: s.policy.rego, ...(s.policy.data && { data: s.policy.data }) } }),
+  };
+}
+
+/** Handles `POST /v1/register`. */
+export async function register(rawBody: unknown, peer: Peer | undefined, ctx: DmsContext): Promise<RegistrationResponse> {
+  const body = asObject(rawBody);
+  onlyKeys(body, ['node_name', 'role', 'csr_pem', 'bootstrap_token', 'k8s_token', 'dataset', 'cluster', 'addresses', 'config_url', 'hash_offload_platform']);
+  const nodeName = reqString(body, 'node_name', { pattern: NAME_PATTERN, patternDoc: NAME_DOC });
+  const role = readRole(body);
+  const csrPem = reqString(body, 'csr_pem', { max: 16384 });
+  const dataset = optString(body, 'dataset', { max: 64 });
+  const cluster = optString(body, 'cluster', { pattern: NAME_PATTERN, patternDoc: NAME_DOC });
+  const configUrl = optString(body, 'config_url', { max: 512, pattern: /^https:\/\/\S+$/, patternDoc: 'an https:// URL' });
+  const offload = optString(body, 'hash_offload_platform', { max: 64 });
+  const addresses = readAddresses(body);
+
+  const auth = await authenticate(body, nodeName, peer, ctx);
+  if (auth.nodeName !== nodeName) throw new HttpError('name_mismatch', `the ${auth.kind.replace('_', ' ')} is for node '${auth.nodeName}', not '${nodeName}'`);
+  if (auth.role !== undefined && auth.role !== role) throw new HttpError('forbidden', `the client certificate is for a ${auth.role}, not a ${role}`);
+  const csr = checkedCsr(csrPem, ctx);
+  if (csr.commonName !== nodeName) throw new HttpError('name_mismatch', `csr_pem is for '${csr.commonName}', not for node '${nodeName}'`);
+  const existing = ctx.store.get().nodes[nodeName];
+  if (existing && existing.role !== role) throw new HttpError('conflict', `node '${nodeName}' is declared as a ${existing.role}, not a ${role}`);
+  if (cluster !== undefined && !ctx.store.get().clusters[cluster]) throw new HttpError('invalid_request', `'cluster': no cluster '${cluster}'; declare it with PUT /v1/clusters/${cluster}`);
+
+  const lifetimeMs = ctx.settings.certLifetimeS * 1000;
+  const issued = ctx.ca.issue({ commonName: nodeName, role, publicKeyPem: csr.publicKeyPem, lifetimeMs, altNames: altNamesOf({ ...existing?.addresses, ...addresses }) });
+  const now = new Date();
+  const node = await ctx.store.update((s) => {
+    if (auth.tokenHash) {
+      // Checked again inside the serialised update: two racing uses of one token cannot both pass.
+      const t = s.tokens[auth.tokenHash];
+      if (!t || t.used_at) throw new HttpError('unauthenticated', 'bootstrap_token was already used; tokens are single-use');
+      t.used_at = now.toISOString();
+    }
+    const n: NodeRecord = s.nodes[nodeName] ?? { name: nodeName, role, state: 'registered', addresses: {} };
+    if (cluster !== undefined) n.cluster = cluster;
+    if (addresses) n.addresses = { ...n.addresses, ...addresses };
+    if (configUrl !== undefined) n.config_url = configUrl;
+    if (offload !== undefined) n.hash_offload_platform = offload;
+    if (n.state === 'declared' || n.state === 'down') n.state = 'registered';
+    n.registered_at = now.toISOString();
+    n.last_seen = now.toISOString();
+    n.cert_serial = issued.serial;
+    s.nodes[nodeName] = n;
+    s.certificates[issued.serial] = { node_name: nodeName, role, not_after: issued.notAfter.toISOString() };
+    return structuredClone(n);
+  });
+  ctx.log(`registered ${role} '${nodeName}' (credential: ${auth.kind}, certificate ${issued.serial} until ${issued.notAfter.toISOString()})`);
+  return {
+    success: true,
+    node_name: nodeName,
+    role,
+    credential: auth.kind,
+    ...certificateAnswer(ctx, issued, now),
+    ...nodeConfig(ctx.store.get(), node, dataset, ctx),
+  };
+}
+
+/** Handles `POST /v1/certificates/renew`: a new certificate for the caller's own name and role. */
+export async function renew(rawBody: unknown, peer: Peer, ctx: DmsContext): Promise<RenewalResponse> {
+  const body = asObject(rawBody);
+  onlyKeys(body, ['csr_pem']);
+  const csr = checkedCsr(reqString(body, 'csr_pem', { max: 16384 }), ctx);
+  if (csr.commonName !== peer.name) throw new HttpError('name_mismatch', `csr_pem is for '${csr.commonName}', but the client certificate is for '${peer.name}'`);
+  const node = ctx.store.get().nodes[peer.name];
+  if (!node) throw new HttpError('unknown_node', `node '${peer.name}' is no longer known to the DMS; register again`);
+  if (node.state === 'quarantined') throw new HttpError('forbidden', `node '${peer.name}' is quarantined`);
+  const lifetimeMs = ctx.settings.certLifetimeS * 1000;
+  const issued = ctx.ca.issue({ commonName: peer.name, role: peer.role, publicKeyPem: csr.publicKeyPem, lifetimeMs, altNames: altNamesOf(node.addresses) });
+  const now = new Date();
+  await ctx.store.update((s) => {
+    s.certificates[issued.serial] = { node_name: peer.name, role: peer.role, not_after: issued.notAfter.toISOString() };
+    const n = s.nodes[peer.name];
+    if (n) {
+      n.cert_serial = issued.serial;
+      n.last_seen = now.toISOString();
+    }
+  });
+  return certificateAnswer(ctx, issued, now);
+}

@@ -1,0 +1,150 @@
+/**
+ * What DMS-Core keeps: clusters, nodes (declared by an administrator, then registered, with their
+ * health and state), dataset schemas and where they are distributed, bootstrap tokens (hashed),
+ * issued certificate serials (for the revocation list), active Proxies and the policy. All of it
+ * lives in one {@link Store} document (docs/control-plane.md, "Store").
+ */
+
+/** Node roles; a certificate's OU carries the role. */
+export const NODE_ROLES = ['scc', 'storageNode', 'proxy', 'client', 'ingester', 'sqlServer'] as const;
+/** A node role. */
+export type NodeRole = (typeof NODE_ROLES)[number];
+
+/** A node's lifecycle state in the DMS. */
+export const NODE_STATES = ['declared', 'registered', 'ready', 'degraded', 'quarantined', 'down'] as const;
+/** A node state (docs/control-plane.md, "Node states"). */
+export type NodeState = (typeof NODE_STATES)[number];
+
+/** host:port pairs a node is reached at. */
+export interface NodeAddresses {
+  /** Control plane (COMMAND_PORT, 6986). */
+  readonly control?: { host: string; port: number };
+  /** Data plane (PRODUCTION_IP / PRODUCTION_PORT, 6987). */
+  readonly production?: { host: string; port: number };
+  /** gRPC query dispatch of an SCC (QUERY_GRPC_PORT, 6990). */
+  readonly grpc?: { host: string; port: number };
+  /** /health and /metrics (8080). */
+  readonly observability?: { host: string; port: number };
+}
+
+/** A storage device of a Storage Node (config.json's storage_devices entry). */
+export interface DeviceRecord {
+  readonly name: string;
+  readonly address: string;
+  readonly type: string;
+}
+
+/** One node. */
+export interface NodeRecord {
+  readonly name: string;
+  role: NodeRole;
+  /** The cluster it belongs to (SCCs and Storage Nodes). */
+  cluster?: string;
+  state: NodeState;
+  addresses: NodeAddresses;
+  /** Storage Nodes: the devices handed out at registration. */
+  devices?: DeviceRecord[];
+  /** Storage Nodes: hash offload hardware (config.json's hash_offload_platform). */
+  hash_offload_platform?: string;
+  /** Proxies: the URL the DMS posts policy updates to (…/v1/proxy/config). */
+  config_url?: string;
+  /** Proxies: the newest policy version the Proxy acknowledged. */
+  policy_version?: number;
+  /** Last health reported by the node. */
+  health?: { status: string; detail?: unknown; at: string };
+  registered_at?: string;
+  last_seen?: string;
+  /** Serial of the node's current certificate. */
+  cert_serial?: string;
+}
+
+/** A cluster: one SCC group and its Storage Nodes. */
+export interface ClusterRecord {
+  readonly id: string;
+  /** The primary cluster's SCCs are the targets handed to clients. */
+  primary: boolean;
+}
+
+/** A dataset schema and the clusters that hold the dataset. */
+export interface DatasetRecord {
+  readonly id: string;
+  /** The schema JSON (docs/schema.md), validated by engine-rs when it was put. */
+  schema: Record<string, unknown>;
+  /** Clusters the dataset is distributed to; empty means every cluster. */
+  clusters: string[];
+  updated_at: string;
+}
+
+/** A single-use registration token, stored by its SHA-256. */
+export interface TokenRecord {
+  readonly node_name: string;
+  readonly expires_at: string;
+  used_at?: string;
+}
+
+/** A certificate DMS-CA issued. */
+export interface CertificateRecord {
+  readonly node_name: string;
+  readonly role: string;
+  readonly not_after: string;
+  revoked_at?: string;
+  reason?: string;
+}
+
+/** The active policy (Rego) the Proxies enforce. */
+export interface PolicyRecord {
+  /** Grows by one with every change. */
+  readonly version: number;
+  readonly rego: string;
+  readonly data?: Record<string, unknown>;
+  readonly updated_at: string;
+}
+
+/** Values that must be identical on every node, elected by the DMS and handed out at registration. */
+export interface InstanceRecord {
+  readonly id: string;
+  readonly created_at: string;
+}
+
+/** The whole DMS document. */
+export interface DmsState {
+  readonly format: 1;
+  readonly instance: InstanceRecord;
+  clusters: Record<string, ClusterRecord>;
+  nodes: Record<string, NodeRecord>;
+  datasets: Record<string, DatasetRecord>;
+  tokens: Record<string, TokenRecord>;
+  certificates: Record<string, CertificateRecord>;
+  /** Grows with every revocation list DMS-CA signs. */
+  crl_number: number;
+  policy: PolicyRecord | null;
+}
+
+/** A fresh document for a new instance. */
+export function initialState(instanceId: string, now = new Date()): DmsState {
+  return {
+    format: 1,
+    instance: { id: instanceId, created_at: now.toISOString() },
+    clusters: {},
+    nodes: {},
+    datasets: {},
+    tokens: {},
+    certificates: {},
+    crl_number: 0,
+    policy: null,
+  };
+}
+
+/** Checks a document read from disk has the shape of {@link DmsState}; throws naming the first bad key. */
+export function checkState(doc: unknown): DmsState {
+  const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!isObj(doc)) throw new Error('the document is not a JSON object');
+  if (doc.format !== 1) throw new Error(`format is ${JSON.stringify(doc.format)}, expected 1`);
+  if (!isObj(doc.instance) || typeof doc.instance.id !== 'string') throw new Error('instance.id is missing');
+  for (const k of ['clusters', 'nodes', 'datasets', 'tokens', 'certificates'] as const) {
+    if (!isObj(doc[k])) throw new Error(`${k} is not an object`);
+  }
+  if (typeof doc.crl_number !== 'number') throw new Error('crl_number is not a number');
+  if (doc.policy !== null && !isObj(doc.policy)) throw new Error('policy is neither null nor an object');
+  return doc as unknown as DmsState;
+}

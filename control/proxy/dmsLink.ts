@@ -1,0 +1,79 @@
+/**
+ * The Proxy's link to the DMS: registration at start (role `proxy`, with the URL policy updates are
+ * posted to), then on a period the topology (the primary cluster's SCCs) and the dataset schemas,
+ * and a health report, all over mutual TLS with the Proxy's certificate.
+ */
+import { Schema } from '../../engine-rs/schema';
+import type { SccAddress } from '../dms/topology';
+import { requestJson } from '../http/jsonClient';
+import type { MtlsIdentity } from '../mtls';
+import type { RegistrationResult } from '../registerWithDms';
+
+/** What the Proxy knows of the cluster. */
+export interface ClusterView {
+  readonly primaryCluster: string | null;
+  /** The primary cluster's serving SCCs. */
+  readonly targets: readonly SccAddress[];
+  /** Every cluster and its SCCs (the topology route's answer). */
+  readonly clusters: readonly { id: string; primary: boolean; sccs: SccAddress[] }[];
+  readonly datasets: ReadonlyMap<string, Schema>;
+  /** When it was last read from the DMS. */
+  readonly at: string;
+}
+
+interface TopologyNode {
+  name: string;
+  state: string;
+  addresses?: { production?: { host: string; port: number }; grpc?: { host: string; port: number } };
+}
+
+const SERVING = new Set(['declared', 'registered', 'ready', 'degraded']);
+
+function schemasOf(list: readonly unknown[], log: (m: string) => void): Map<string, Schema> {
+  const out = new Map<string, Schema>();
+  for (const s of list) {
+    try {
+      const schema = Schema.parse(s as object);
+      out.set(schema.id, schema);
+    } catch (err) {
+      log(`a dataset schema from the DMS was refused: ${(err as Error).message}`);
+    }
+  }
+  return out;
+}
+
+/** The view a registration answer gives. */
+export function viewFromRegistration(r: RegistrationResult, log: (m: string) => void): ClusterView {
+  return { primaryCluster: null, targets: r.scc_targets, clusters: [], datasets: schemasOf(r.datasets, log), at: new Date().toISOString() };
+}
+
+/** Reads topology and schemas from the DMS with the Proxy's certificate. */
+export async function readClusterView(dmsUrl: string, id: MtlsIdentity, dmsServerName: string | undefined, log: (m: string) => void): Promise<ClusterView> {
+  const m = id.material;
+  const tls = { ca: m.caPem, cert: m.certPem, key: m.keyPem, servername: dmsServerName };
+  const [topo, ds] = await Promise.all([requestJson('GET', new URL('/v1/topology', dmsUrl).toString(), tls), requestJson('GET', new URL('/v1/datasets', dmsUrl).toString(), tls)]);
+  if (topo.status !== 200) throw new Error(`GET /v1/topology: HTTP ${topo.status} ${JSON.stringify(topo.body).slice(0, 200)}`);
+  if (ds.status !== 200) throw new Error(`GET /v1/datasets: HTTP ${ds.status} ${JSON.stringify(ds.body).slice(0, 200)}`);
+  const t = topo.body as { primary_cluster: string | null; clusters: { id: string; primary: boolean; sccs: TopologyNode[] }[] };
+  const clusters = t.clusters.map((c) => ({
+    id: c.id,
+    primary: c.primary,
+    sccs: c.sccs
+      .filter((n) => SERVING.has(n.state) && n.addresses?.production)
+      .map((n): SccAddress => ({ name: n.name, host: n.addresses?.production?.host ?? '', port: n.addresses?.production?.port ?? 0, ...(n.addresses?.grpc && { grpc_port: n.addresses.grpc.port }) })),
+  }));
+  const primary = clusters.find((c) => c.id === t.primary_cluster);
+  return {
+    primaryCluster: t.primary_cluster,
+    targets: primary?.sccs ?? [],
+    clusters,
+    datasets: schemasOf((ds.body as { datasets: unknown[] }).datasets, log),
+    at: new Date().toISOString(),
+  };
+}
+
+/** Tells the DMS the Proxy's health (its state there follows). */
+export async function reportHealth(dmsUrl: string, id: MtlsIdentity, nodeName: string, dmsServerName: string | undefined, status: 'ok' | 'degraded', detail: unknown): Promise<void> {
+  const m = id.material;
+  await requestJson('POST', new URL(`/v1/nodes/${encodeURIComponent(nodeName)}/health`, dmsUrl).toString(), { ca: m.caPem, cert: m.certPem, key: m.keyPem, servername: dmsServerName }, { status, detail });
+}

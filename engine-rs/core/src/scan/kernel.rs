@@ -1,0 +1,379 @@
+//! The filter kernel: evaluates a `ScanFilter` over a buffer of back-to-back fixed-width records.
+//!
+//! Records are taken `CHUNK` at a time (small enough to stay in L2 while every filter reads it).
+//! Within a chunk each sub-query narrows a selection vector of record indices one filter at a
+//! time: the first filter fills it from every record, the next ones keep only the survivors.
+//! Each filter is one tight loop compiled for its field layout and test (no dispatch, no
+//! allocation per record). Sub-queries after the first see only the records no earlier one
+//! matched. Matching records are copied out in their original order.
+
+use super::filter::ScanFilter;
+use super::key::{with_load64, with_wide};
+use super::pred::{CompiledFilter, Elem, MaskWord, Pred, Test};
+
+/// Records per chunk.
+pub const CHUNK: usize = 1024;
+
+/// Which records a filter looks at: all of the chunk's, or the current selection.
+#[derive(Clone, Copy)]
+enum Input {
+    All(usize),
+    Selected(usize),
+}
+
+/// Runs `t` (the test of the record at a byte offset) over the input, leaving the records that
+/// pass at the front of `sel`; returns how many passed. Branch-free: every record is written
+/// and the count only advances on a pass.
+#[inline(always)]
+fn run<F: Fn(usize) -> bool>(t: F, rs: usize, input: Input, sel: &mut [u32]) -> usize {
+    let mut m = 0;
+    match input {
+        Input::All(n) => {
+            for i in 0..n {
+                sel[m] = i as u32;
+                m += usize::from(t(i * rs));
+            }
+        }
+        Input::Selected(len) => {
+            for j in 0..len {
+                let i = sel[j];
+                sel[m] = i;
+                m += usize::from(t(i as usize * rs));
+            }
+        }
+    }
+    m
+}
+
+#[inline(always)]
+fn load8(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// Little-endian load of fewer than 8 bytes (records shorter than 8 bytes only).
+fn load_short(b: &[u8], at: usize, len: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a[..len].copy_from_slice(&b[at..at + len]);
+    u64::from_le_bytes(a)
+}
+
+fn masked(
+    d: &[u8],
+    rs: usize,
+    input: Input,
+    sel: &mut [u32],
+    words: &[MaskWord],
+    neg: bool,
+) -> usize {
+    match words {
+        [w] if w.len == 8 => {
+            let (at, mask, want) = (w.at, w.mask, w.want);
+            run(
+                |r| ((load8(d, r + at) & mask) == want) != neg,
+                rs,
+                input,
+                sel,
+            )
+        }
+        [a, b] if a.len == 8 && b.len == 8 => {
+            let (a, b) = (*a, *b);
+            run(
+                |r| {
+                    let x = (load8(d, r + a.at) & a.mask) ^ a.want;
+                    let y = (load8(d, r + b.at) & b.mask) ^ b.want;
+                    ((x | y) == 0) != neg
+                },
+                rs,
+                input,
+                sel,
+            )
+        }
+        _ if words.iter().all(|w| w.len == 8) => run(
+            |r| {
+                let diff = words.iter().fold(0u64, |acc, w| {
+                    acc | ((load8(d, r + w.at) & w.mask) ^ w.want)
+                });
+                (diff == 0) != neg
+            },
+            rs,
+            input,
+            sel,
+        ),
+        _ => run(
+            |r| {
+                let diff = words.iter().fold(0u64, |acc, w| {
+                    acc | ((load_short(d, r + w.at, w.len) & w.mask) ^ w.want)
+                });
+                (diff == 0) != neg
+            },
+            rs,
+            input,
+            sel,
+        ),
+    }
+}
+
+/// Evaluates one predicate over the chunk `d`.
+fn eval(p: &Pred, d: &[u8], rs: usize, input: Input, sel: &mut [u32]) -> usize {
+    match p {
+        Pred::Const(true) => run(|_| true, rs, input, sel),
+        Pred::Const(false) => 0,
+        Pred::K64 {
+            off,
+            load,
+            test,
+            negate,
+        } => {
+            let (off, neg) = (*off, *negate);
+            with_load64!(*load, f => match test {
+                Test::Range { lo, hi } => {
+                    let (lo, span) = (*lo, hi - lo);
+                    run(|r| (f(d, r + off).wrapping_sub(lo) <= span) != neg, rs, input, sel)
+                }
+                Test::Set(keys) => run(
+                    |r| keys.binary_search(&f(d, r + off)).is_ok() != neg,
+                    rs,
+                    input,
+                    sel,
+                ),
+            })
+        }
+        Pred::K128 {
+            off,
+            big_endian,
+            signed,
+            test,
+            negate,
+        } => {
+            let (off, neg) = (*off, *negate);
+            with_wide!(key128, *big_endian, *signed, f => match test {
+                Test::Range { lo, hi } => {
+                    let (lo, span) = (*lo, hi - lo);
+                    run(|r| (f(d, r + off).wrapping_sub(lo) <= span) != neg, rs, input, sel)
+                }
+                Test::Set(keys) => run(
+                    |r| keys.binary_search(&f(d, r + off)).is_ok() != neg,
+                    rs,
+                    input,
+                    sel,
+                ),
+            })
+        }
+        Pred::K256 {
+            off,
+            big_endian,
+            signed,
+            test,
+            negate,
+        } => {
+            let (off, neg) = (*off, *negate);
+            with_wide!(key256, *big_endian, *signed, f => match test {
+                Test::Range { lo, hi } => {
+                    let (lo, hi) = (*lo, *hi);
+                    run(|r| { let k = f(d, r + off); (lo <= k && k <= hi) != neg }, rs, input, sel)
+                }
+                Test::Set(keys) => run(
+                    |r| keys.binary_search(&f(d, r + off)).is_ok() != neg,
+                    rs,
+                    input,
+                    sel,
+                ),
+            })
+        }
+        Pred::Masked { words, negate } => masked(d, rs, input, sel, words, *negate),
+        Pred::Bytes { off, len, lo, hi } => {
+            let (off, len) = (*off, *len);
+            let field = |r: usize| &d[r + off..r + off + len];
+            let above = |s: &[u8]| match lo {
+                None => true,
+                Some((v, true)) => s >= v.as_slice(),
+                Some((v, false)) => s > v.as_slice(),
+            };
+            let below = |s: &[u8]| match hi {
+                None => true,
+                Some((v, true)) => s <= v.as_slice(),
+                Some((v, false)) => s < v.as_slice(),
+            };
+            run(
+                |r| {
+                    let s = field(r);
+                    above(s) && below(s)
+                },
+                rs,
+                input,
+                sel,
+            )
+        }
+        Pred::BytesSet { off, len, values } => {
+            let (off, len) = (*off, *len);
+            run(
+                |r| {
+                    let s = &d[r + off..r + off + len];
+                    values.binary_search_by(|v| v.as_slice().cmp(s)).is_ok()
+                },
+                rs,
+                input,
+                sel,
+            )
+        }
+        Pred::List {
+            off,
+            stride,
+            count,
+            elem,
+            negate,
+        } => {
+            let (off, stride, count, neg) = (*off, *stride, *count, *negate);
+            match elem {
+                Elem::K64 { load, lo, hi } => {
+                    let (lo, span) = (*lo, hi - lo);
+                    with_load64!(*load, f => run(
+                        |r| (0..count).any(|j| f(d, r + off + j * stride).wrapping_sub(lo) <= span) != neg,
+                        rs,
+                        input,
+                        sel,
+                    ))
+                }
+                Elem::K128 {
+                    big_endian,
+                    signed,
+                    key,
+                } => {
+                    let key = *key;
+                    with_wide!(key128, *big_endian, *signed, f => run(
+                        |r| (0..count).any(|j| f(d, r + off + j * stride) == key) != neg,
+                        rs,
+                        input,
+                        sel,
+                    ))
+                }
+                Elem::K256 {
+                    big_endian,
+                    signed,
+                    key,
+                } => {
+                    let key = *key;
+                    with_wide!(key256, *big_endian, *signed, f => run(
+                        |r| (0..count).any(|j| f(d, r + off + j * stride) == key) != neg,
+                        rs,
+                        input,
+                        sel,
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// Narrows the selection by every filter of one sub-query.
+fn eval_sub(
+    sub: &[CompiledFilter],
+    d: &[u8],
+    rs: usize,
+    mut input: Input,
+    sel: &mut [u32],
+) -> usize {
+    let mut len = match input {
+        Input::All(n) => n,
+        Input::Selected(n) => n,
+    };
+    for f in sub {
+        len = eval(&f.pred, d, rs, input, sel);
+        if len == 0 {
+            break;
+        }
+        input = Input::Selected(len);
+    }
+    len
+}
+
+impl ScanFilter {
+    /// Appends the records of `data` that match to `out` (in their order) and returns how many
+    /// matched. `data` holds whole records of `record_size` bytes; a trailing partial record is
+    /// ignored.
+    pub fn filter_into(&self, data: &[u8], out: &mut Vec<u8>) -> u64 {
+        let rs = self.record_size();
+        let n_all = data.len() / rs;
+        let data = &data[..n_all * rs];
+        if self.matches_all() {
+            out.extend_from_slice(data);
+            return n_all as u64;
+        }
+        let subs = self.subs();
+        if subs.is_empty() {
+            return 0;
+        }
+        let mut sel = vec![0u32; CHUNK];
+        let mut cand = vec![0u32; CHUNK];
+        let mut hit = vec![false; CHUNK];
+        let mut matched = 0u64;
+        for chunk in data.chunks(CHUNK * rs) {
+            let n = chunk.len() / rs;
+            if let [only] = subs {
+                let len = eval_sub(only, chunk, rs, Input::All(n), &mut sel);
+                out.reserve(len * rs);
+                for &i in &sel[..len] {
+                    let at = i as usize * rs;
+                    out.extend_from_slice(&chunk[at..at + rs]);
+                }
+                matched += len as u64;
+                continue;
+            }
+            hit[..n].fill(false);
+            let mut left = n;
+            for (s, sub) in subs.iter().enumerate() {
+                let input = if s == 0 {
+                    Input::All(n)
+                } else {
+                    sel[..left].copy_from_slice(&cand[..left]);
+                    Input::Selected(left)
+                };
+                let len = eval_sub(sub, chunk, rs, input, &mut sel);
+                for &i in &sel[..len] {
+                    hit[i as usize] = true;
+                }
+                if s + 1 < subs.len() {
+                    left = 0;
+                    for (i, &h) in hit[..n].iter().enumerate() {
+                        cand[left] = i as u32;
+                        left += usize::from(!h);
+                    }
+                    if left == 0 {
+                        break;
+                    }
+                }
+            }
+            for (i, _) in hit[..n].iter().enumerate().filter(|(_, &h)| h) {
+                out.extend_from_slice(&chunk[i * rs..(i + 1) * rs]);
+                matched += 1;
+            }
+        }
+        matched
+    }
+
+    /// The records of `data` that match, back to back (see [`ScanFilter::filter_into`]).
+    pub fn filter(&self, data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.filter_into(data, &mut out);
+        out
+    }
+}
+
+/// The plain memory read the kernel is measured against (bench/scan.bench.ts): every byte of
+/// `data` loaded once, 32 bytes a step, folded so the loads cannot be optimised away.
+pub fn read_baseline(data: &[u8]) -> u64 {
+    let mut acc = [0u64; 4];
+    let mut chunks = data.chunks_exact(32);
+    for c in &mut chunks {
+        for (k, a) in acc.iter_mut().enumerate() {
+            *a ^= load8(c, k * 8);
+        }
+    }
+    let tail = chunks
+        .remainder()
+        .iter()
+        .fold(0u64, |x, &b| x.rotate_left(8) ^ u64::from(b));
+    acc[0] ^ acc[1] ^ acc[2] ^ acc[3] ^ tail
+}

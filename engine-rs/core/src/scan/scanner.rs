@@ -1,0 +1,278 @@
+//! Scans one segment with a compiled filter, a block range at a time: zone maps rule blocks out,
+//! the blocks left are read (each checked against its CRC-32C) and run through the kernel. With
+//! `verify_hash` every block is read, skipped or not, and fed to the hash chain; the last step
+//! reports whether every block hash and the closing hash match the footer.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use thiserror::Error;
+
+use super::filter::ScanFilter;
+use super::zones::ZonePlan;
+use crate::hash::ChainState;
+use crate::segment::{SegmentError, SegmentReader, MAX_READ_BYTES};
+
+/// Most record bytes one step reads (more than one block only while under this).
+pub const MAX_STEP_BYTES: u64 = 16 << 20;
+/// Record bytes read at a time within a step, so the CRC check, the hash and the kernel find
+/// them in cache (at least one block).
+const PIECE_BYTES: u64 = 256 << 10;
+
+/// A scan could not start or go on.
+#[derive(Debug, Error)]
+pub enum ScanError {
+    /// The segment is unreadable or damaged (a block checksum, I/O, a bad layout).
+    #[error(transparent)]
+    Segment(#[from] SegmentError),
+    /// The segment's records are not the size the filter was compiled for.
+    #[error("segment {path} holds {segment}-byte records, the filter was compiled for {filter}-byte records")]
+    RecordSize {
+        path: String,
+        segment: u32,
+        filter: usize,
+    },
+}
+
+impl ScanError {
+    /// Stable code for the bridge: the segment error's own, or `ERR_SCAN_RECORD_SIZE`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ScanError::Segment(e) => e.code(),
+            ScanError::RecordSize { .. } => "ERR_SCAN_RECORD_SIZE",
+        }
+    }
+}
+
+/// What one step produced.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScanStep {
+    /// The matching records, back to back, in segment order.
+    pub records: Vec<u8>,
+    pub matched: u64,
+    /// Records the kernel evaluated (those of blocks the zones did not rule out).
+    pub scanned: u64,
+    /// Blocks the zone maps ruled out in this step.
+    pub blocks_skipped: u64,
+    /// No blocks are left.
+    pub done: bool,
+    /// With verify_hash, on the step that finishes: whether the chain matched the footer.
+    pub hash_ok: Option<bool>,
+}
+
+/// A scan in progress over one segment.
+pub struct SegmentScanner {
+    reader: SegmentReader,
+    file: File,
+    filter: Arc<ScanFilter>,
+    plan: ZonePlan,
+    /// The batch filter rules the whole segment out.
+    skip_all: bool,
+    next_block: u64,
+    chain: Option<ChainState>,
+    hash_ok: Option<bool>,
+    buf: Vec<u8>,
+}
+
+impl SegmentScanner {
+    /// Opens and validates `path` for a scan with `filter`; `verify_hash` recomputes the chain.
+    pub fn open(
+        path: &Path,
+        filter: Arc<ScanFilter>,
+        verify_hash: bool,
+    ) -> Result<Self, ScanError> {
+        let reader = SegmentReader::open(path)?;
+        let h = reader.header();
+        if h.record_size as usize != filter.record_size() {
+            return Err(ScanError::RecordSize {
+                path: path.display().to_string(),
+                segment: h.record_size,
+                filter: filter.record_size(),
+            });
+        }
+        let file = File::open(path).map_err(|source| SegmentError::Io {
+            op: "open",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let plan = ZonePlan::new(&filter, &h.fields);
+        let skip_all = !plan.may_match(reader.batch_filter()) && reader.blocks() > 0;
+        let chain = if verify_hash {
+            let c = ChainState::new(h.algorithm, h.record_size, h.block_size, &h.batch_id)
+                .map_err(|e| SegmentError::Corrupt(e.to_string()))?;
+            Some(c)
+        } else {
+            None
+        };
+        Ok(SegmentScanner {
+            reader,
+            file,
+            filter,
+            plan,
+            skip_all,
+            next_block: 0,
+            chain,
+            hash_ok: None,
+            buf: Vec::new(),
+        })
+    }
+
+    /// The open segment (header, counts, closing hash, zones).
+    pub fn reader(&self) -> &SegmentReader {
+        &self.reader
+    }
+
+    /// Whether every block has been scanned.
+    pub fn is_done(&self) -> bool {
+        self.next_block >= self.reader.blocks()
+    }
+
+    fn block_may_match(&self, b: u64) -> bool {
+        if self.skip_all {
+            return false;
+        }
+        let nf = self.reader.header().fields.len();
+        let at = b as usize * nf;
+        self.plan.may_match(&self.reader.zones()[at..at + nf])
+    }
+
+    /// Reads blocks `first .. end` into the buffer, checking each block's CRC.
+    fn read(&mut self, first: u64, end: u64) -> Result<usize, ScanError> {
+        let rs = u64::from(self.reader.header().record_size);
+        let entries = &self.reader.block_index()[first as usize..end as usize];
+        let len: u64 = entries.iter().map(|e| u64::from(e.records) * rs).sum();
+        if len > MAX_READ_BYTES {
+            return Err(SegmentError::Range(format!(
+                "{len} bytes in one block range, at most {MAX_READ_BYTES}"
+            ))
+            .into());
+        }
+        let len = len as usize;
+        if self.buf.len() < len {
+            self.buf.resize(len, 0);
+        }
+        self.file
+            .read_exact_at(&mut self.buf[..len], entries[0].offset)
+            .map_err(|source| SegmentError::Io {
+                op: "read",
+                path: self.reader.path().to_path_buf(),
+                source,
+            })?;
+        let mut at = 0usize;
+        for (k, e) in entries.iter().enumerate() {
+            let n = e.records as usize * rs as usize;
+            if crc32c::crc32c(&self.buf[at..at + n]) != e.crc {
+                return Err(SegmentError::BlockChecksum(first + k as u64).into());
+            }
+            at += n;
+        }
+        Ok(len)
+    }
+
+    /// Scans up to `max_blocks` more blocks (at least one, and at most `MAX_STEP_BYTES` of
+    /// records unless one block is larger).
+    pub fn next(&mut self, max_blocks: u64) -> Result<ScanStep, ScanError> {
+        let total = self.reader.blocks();
+        let mut step = ScanStep::default();
+        if self.next_block >= total {
+            self.finish_chain();
+            step.done = true;
+            step.hash_ok = self.hash_ok;
+            return Ok(step);
+        }
+        let first = self.next_block;
+        if self.skip_all && self.chain.is_none() {
+            step.blocks_skipped = total - first;
+            self.next_block = total;
+            step.done = true;
+            return Ok(step);
+        }
+        let rs = u64::from(self.reader.header().record_size);
+        let index = self.reader.block_index();
+        let mut end = first;
+        let mut bytes = 0u64;
+        while end < total && end - first < max_blocks.max(1) {
+            let b = u64::from(index[end as usize].records) * rs;
+            if end > first && bytes + b > MAX_STEP_BYTES {
+                break;
+            }
+            bytes += b;
+            end += 1;
+        }
+        let wanted: Vec<bool> = (first..end).map(|b| self.block_may_match(b)).collect();
+        step.blocks_skipped = wanted.iter().filter(|w| !**w).count() as u64;
+        let verify = self.chain.is_some();
+        let want = |b: u64| wanted[(b - first) as usize];
+        let mut b = first;
+        while b < end {
+            if !verify && !want(b) {
+                b += 1;
+                continue;
+            }
+            // A piece of consecutive blocks small enough to stay in cache while its CRCs are
+            // checked, it is hashed and the kernel reads it (wanted blocks only, unless every
+            // block is hashed).
+            let mut e = b;
+            let mut bytes = 0u64;
+            while e < end && (verify || want(e)) {
+                let n = u64::from(self.reader.block_index()[e as usize].records) * rs;
+                if e > b && bytes + n > PIECE_BYTES {
+                    break;
+                }
+                bytes += n;
+                e += 1;
+            }
+            let len = self.read(b, e)?;
+            if let Some(c) = self.chain.as_mut() {
+                c.update(&self.buf[..len]);
+            }
+            let mut k = b;
+            while k < e {
+                if !want(k) {
+                    k += 1;
+                    continue;
+                }
+                let mut j = k;
+                while j < e && want(j) {
+                    j += 1;
+                }
+                let index = self.reader.block_index();
+                let at = (index[k as usize].offset - index[b as usize].offset) as usize;
+                let n: u64 = index[k as usize..j as usize]
+                    .iter()
+                    .map(|x| u64::from(x.records))
+                    .sum();
+                let range = at..at + (n * rs) as usize;
+                step.matched += self.filter.filter_into(&self.buf[range], &mut step.records);
+                step.scanned += n;
+                k = j;
+            }
+            b = e;
+        }
+        self.next_block = end;
+        if end >= total {
+            self.finish_chain();
+            step.done = true;
+            step.hash_ok = self.hash_ok;
+        }
+        Ok(step)
+    }
+
+    fn finish_chain(&mut self) {
+        let Some(chain) = self.chain.take() else {
+            return;
+        };
+        let result = chain.finish();
+        let dl = self.reader.header().algorithm.digest_len();
+        let index = self.reader.block_index();
+        let blocks_ok = result.block_hashes.len() == index.len() * dl
+            && result
+                .block_hashes
+                .chunks_exact(dl)
+                .zip(index)
+                .all(|(h, e)| h == e.hash.as_bytes());
+        self.hash_ok = Some(blocks_ok && result.closing_hash == self.reader.closing_hash());
+    }
+}

@@ -1,0 +1,358 @@
+//! Zone skipping and the segment scanner over real segment files: results equal the kernel over
+//! every record, blocks are skipped only when nothing in them matches, verify_hash catches a
+//! changed record byte whose block CRC was patched to match, and a plain flip is a typed error.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use super::reference::Rng;
+use crate::hash::HashAlgorithm;
+use crate::scan::{ScanError, ScanFilter, ScanStep, SegmentScanner, ZonePlan};
+use crate::schema::{parse, Schema};
+use crate::segment::{
+    zone_fields_from_schema, SegmentConfig, SegmentError, SegmentReader, SegmentWriter,
+};
+
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "hd-scan-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("scratch");
+        Scratch(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const R: usize = 40;
+
+fn schema() -> Schema {
+    parse(
+        r#"{ "id": "z", "record_size": 40, "time_field": "ts", "fields": [
+            { "name": "ts", "offset": 0, "size": 8, "type": "timestamp" },
+            { "name": "a", "offset": 8, "size": 4, "type": "uint32" },
+            { "name": "f", "offset": 12, "size": 8, "type": "double" },
+            { "name": "s", "offset": 20, "size": 8, "type": "string" },
+            { "name": "x", "offset": 28, "size": 2, "type": "int16" },
+            { "name": "ip", "offset": 30, "size": 4, "type": "ipv4" },
+            { "name": "pad", "offset": 34, "size": 6, "type": "bytes" } ] }"#,
+    )
+    .expect("schema")
+}
+
+/// `n` records: ts ascending from 1000, a random below 1000, f random with some NaN, s one of
+/// a few words, x signed around zero.
+fn records(n: usize, seed: u64) -> Vec<u8> {
+    let words = ["alpha", "beta", "gamma", "delta", "", "alphabet"];
+    let mut rng = Rng(seed);
+    let mut out = Vec::with_capacity(n * R);
+    for i in 0..n {
+        let mut r = [0u8; R];
+        r[..8].copy_from_slice(&(1000 + i as i64).to_le_bytes());
+        r[8..12].copy_from_slice(&((rng.next() % 1000) as u32).to_le_bytes());
+        let f = if rng.below(20) == 0 {
+            f64::NAN
+        } else {
+            (rng.next() % 2001) as f64 / 10.0 - 100.0
+        };
+        r[12..20].copy_from_slice(&f.to_le_bytes());
+        let w = words[(i / 300 + rng.below(2)) % words.len()].as_bytes();
+        r[20..20 + w.len()].copy_from_slice(w);
+        r[28..30].copy_from_slice(&((rng.next() % 200) as i16 - 100).to_le_bytes());
+        r[30..34].copy_from_slice(&(i as u32).to_le_bytes());
+        out.extend_from_slice(&r);
+    }
+    out
+}
+
+fn write(dir: &Path, name: &str, data: &[u8], zones: bool) -> PathBuf {
+    let sc = schema();
+    let mut w = SegmentWriter::create(SegmentConfig {
+        dir: dir.to_path_buf(),
+        name: name.into(),
+        dataset_id: "z".into(),
+        batch_id: [7u8; 64],
+        record_size: R as u32,
+        block_size: 64,
+        algorithm: HashAlgorithm::Sha256,
+        fields: if zones {
+            zone_fields_from_schema(&sc)
+        } else {
+            Vec::new()
+        },
+    })
+    .expect("create");
+    for chunk in data.chunks(1000) {
+        w.append(chunk).expect("append");
+    }
+    w.finish(None).expect("finish").path
+}
+
+fn scan_all(
+    path: &Path,
+    f: &Arc<ScanFilter>,
+    verify: bool,
+    step: u64,
+) -> Result<ScanStep, ScanError> {
+    let mut s = SegmentScanner::open(path, Arc::clone(f), verify)?;
+    let mut total = ScanStep::default();
+    loop {
+        let st = s.next(step)?;
+        total.records.extend(st.records);
+        total.matched += st.matched;
+        total.scanned += st.scanned;
+        total.blocks_skipped += st.blocks_skipped;
+        if st.done {
+            total.done = true;
+            total.hash_ok = st.hash_ok;
+            return Ok(total);
+        }
+        assert!(st.hash_ok.is_none(), "hashOk only on the last step");
+    }
+}
+
+const QUERIES: &[(&str, bool)] = &[
+    (
+        r#"[{"filters":[{"field":"ts","op":"between","values":["1500","1700"]}]}]"#,
+        true,
+    ),
+    (
+        r#"[{"filters":[{"field":"ts","op":"lt","value":"1100"}]},{"filters":[{"field":"ts","op":"ge","value":"4000"}]}]"#,
+        true,
+    ),
+    (
+        r#"[{"filters":[{"field":"ts","op":"gt","value":"2000"},{"field":"a","op":"eq","value":"7"}]}]"#,
+        true,
+    ),
+    (
+        r#"[{"filters":[{"field":"ts","op":"in","values":["1001","3333","99999"]}]}]"#,
+        true,
+    ),
+    (
+        r#"[{"filters":[{"field":"s","op":"eq","value":"gamma"}]}]"#,
+        true,
+    ),
+    (
+        r#"[{"filters":[{"field":"s","op":"prefix","value":"alph"}]}]"#,
+        true,
+    ),
+    (r#"[{"filters":[{"field":"s","op":"is_null"}]}]"#, true),
+    (
+        r#"[{"filters":[{"field":"f","op":"lt","value":"-99.5"}]}]"#,
+        true,
+    ),
+    (
+        r#"[{"filters":[{"field":"f","op":"ne","value":"0"}]}]"#,
+        false,
+    ),
+    (
+        r#"[{"filters":[{"field":"x","op":"ne","value":"5"}]}]"#,
+        false,
+    ),
+    (
+        r#"[{"filters":[{"field":"ts","op":"lt","value":"0"}]}]"#,
+        true,
+    ),
+    (
+        r#"[{"filters":[{"field":"pad","op":"masked_eq","value":"00","mask":"ff"}]}]"#,
+        false,
+    ),
+    (
+        r#"[{"filters":[{"field":"ip","op":"lt","value":"10"}]}]"#,
+        false,
+    ),
+    (r#"[]"#, false),
+];
+
+#[test]
+fn zone_skipping_never_changes_results() {
+    let dir = Scratch::new();
+    let data = records(64 * 60 + 17, 3);
+    let path = write(&dir.0, "a.hdseg", &data, true);
+    let plain = write(&dir.0, "b.hdseg", &data, false);
+    let sc = schema();
+    for (q, skips) in QUERIES {
+        let f = Arc::new(ScanFilter::compile(&sc, q).expect(q));
+        let want = f.filter(&data);
+        for step in [1, 7, 1000] {
+            let got = scan_all(&path, &f, false, step).expect("scan");
+            assert_eq!(got.records, want, "{q} step {step}");
+            assert_eq!(got.matched as usize * R, want.len());
+            assert_eq!(
+                got.blocks_skipped > 0,
+                *skips,
+                "{q}: skipped {}",
+                got.blocks_skipped
+            );
+            let without = scan_all(&plain, &f, false, step).expect("scan");
+            assert_eq!(without.records, want);
+            assert_eq!(without.blocks_skipped, 0, "no zones, no skipping");
+        }
+    }
+}
+
+#[test]
+fn zone_plan_agrees_with_every_block() {
+    // Brute force: a block the plan rules out holds no matching record.
+    let dir = Scratch::new();
+    let data = records(64 * 40, 11);
+    let path = write(&dir.0, "c.hdseg", &data, true);
+    let reader = SegmentReader::open(&path).expect("open");
+    let nf = reader.header().fields.len();
+    let sc = schema();
+    let mut rng = Rng(5);
+    let mut skipped = 0;
+    for _ in 0..200 {
+        let lo = 900 + rng.below(3000);
+        let hi = lo + rng.below(400);
+        let a = rng.below(1000);
+        let q = format!(
+            r#"[{{"filters":[{{"field":"ts","op":"between","values":["{lo}","{hi}"]}},{{"field":"a","op":"le","value":"{a}"}}]}},
+                {{"filters":[{{"field":"f","op":"ge","value":"{}"}},{{"field":"s","op":"eq","value":"beta"}}]}}]"#,
+            rng.below(200) as f64 - 100.0
+        );
+        let f = ScanFilter::compile(&sc, &q).expect("compiles");
+        let plan = ZonePlan::new(&f, &reader.header().fields);
+        for b in 0..reader.blocks() as usize {
+            let zones = &reader.zones()[b * nf..(b + 1) * nf];
+            if !plan.may_match(zones) {
+                skipped += 1;
+                let block = &data[b * 64 * R..((b + 1) * 64 * R).min(data.len())];
+                assert!(
+                    f.filter(block).is_empty(),
+                    "block {b} skipped but matches: {q}"
+                );
+            }
+        }
+    }
+    assert!(skipped > 100, "zones skipped {skipped} blocks");
+}
+
+fn patch_record_byte(path: &Path, record: usize, at: usize, fix_crc: bool) {
+    let mut b = std::fs::read(path).expect("read");
+    let reader = SegmentReader::open(path).expect("open");
+    let h = reader.header().data_offset as usize;
+    b[h + record * R + at] ^= 0x01;
+    if fix_crc {
+        let blk = record / 64;
+        let e = &reader.block_index()[blk];
+        let start = e.offset as usize;
+        let crc = crc32c::crc32c(&b[start..start + e.records as usize * R]);
+        let tail = b.len() - 128;
+        let index_at = u64::from_le_bytes(b[tail + 24..tail + 32].try_into().expect("8")) as usize;
+        let el = 16 + reader.header().algorithm.digest_len();
+        let crc_at = index_at + blk * el + 12;
+        b[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
+        let footer = crc32c::crc32c(&b[index_at..tail + 116]);
+        b[tail + 116..tail + 120].copy_from_slice(&footer.to_le_bytes());
+    }
+    std::fs::write(path, b).expect("write");
+}
+
+#[test]
+fn verify_hash_detects_a_changed_record() {
+    let dir = Scratch::new();
+    let data = records(64 * 10 + 5, 9);
+    let sc = schema();
+    let every = Arc::new(ScanFilter::compile(&sc, "[]").expect("all"));
+    let none = Arc::new(
+        ScanFilter::compile(
+            &sc,
+            r#"[{"filters":[{"field":"ts","op":"lt","value":"0"}]}]"#,
+        )
+        .expect("none"),
+    );
+    let path = write(&dir.0, "v.hdseg", &data, true);
+    let ok = scan_all(&path, &every, true, 3).expect("scan");
+    assert_eq!(ok.hash_ok, Some(true));
+    assert_eq!(ok.records, data);
+    assert_eq!(
+        scan_all(&path, &every, false, 3).expect("scan").hash_ok,
+        None
+    );
+    // Every block is hashed even when the zones rule all of them out.
+    let skipped = scan_all(&path, &none, true, 4).expect("scan");
+    assert_eq!(
+        (skipped.hash_ok, skipped.matched, skipped.scanned),
+        (Some(true), 0, 0)
+    );
+    assert_eq!(skipped.blocks_skipped, 11);
+
+    // One bit of record 200 changed, its block CRC and the footer patched to match.
+    patch_record_byte(&path, 200, 9, true);
+    let bad = scan_all(&path, &every, true, 3).expect("scan");
+    assert_eq!(bad.hash_ok, Some(false));
+    assert_eq!(
+        scan_all(&path, &none, true, 100).expect("scan").hash_ok,
+        Some(false)
+    );
+    assert!(scan_all(&path, &every, false, 3)
+        .expect("scan")
+        .hash_ok
+        .is_none());
+
+    // A flip the CRC sees: a typed error naming the block.
+    let path2 = write(&dir.0, "w.hdseg", &data, true);
+    patch_record_byte(&path2, 130, 3, false);
+    for verify in [false, true] {
+        match scan_all(&path2, &every, verify, 3) {
+            Err(ScanError::Segment(SegmentError::BlockChecksum(2))) => {}
+            other => panic!("expected a block checksum error, got {other:?}"),
+        }
+    }
+    // Zones rule block 2 out, so a scan without verify_hash never reads it.
+    let early = Arc::new(
+        ScanFilter::compile(
+            &sc,
+            r#"[{"filters":[{"field":"ts","op":"lt","value":"1010"}]}]"#,
+        )
+        .expect("early"),
+    );
+    let st = scan_all(&path2, &early, false, 2).expect("not read");
+    assert_eq!(st.matched, 10);
+    let e = scan_all(&path2, &early, true, 2).expect_err("read with verify");
+    assert_eq!(e.code(), "ERR_SEGMENT_BLOCK_CHECKSUM");
+}
+
+#[test]
+fn scanner_edges() {
+    let dir = Scratch::new();
+    let sc = schema();
+    let every = Arc::new(ScanFilter::compile(&sc, "[]").expect("all"));
+    let empty = write(&dir.0, "e.hdseg", &[], true);
+    let st = scan_all(&empty, &every, true, 5).expect("empty");
+    assert_eq!((st.done, st.hash_ok, st.matched), (true, Some(true), 0));
+    let mut s = SegmentScanner::open(&empty, Arc::clone(&every), false).expect("open");
+    assert!(s.next(1).expect("step").done);
+    assert!(s.next(1).expect("again").done, "next after done stays done");
+
+    let other = parse(
+        r#"{ "id": "o", "record_size": 41, "time_field": "ts", "fields": [
+            { "name": "ts", "offset": 0, "size": 8, "type": "timestamp" } ] }"#,
+    )
+    .expect("schema");
+    let f = Arc::new(ScanFilter::compile(&other, "[]").expect("all"));
+    match SegmentScanner::open(&empty, f, false) {
+        Err(e @ ScanError::RecordSize { .. }) => {
+            assert_eq!(e.code(), "ERR_SCAN_RECORD_SIZE");
+            assert!(e.to_string().contains("40-byte records"), "{e}");
+        }
+        other => panic!("expected a record size error, got {:?}", other.err()),
+    }
+    match SegmentScanner::open(&dir.0.join("missing.hdseg"), every, false) {
+        Err(e) => assert_eq!(e.code(), "ERR_SEGMENT_IO"),
+        Ok(_) => panic!("opened a missing file"),
+    }
+}

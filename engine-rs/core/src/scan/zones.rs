@@ -1,0 +1,87 @@
+//! Zone skipping: whether a block (or a whole segment, by its batch filter) can hold a record the
+//! filter matches, from the min and max order key of each zone-mapped field. A block is skipped
+//! when no sub-query can match in it; a sub-query cannot match when any one of its filters
+//! cannot. Filters without a zone test (masked_eq, list ops, wide numbers, fields the segment
+//! keeps no zones for) never rule a block out.
+
+use super::filter::ScanFilter;
+use super::pred::{ZoneCheck, ZoneHint};
+use crate::segment::{Zone, ZoneField, ZoneKind};
+
+impl ZoneCheck {
+    /// Whether a field whose keys lie in `z` can satisfy the check.
+    pub fn may_match(&self, z: Zone) -> bool {
+        match self {
+            ZoneCheck::Within { lo, hi } => !z.is_empty() && z.min <= *hi && z.max >= *lo,
+            // An empty zone here means no keys were recorded; stay on the safe side.
+            ZoneCheck::Outside { lo, hi } => z.is_empty() || z.min < *lo || z.max > *hi,
+            ZoneCheck::AnyOf(keys) => {
+                if z.is_empty() {
+                    return false;
+                }
+                let first = keys.partition_point(|&k| k < z.min);
+                keys.get(first).is_some_and(|&k| k <= z.max)
+            }
+        }
+    }
+}
+
+fn same_field(h: &ZoneHint, f: &ZoneField) -> bool {
+    h.offset == f.offset
+        && h.size == f.size
+        && h.kind == f.kind
+        && (h.kind == ZoneKind::Bytes || h.size == 1 || h.big_endian == f.big_endian)
+}
+
+/// A filter's zone tests resolved against one segment's zone fields.
+#[derive(Clone, Debug)]
+pub struct ZonePlan {
+    /// Per sub-query: (zone field index, check) of each filter the zones can rule on.
+    subs: Vec<Vec<(usize, ZoneCheck)>>,
+    match_all: bool,
+    match_none: bool,
+}
+
+impl ZonePlan {
+    /// Resolves `filter`'s zone tests against the zone fields a segment declares.
+    pub fn new(filter: &ScanFilter, fields: &[ZoneField]) -> ZonePlan {
+        let subs = filter
+            .subs()
+            .iter()
+            .map(|sub| {
+                sub.iter()
+                    .filter_map(|c| {
+                        let h = c.zone.as_ref()?;
+                        let i = fields.iter().position(|f| same_field(h, f))?;
+                        Some((i, h.check.clone()))
+                    })
+                    .collect()
+            })
+            .collect();
+        ZonePlan {
+            subs,
+            match_all: filter.matches_all(),
+            match_none: filter.matches_none(),
+        }
+    }
+
+    /// Whether records whose zones are `zones` (one per zone field, in header order) may match.
+    pub fn may_match(&self, zones: &[Zone]) -> bool {
+        if self.match_all {
+            return true;
+        }
+        if self.match_none {
+            return false;
+        }
+        self.subs.iter().any(|checks| {
+            checks
+                .iter()
+                .all(|(i, c)| zones.get(*i).is_none_or(|z| c.may_match(*z)))
+        })
+    }
+
+    /// Whether any zone test applies at all (otherwise every block is scanned).
+    pub fn can_skip(&self) -> bool {
+        self.match_none || self.subs.iter().all(|s| !s.is_empty())
+    }
+}

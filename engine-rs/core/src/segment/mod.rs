@@ -1,0 +1,26 @@
+//! The segment store: one file per dataset batch holding its records in hash-chain blocks, zone
+//! maps per block, a batch filter and a footer with the closing hash. docs/segment.md holds the
+//! byte layout, the durability protocol and the recovery rules.
+
+mod error;
+mod layout;
+mod reader;
+mod recover;
+#[cfg(test)]
+mod tests;
+mod writer;
+mod zone;
+
+pub use error::SegmentError;
+pub use layout::{BlockEntry, SegmentHeader, MAGIC, TAIL_LEN, TRAILER_MAGIC, VERSION};
+pub use reader::{SegmentReader, MAX_READ_BYTES};
+pub use recover::{
+    recover_dir, verify_segment, Quarantined, RecoverOptions, Recovery, Verified, QUARANTINE_DIR,
+};
+pub use writer::{segment_file_name, sync_dir, SegmentConfig, SegmentSummary, SegmentWriter};
+pub use zone::{zone_fields_from_schema, Zone, ZoneField, ZoneKind, MAX_ZONE_FIELDS};
+
+/// Extension of a complete segment file.
+pub const SEGMENT_EXT: &str = ".hdseg";
+/// Suffix of a segment still being written.
+pub const PARTIAL_SUFFIX: &str = ".partial";

@@ -1,0 +1,265 @@
+//! Opens a complete segment: validates header and footer against each other and the file length
+//! (no length read from the file is trusted before it is checked), then serves block ranges with
+//! their CRCs checked, zone maps and the batch filter. Reads use `pread`, so one reader can serve
+//! several threads.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::error::{io, SegmentError};
+use super::layout::{
+    block_entry_len, BlockEntry, SegmentHeader, Tail, HEADER_FIXED_LEN, TAIL_CRC_AT, TAIL_LEN,
+    TAIL_MAGIC_AT, TRAILER_MAGIC,
+};
+use super::zone::{Zone, ZONE_LEN};
+use crate::hash::Digest;
+
+/// Most record bytes one [`SegmentReader::read_blocks`] call returns (256 MiB).
+pub const MAX_READ_BYTES: u64 = 256 << 20;
+
+/// An open, structurally valid segment.
+#[derive(Debug)]
+pub struct SegmentReader {
+    file: File,
+    path: PathBuf,
+    header: SegmentHeader,
+    records: u64,
+    closing_hash: Digest,
+    index: Vec<BlockEntry>,
+    zones: Vec<Zone>,
+    filter: Vec<Zone>,
+}
+
+fn corrupt<T>(m: impl Into<String>) -> Result<T, SegmentError> {
+    Err(SegmentError::Corrupt(m.into()))
+}
+
+impl SegmentReader {
+    /// Opens and validates `path` (header, footer checksum, every offset and count); record bytes
+    /// are checked per block as they are read, and fully by `verify_segment`.
+    pub fn open(path: &Path) -> Result<Self, SegmentError> {
+        let file = File::open(path).map_err(io("open", path))?;
+        let file_len = file.metadata().map_err(io("stat", path))?.len();
+        let read = |at: u64, buf: &mut [u8]| file.read_exact_at(buf, at).map_err(io("read", path));
+        let min = (HEADER_FIXED_LEN + 4 + TAIL_LEN) as u64;
+        if file_len < min {
+            return Err(SegmentError::Truncated {
+                what: "segment",
+                need: min,
+                have: file_len,
+            });
+        }
+        let mut fixed = [0u8; HEADER_FIXED_LEN];
+        read(0, &mut fixed)?;
+        let hlen = SegmentHeader::total_len(&fixed, file_len)?;
+        let mut hbuf = vec![0u8; hlen];
+        read(0, &mut hbuf)?;
+        let header = SegmentHeader::decode(&hbuf)?;
+
+        let mut tb = [0u8; TAIL_LEN];
+        let tail_at = file_len - TAIL_LEN as u64;
+        read(tail_at, &mut tb)?;
+        if tb[TAIL_MAGIC_AT..] != TRAILER_MAGIC {
+            return Err(SegmentError::Magic("trailer"));
+        }
+        let tail = Tail::decode(&tb)?;
+        let dl = header.algorithm.digest_len();
+        let nf = header.fields.len() as u64;
+        let r = u64::from(header.record_size);
+        let b = u64::from(header.block_size);
+        // Every section's place follows from the header and the record count; a file that says
+        // otherwise is damaged. Checked arithmetic: the counts are outside input.
+        let expect = (|| {
+            let data_len = tail.records.checked_mul(r)?;
+            let index_offset = header.data_offset.checked_add(data_len)?;
+            let blocks = tail.records.div_ceil(b);
+            let zone_offset =
+                index_offset.checked_add(blocks.checked_mul(block_entry_len(dl) as u64)?)?;
+            let filter_offset =
+                zone_offset.checked_add(blocks.checked_mul(nf)?.checked_mul(ZONE_LEN as u64)?)?;
+            let tail_offset = filter_offset.checked_add(nf * ZONE_LEN as u64)?;
+            Some((
+                blocks,
+                index_offset,
+                zone_offset,
+                filter_offset,
+                tail_offset,
+            ))
+        })();
+        let Some((blocks, index_offset, zone_offset, filter_offset, tail_offset)) = expect else {
+            return corrupt(format!("record count {} overflows", tail.records));
+        };
+        if tail_offset != tail_at {
+            return if tail_offset > tail_at {
+                Err(SegmentError::Truncated {
+                    what: "records and footer",
+                    need: tail_offset + TAIL_LEN as u64,
+                    have: file_len,
+                })
+            } else {
+                corrupt(format!(
+                    "footer ends at {} but the file has {file_len} bytes",
+                    tail_offset + TAIL_LEN as u64
+                ))
+            };
+        }
+        if tail.blocks != blocks
+            || tail.data_offset != header.data_offset
+            || tail.index_offset != index_offset
+            || tail.zone_offset != zone_offset
+            || tail.filter_offset != filter_offset
+        {
+            return corrupt("footer offsets or counts do not match the header and record count");
+        }
+        if tail.closing_hash.as_bytes().len() != dl {
+            return corrupt("closing hash length does not match the algorithm");
+        }
+        // The footer is bounded by the file length checked above.
+        let mut footer = vec![0u8; (tail_at - index_offset) as usize + TAIL_LEN];
+        read(index_offset, &mut footer)?;
+        let crc_at = footer.len() - TAIL_LEN + TAIL_CRC_AT;
+        let stored = u32::from_le_bytes([
+            footer[crc_at],
+            footer[crc_at + 1],
+            footer[crc_at + 2],
+            footer[crc_at + 3],
+        ]);
+        if crc32c::crc32c(&footer[..crc_at]) != stored {
+            return Err(SegmentError::FooterChecksum);
+        }
+        let el = block_entry_len(dl);
+        let zs = (zone_offset - index_offset) as usize;
+        let fs = (filter_offset - index_offset) as usize;
+        let mut index = Vec::with_capacity(blocks as usize);
+        for (i, e) in footer[..zs].chunks_exact(el).enumerate() {
+            let Some(entry) = BlockEntry::decode(e) else {
+                return corrupt("block index entry");
+            };
+            let first = i as u64 * b;
+            if entry.offset != header.data_offset + first * r
+                || u64::from(entry.records) != b.min(tail.records - first)
+            {
+                return corrupt(format!("block index entry {i} does not match the layout"));
+            }
+            index.push(entry);
+        }
+        if let Some(last) = index.last() {
+            if last.hash != tail.closing_hash {
+                return corrupt("the last block hash is not the closing hash");
+            }
+        }
+        let zones = footer[zs..fs]
+            .chunks_exact(ZONE_LEN)
+            .map(Zone::decode)
+            .collect();
+        let filter = footer[fs..footer.len() - TAIL_LEN]
+            .chunks_exact(ZONE_LEN)
+            .map(Zone::decode)
+            .collect();
+        Ok(SegmentReader {
+            file,
+            path: path.to_path_buf(),
+            header,
+            records: tail.records,
+            closing_hash: tail.closing_hash,
+            index,
+            zones,
+            filter,
+        })
+    }
+
+    /// The header (dataset, batch id, sizes, algorithm, zone fields).
+    pub fn header(&self) -> &SegmentHeader {
+        &self.header
+    }
+
+    /// Path the reader was opened on.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records in the segment.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Blocks in the segment.
+    pub fn blocks(&self) -> u64 {
+        self.index.len() as u64
+    }
+
+    /// The closing hash stored at ingest.
+    pub fn closing_hash(&self) -> Digest {
+        self.closing_hash
+    }
+
+    /// The block index.
+    pub fn block_index(&self) -> &[BlockEntry] {
+        &self.index
+    }
+
+    /// Zone of `field` in `block`.
+    pub fn zone(&self, block: u64, field: usize) -> Option<Zone> {
+        let nf = self.header.fields.len();
+        if field >= nf {
+            return None;
+        }
+        self.zones
+            .get(
+                usize::try_from(block)
+                    .ok()?
+                    .checked_mul(nf)?
+                    .checked_add(field)?,
+            )
+            .copied()
+    }
+
+    /// Every block's zones, block-major (`blocks * fields` entries).
+    pub fn zones(&self) -> &[Zone] {
+        &self.zones
+    }
+
+    /// The batch filter: one zone per field over the whole batch.
+    pub fn batch_filter(&self) -> &[Zone] {
+        &self.filter
+    }
+
+    /// Reads the records of blocks `first .. first + count`, checking each block's CRC-32C.
+    pub fn read_blocks(&self, first: u64, count: u64) -> Result<Vec<u8>, SegmentError> {
+        let end = first
+            .checked_add(count)
+            .filter(|&e| e <= self.blocks())
+            .ok_or_else(|| {
+                SegmentError::Range(format!(
+                    "blocks {first}+{count} lie outside the segment's {} blocks",
+                    self.blocks()
+                ))
+            })?;
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let r = u64::from(self.header.record_size);
+        let entries = &self.index[first as usize..end as usize];
+        let start = entries[0].offset;
+        let len: u64 = entries.iter().map(|e| u64::from(e.records) * r).sum();
+        if len > MAX_READ_BYTES {
+            return Err(SegmentError::Range(format!(
+                "{len} bytes in one read, at most {MAX_READ_BYTES}"
+            )));
+        }
+        let mut buf = vec![0u8; len as usize];
+        self.file
+            .read_exact_at(&mut buf, start)
+            .map_err(io("read", &self.path))?;
+        let mut at = 0usize;
+        for (k, e) in entries.iter().enumerate() {
+            let n = e.records as usize * r as usize;
+            if crc32c::crc32c(&buf[at..at + n]) != e.crc {
+                return Err(SegmentError::BlockChecksum(first + k as u64));
+            }
+            at += n;
+        }
+        Ok(buf)
+    }
+}

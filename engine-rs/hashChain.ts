@@ -1,0 +1,102 @@
+import { BatchID } from './batchId';
+import { native, type ChainHandle } from './native';
+
+/** Hash algorithms of the ingest hash chain (HASH_ALGORITHM). */
+export type HashAlgorithmName = 'sha512' | 'sha256' | 'blake3';
+
+/** Every algorithm the chain accepts, the default first. */
+export const HASH_ALGORITHMS: readonly HashAlgorithmName[] = ['sha512', 'sha256', 'blake3'];
+
+/** Default record hashes per chain block (HASH_CHAIN_BLOCK_SIZE). */
+export const DEFAULT_HASH_CHAIN_BLOCK_SIZE = 64;
+
+/** Default record size the chain splits at (RECORD_SIZE). */
+export const DEFAULT_HASH_RECORD_SIZE = 150;
+
+/** Settings of one chain; every node of an instance must use the same ones. */
+export interface HashChainOptions {
+  /** Default `sha512`. */
+  readonly algorithm?: HashAlgorithmName;
+  /** Bytes per hashed record; default 150. */
+  readonly recordSize?: number;
+  /** Record hashes per block; default 64. */
+  readonly blockSize?: number;
+}
+
+/** What a finished chain yields. */
+export interface HashChainResult {
+  /** The batch's closing hash (the last block hash; the hash of the batch id when empty). */
+  readonly closingHash: Buffer;
+  /** Blocks chained. */
+  readonly blocks: number;
+  /** Records hashed, a short final one included. */
+  readonly records: number;
+  /** Length of a short final record (0: every record was whole). */
+  readonly tailBytes: number;
+  /** Every block hash in order, one digest length each. */
+  readonly blockHashes: Buffer;
+}
+
+/** Type guard for algorithm names from configuration. */
+export function isHashAlgorithm(name: string): name is HashAlgorithmName {
+  return (HASH_ALGORITHMS as readonly string[]).includes(name);
+}
+
+/**
+ * The hash chain of one batch (docs/segment.md, "Hash chain"), computed natively off the event
+ * loop: each `update` hashes its chunk on libuv's thread pool while JavaScript keeps going.
+ * Chunks may have any size (records may span chunks) and are hashed in the order `update` was
+ * called, even when several are in flight. Call `finish` once every update has settled.
+ *
+ * @example
+ * const chain = new HashChain(batchId, { algorithm: 'sha512' });
+ * await chain.update(records);
+ * const { closingHash } = chain.finish();
+ */
+export class HashChain {
+  private readonly handle: ChainHandle;
+  private inFlight = 0;
+  private done = false;
+  /** The algorithm in use. */
+  readonly algorithm: HashAlgorithmName;
+
+  /** Starts the chain of `batchId`. Throws on an unknown algorithm or sizes out of range. */
+  constructor(batchId: BatchID | Uint8Array, options: HashChainOptions = {}) {
+    this.algorithm = options.algorithm ?? 'sha512';
+    if (!isHashAlgorithm(this.algorithm)) throw new RangeError(`unknown hash algorithm ${String(this.algorithm)}`);
+    const id = batchId instanceof BatchID ? batchId.bytes : batchId;
+    this.handle = native.chainNew(
+      this.algorithm,
+      options.recordSize ?? DEFAULT_HASH_RECORD_SIZE,
+      options.blockSize ?? DEFAULT_HASH_CHAIN_BLOCK_SIZE,
+      id,
+    );
+  }
+
+  /** Updates not yet settled (a caller capping its hash queue can watch this). */
+  get pending(): number {
+    return this.inFlight;
+  }
+
+  /**
+   * Hashes the next bytes of the batch. The bytes are copied before this returns, so the caller
+   * may reuse `buf` at once.
+   */
+  async update(buf: Uint8Array): Promise<void> {
+    if (this.done) throw new Error('HashChain.update after finish');
+    this.inFlight++;
+    try {
+      await native.chainUpdate(this.handle, buf);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  /** Closes the batch. Throws if an update is still in flight or the chain is already finished. */
+  finish(): HashChainResult {
+    if (this.inFlight > 0) throw new Error(`HashChain.finish with ${this.inFlight} update(s) in flight; await them first`);
+    if (this.done) throw new Error('HashChain.finish called twice');
+    this.done = true;
+    return native.chainFinish(this.handle);
+  }
+}

@@ -1,0 +1,233 @@
+/**
+ * The one typed declaration of the native addon's functions (`engine-rs/index.node`).
+ *
+ * Nothing outside `engine-rs/` imports this file: `engine-rs/index.ts` wraps it in idiomatic
+ * classes, and the addon itself is never the public API. Keep each section in the same order as
+ * the bridge modules in `engine-rs/node/src/`. Functions whose names end in `Async` run as Neon
+ * tasks off the event loop and return Promises.
+ */
+import path from 'node:path';
+import type { NativeColumns } from './arrowNative';
+
+/** A compiled dataset schema held natively (a boxed `Arc<Schema>`); made by `schemaCompile`. */
+export type SchemaHandle = { readonly __brand: 'SchemaHandle' };
+
+/** One value `codecConvertRecord` refused. */
+export interface NativeFieldError {
+  field: string;
+  reason: string;
+}
+
+/** What the NDJSON and CSV parsers return for one block. */
+export interface NativeParsed {
+  records: Buffer;
+  count: number;
+  errors: { line: number; field?: string; reason: string }[];
+  /** Lines the block held, blank and rejected ones included. */
+  lines: number;
+  /** CSV only: column names read from this block's header row. */
+  header?: string[];
+}
+
+/** A hash chain in progress held natively (a boxed `ChainState` and its chunk queue); made by `chainNew`. */
+export type ChainHandle = { readonly __brand: 'ChainHandle' };
+/** A segment being written (a boxed `SegmentWriter`); made by `segmentWriterCreate`. */
+export type SegmentWriterHandle = { readonly __brand: 'SegmentWriterHandle' };
+/** A compiled Rego policy held natively (a boxed `Arc<Policy>`); made by `policyCompile`. */
+export type PolicyHandle = { readonly __brand: 'PolicyHandle' };
+/** An open, validated segment (a boxed `SegmentReader`); made by `segmentOpen`. */
+export type SegmentReaderHandle = { readonly __brand: 'SegmentReaderHandle' };
+
+/** A query's filters compiled against a schema (a boxed `Arc<ScanFilter>`); made by `scanFilterCompile`. */
+export type ScanFilterHandle = { readonly __brand: 'ScanFilterHandle' };
+/** A scan in progress over one segment (a boxed `SegmentScanner`); made by `scanOpen`. */
+export type SegmentScannerHandle = { readonly __brand: 'SegmentScannerHandle' };
+
+/** What `scanNext` resolves. */
+export interface NativeScanStep {
+  records: Buffer;
+  matched: number;
+  scanned: number;
+  blocksSkipped: number;
+  done: boolean;
+  hashOk?: boolean;
+}
+
+/** What `segmentInfo` returns. */
+export interface NativeSegmentInfo {
+  datasetId: string;
+  batchId: Buffer;
+  recordSize: number;
+  blockSize: number;
+  algorithm: string;
+  records: number;
+  blocks: number;
+  closingHash: Buffer;
+  /** 4 numbers per zone field: offset, size, kind (1 unsigned, 2 signed, 3 float, 4 bytes), big-endian. */
+  fields: Uint32Array;
+  /** Min key, max key per block per field (block-major). */
+  zones: BigUint64Array;
+  /** Min key, max key per field over the whole batch. */
+  filter: BigUint64Array;
+}
+
+/** Functions exported by the Rust bridge crate `hd-engine-node`. */
+export interface Native {
+  // --- batch_id.rs ---------------------------------------------------------------------------
+  /** String form: first 64 UTF-8 bytes, right-aligned, zero-padded on the left. */
+  batchIdString(s: string): Buffer;
+  /** Number form: big-endian u64 in bytes 56..64. */
+  batchIdNumber(n: bigint): Buffer;
+  /** Time form: floored start in bytes 48..56, ceiled end in bytes 56..64 (big-endian i64). */
+  batchIdTime(start: number, end: number, interval: number): Buffer;
+  /** One time-form id per interval from floor(start) to ceil(end) inclusive, concatenated. */
+  batchIdsTime(start: number, end: number, interval: number): Buffer;
+
+  // --- schema.rs -----------------------------------------------------------------------------
+  /** Validates schema JSON and boxes the compiled schema; throws `{ code: 'ERR_SCHEMA', issues }`. */
+  schemaCompile(json: string): SchemaHandle;
+  /** Canonical schema JSON of a compiled schema (enum codes past 2^53 as digit strings). */
+  schemaDescribe(handle: SchemaHandle): string;
+
+  // --- codec.rs ------------------------------------------------------------------------------
+  /** Reference `convert_record_to_binary`: one fresh record plus the values it refused. */
+  codecConvertRecord(handle: SchemaHandle, map: Record<string, string>): { record: Buffer; errors: NativeFieldError[] };
+  /** NDJSON block (whole lines) → records, lines numbered from `firstLine`. */
+  codecParseNdjson(handle: SchemaHandle, buf: Buffer, firstLine: number): NativeParsed;
+  /** `codecParseNdjson` as a Neon task off the event loop (the block is copied first). */
+  codecParseNdjsonAsync(handle: SchemaHandle, buf: Buffer, firstLine: number): Promise<NativeParsed>;
+  /** CSV block → records; `header` is the column names joined by '\n' (null: the block's first row). */
+  codecParseCsv(handle: SchemaHandle, buf: Buffer, firstLine: number, header: string | null, delimiter: string): NativeParsed;
+  /** `codecParseCsv` as a Neon task off the event loop. */
+  codecParseCsvAsync(handle: SchemaHandle, buf: Buffer, firstLine: number, header: string | null, delimiter: string): Promise<NativeParsed>;
+  /** Records → one copy per time window (`interval` 0: the schema's), in order of first appearance. */
+  codecTimeWindows(handle: SchemaHandle, records: Buffer, interval: number): { start: number; count: number; records: Buffer }[];
+
+  // --- decode.rs -----------------------------------------------------------------------------
+  /** The Arrow columns a dataset decodes to, as JSON `PlanColumn[]` (`raw`: addresses as integers/bytes). */
+  decodePlan(handle: SchemaHandle, rawAddresses: boolean): string;
+  /** Records (a whole number of them) → column buffers, on the calling thread. */
+  decodeRecords(handle: SchemaHandle, records: Buffer, rawAddresses: boolean): NativeColumns;
+  /** `decodeRecords` as a Neon task off the event loop (the records are copied first). */
+  decodeRecordsAsync(handle: SchemaHandle, records: Buffer, rawAddresses: boolean): Promise<NativeColumns>;
+
+  // --- encode_arrow.rs -----------------------------------------------------------------------
+  /**
+   * Arrow columns → records: `plan` is the JSON `EncodePlan` (engine-rs/encodeArrow.ts) whose
+   * chunks name `buffers` by index. Throws `{ code: 'ERR_ENCODE_ARROW_*', column?, row? }`.
+   */
+  encodeArrowColumns(handle: SchemaHandle, plan: string, buffers: Uint8Array[]): Buffer;
+  /** `encodeArrowColumns` as a Neon task off the event loop (the buffers are copied first). */
+  encodeArrowColumnsAsync(handle: SchemaHandle, plan: string, buffers: Uint8Array[]): Promise<Buffer>;
+
+  // --- hdwp.rs -------------------------------------------------------------------------------
+  /**
+   * Decodes every whole HDWP frame at the start of `buf` (payloads up to `maxPayload` bytes).
+   * `frames` holds 10 numbers per frame: kind, start, end, queryId (-1: none), token offset (-1:
+   * none), then by kind — hello: datasetStart, datasetEnd, version, role, recordSize; records:
+   * batchIdOffset, recordSize, count, payloadStart, payloadEnd; eob: batchIdOffset, recordCount,
+   * hashStart, hashEnd; bbn: batchIdOffset, reasonStart, reasonEnd; query: jsonStart, jsonEnd;
+   * error: code, messageStart, messageEnd; credit: bytes. Offsets index `buf`. `consumed` is the
+   * bytes of those frames, `need` the total bytes the next incomplete frame requires, and
+   * `code`/`message` the error of a bad frame at `consumed` (null when none).
+   */
+  hdwpScan(
+    buf: Uint8Array,
+    maxPayload: number,
+  ): { frames: Float64Array; consumed: number; need: number; code: string | null; message: string | null };
+  /** Hello frame; a null token means no query block (queryId is then ignored). */
+  hdwpEncodeHello(version: number, role: number, recordSize: number, datasetId: string, queryId: number, token: Uint8Array | null): Buffer;
+  /** One records frame of exactly `count` records. */
+  hdwpEncodeRecordsFrame(batchId: Uint8Array, recordSize: number, count: number, payload: Uint8Array, queryId: number, token: Uint8Array | null): Buffer;
+  /** Records packed into frames of at most `maxFrameBytes`; `mtu` also checks it is a datagram MTU. */
+  hdwpEncodeRecords(batchId: Uint8Array, recordSize: number, records: Uint8Array, maxFrameBytes: number, mtu: boolean, queryId: number, token: Uint8Array | null): Buffer;
+  /** End-of-batch frame. */
+  hdwpEncodeEob(batchId: Uint8Array, recordCount: number, closingHash: Uint8Array, queryId: number, token: Uint8Array | null): Buffer;
+  /** Bad batch notice frame. */
+  hdwpEncodeBbn(batchId: Uint8Array, reason: string, queryId: number, token: Uint8Array | null): Buffer;
+  /** Query frame. */
+  hdwpEncodeQuery(queryId: number, token: Uint8Array, json: string): Buffer;
+  /** Cancel frame. */
+  hdwpEncodeCancel(queryId: number, token: Uint8Array): Buffer;
+  /** Error frame. */
+  hdwpEncodeError(code: number, message: string, queryId: number, token: Uint8Array | null): Buffer;
+  /** Credit frame. */
+  hdwpEncodeCredit(bytes: number, queryId: number, token: Uint8Array | null): Buffer;
+
+  // --- hash.rs -------------------------------------------------------------------------------
+  /** Starts a batch's hash chain (algorithm sha512 | sha256 | blake3; batchId 64 bytes). */
+  chainNew(algorithm: string, recordSize: number, blockSize: number, batchId: Uint8Array): ChainHandle;
+  /** Copies `buf` into the chain's queue; resolves once it is hashed (on libuv's pool). */
+  chainUpdate(handle: ChainHandle, buf: Uint8Array): Promise<void>;
+  /** Closes the chain; throws ERR_HASH_CHAIN_BUSY while an update is still hashing. */
+  chainFinish(handle: ChainHandle): { closingHash: Buffer; blocks: number; records: number; tailBytes: number; blockHashes: Buffer };
+
+  // --- segment.rs ----------------------------------------------------------------------------
+  /** Creates `<dir>/<name>.partial` and writes the header; `fields` has 4 numbers per zone field. */
+  segmentWriterCreate(dir: string, name: string, datasetId: string, batchId: Uint8Array, recordSize: number, blockSize: number, algorithm: string, fields: Uint32Array): SegmentWriterHandle;
+  /** Queues a copy of `buf`; resolves once it is hashed and written. */
+  segmentWriterAppend(handle: SegmentWriterHandle, buf: Uint8Array): Promise<void>;
+  /** Footer, fsync, rename, fsync directory; `expected` is the SCC's closing hash (null: none). */
+  segmentWriterFinish(handle: SegmentWriterHandle, expected: Uint8Array | null): Promise<{ path: string; records: number; blocks: number; closingHash: Buffer; bytes: number }>;
+  /** Drops queued chunks and removes the partial file. */
+  segmentWriterAbort(handle: SegmentWriterHandle): Promise<void>;
+  /** Opens and validates a segment (header, footer, layout). */
+  segmentOpen(path: string): Promise<SegmentReaderHandle>;
+  /** Header values, counts, zone maps and batch filter of an open segment. */
+  segmentInfo(handle: SegmentReaderHandle): NativeSegmentInfo;
+  /** Records of blocks `first .. first + count`, CRCs checked. */
+  segmentReadBlocks(handle: SegmentReaderHandle, first: number, count: number): Promise<Buffer>;
+  /** Recomputes the chain over every record; damage resolves `{ ok: false, code, message }`. */
+  segmentVerify(path: string): Promise<{ ok: true; records: number; blocks: number; closingHash: Buffer } | { ok: false; code: string; message: string }>;
+  /** Crash recovery of a segment directory. */
+  segmentRecover(dir: string, verifyChains: boolean): Promise<{ complete: string[]; discarded: string[]; quarantined: { path: string; code: string; reason: string }[] }>;
+
+  // --- scan.rs -------------------------------------------------------------------------------
+  /** Compiles `sub_queries` JSON; throws `{ code: 'ERR_QUERY', path, reason }`. */
+  scanFilterCompile(schema: SchemaHandle, json: string): ScanFilterHandle;
+  /** What a compiled filter is. */
+  scanFilterInfo(handle: ScanFilterHandle): { recordSize: number; subQueries: number; matchesAll: boolean; matchesNone: boolean };
+  /** The matching records of `records` (whole records), on the calling thread. */
+  scanEvaluate(handle: ScanFilterHandle, records: Uint8Array): Buffer;
+  /** Opens a segment for a scan (off the event loop). */
+  scanOpen(
+    path: string,
+    filter: ScanFilterHandle,
+    verifyHash: boolean,
+  ): Promise<{ handle: SegmentScannerHandle; records: number; blocks: number; batchId: Buffer; datasetId: string; closingHash: Buffer }>;
+  /** Scans up to `maxBlocks` more blocks (off the event loop). */
+  scanNext(handle: SegmentScannerHandle, maxBlocks: number): Promise<NativeScanStep>;
+  /** Closes a scanner; a step in flight finishes first. */
+  scanClose(handle: SegmentScannerHandle): void;
+  /** Zone fields for segments of a schema, 4 numbers each as `segmentWriterCreate` takes them. */
+  scanZoneFields(schema: SchemaHandle): Uint32Array;
+  /** Reads every byte of `buf` once (a benchmark baseline); returns a fold of them. */
+  scanReadBaseline(buf: Uint8Array): number;
+
+  // --- policy.rs -----------------------------------------------------------------------------
+  /** Compiles a Rego policy (package hd.authz) with optional data JSON; throws ERR_POLICY with the compiler's message. */
+  policyCompile(rego: string, dataJson: string | null): PolicyHandle;
+  /** The package's value for the input JSON, as JSON text; throws ERR_POLICY_EVAL. */
+  policyEvaluate(handle: PolicyHandle, inputJson: string): string;
+  /** ANDs every record of `records` with `mask` (one record long), in place; throws ERR_FIELD_MASK. */
+  policyApplyFieldMask(records: Uint8Array, mask: Uint8Array): void;
+}
+
+/** Where the built addon lives: next to this file in the source tree, one level up from dist/. */
+function addonPath(): string {
+  const here = __dirname;
+  const inDist = here.split(path.sep).includes('dist');
+  return inDist ? path.resolve(here, '..', '..', 'engine-rs', 'index.node') : path.resolve(here, 'index.node');
+}
+
+/** The loaded addon. Loading fails with a message saying how to build it. */
+export const native: Native = (() => {
+  const file = addonPath();
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require(file) as Native;
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    throw new Error(`cannot load the HD engine addon at ${file} (${why}); build it with 'npm run build:native'`);
+  }
+})();

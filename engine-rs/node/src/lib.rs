@@ -1,0 +1,15 @@
+//! Thin Neon bridge over `hd-engine-core`. Functions take and return byte buffers and plain
+//! values; all logic lives in the core crate. Each module registers its own exports with
+//! `#[neon::export]`. This addon is never the public API: `engine-rs/index.ts` wraps it.
+
+mod batch_id;
+mod codec;
+mod decode;
+mod encode_arrow;
+mod hash;
+mod hdwp;
+mod policy;
+mod scan;
+mod schema;
+mod segment;
+mod util;

@@ -1,0 +1,187 @@
+/**
+ * Storage Node pushdown scan (docs/query.md, "Storage Node scan" and "engine-rs scan API"): the
+ * `sub_queries` of a query compiled once against the dataset schema, then evaluated natively over
+ * segment blocks (zone maps skip blocks that cannot match) or over records in memory. No
+ * JavaScript runs per record.
+ */
+import { BatchID } from './batchId';
+import { native, type ScanFilterHandle, type SegmentScannerHandle } from './native';
+import type { Schema } from './schema';
+import { ScanError, toScanError } from './scanError';
+import { decodeZoneFields, type ZoneField } from './segmentZones';
+
+/** Blocks a `SegmentScanner.next()` covers by default (64-record blocks of 150 bytes: 2.4 MB). */
+export const DEFAULT_SCAN_BLOCKS = 256;
+
+/**
+ * A query's filters compiled against a dataset schema: records match when any sub-query
+ * matches, a sub-query when all its filters do; no sub-queries match every record.
+ *
+ * @example
+ * const filter = ScanFilter.compile(schema, JSON.stringify(query.sub_queries));
+ * const hits = evaluateFilter(filter, records);
+ */
+export class ScanFilter {
+  /** Bytes per record of the dataset. */
+  readonly recordSize: number;
+  /** Sub-queries as written. */
+  readonly subQueries: number;
+  /** Every record matches (no sub-queries, or one whose filters always hold). */
+  readonly matchesAll: boolean;
+  /** No record can match (every sub-query has a filter that never holds). */
+  readonly matchesNone: boolean;
+
+  private constructor(
+    /** The native program. Not public API. */
+    readonly handle: ScanFilterHandle,
+  ) {
+    const info = native.scanFilterInfo(handle);
+    this.recordSize = info.recordSize;
+    this.subQueries = info.subQueries;
+    this.matchesAll = info.matchesAll;
+    this.matchesNone = info.matchesNone;
+  }
+
+  /**
+   * Compiles `sub_queries` JSON (an array of `{ "filters": [...] }`) against `schema`.
+   * @throws QueryError naming the JSON path of the first problem (also for 17+ sub-queries,
+   *   an empty sub-query, 65+ filters, a value that does not fit its field).
+   */
+  static compile(schema: Schema, subQueriesJson: string): ScanFilter {
+    try {
+      return new ScanFilter(native.scanFilterCompile(schema.handle, subQueriesJson));
+    } catch (err) {
+      throw toScanError(err);
+    }
+  }
+}
+
+/**
+ * The kernel over records in memory, on the calling thread: the records of `records` (whole
+ * records of the filter's size) that match, back to back, in their order.
+ * @throws ScanError `ERR_SCAN_LENGTH` when `records` is not a whole number of records.
+ */
+export function evaluateFilter(filter: ScanFilter, records: Uint8Array): Buffer {
+  try {
+    return native.scanEvaluate(filter.handle, records);
+  } catch (err) {
+    throw toScanError(err);
+  }
+}
+
+/** What one `SegmentScanner.next()` produced. */
+export interface ScanStep {
+  /** The matching records, back to back, in segment order. */
+  readonly records: Buffer;
+  readonly matched: number;
+  /** Records the kernel evaluated (those of blocks the zone maps did not rule out). */
+  readonly scanned: number;
+  /** Blocks the zone maps ruled out in this step. */
+  readonly blocksSkipped: number;
+  /** No blocks are left. */
+  readonly done: boolean;
+  /** With `verifyHash`, on the last step: whether every block hash and the closing hash matched. */
+  readonly hashOk?: boolean;
+}
+
+/** Options of `SegmentScanner.open`. */
+export interface SegmentScanOptions {
+  /** Read and hash every record (skipped blocks too) and report `hashOk` on the last step. */
+  readonly verifyHash?: boolean;
+}
+
+/**
+ * Scans one segment with a compiled filter, a block range per `next()`, each step a Neon task
+ * off the event loop. Blocks are read with their CRC checked (a damaged block rejects with
+ * `SegmentError` `ERR_SEGMENT_BLOCK_CHECKSUM`, and the scanner is closed).
+ *
+ * @example
+ * const scan = await SegmentScanner.open(path, filter, { verifyHash: true });
+ * for (let step = await scan.next(); ; step = await scan.next()) {
+ *   send(step.records);
+ *   if (step.done) { if (step.hashOk === false) badBatch(); break; }
+ * }
+ * scan.close();
+ */
+export class SegmentScanner {
+  /** Records in the segment. */
+  readonly records: number;
+  /** Blocks in the segment. */
+  readonly blocks: number;
+  readonly batchId: BatchID;
+  /** Dataset id written in the segment header. */
+  readonly datasetId: string;
+  /** Closing hash stored at ingest. */
+  readonly closingHash: Buffer;
+  private busy = false;
+  private closed = false;
+
+  private constructor(
+    private readonly handle: SegmentScannerHandle,
+    /** The segment file. */
+    readonly path: string,
+    info: { records: number; blocks: number; batchId: Buffer; datasetId: string; closingHash: Buffer },
+  ) {
+    this.records = info.records;
+    this.blocks = info.blocks;
+    this.batchId = new BatchID(info.batchId);
+    this.datasetId = info.datasetId;
+    this.closingHash = info.closingHash;
+  }
+
+  /**
+   * Opens and validates `path` (off the event loop) for a scan with `filter`.
+   * @throws SegmentError for a missing, foreign or damaged file; ScanError `ERR_SCAN_RECORD_SIZE`
+   *   when its records are not the filter's size.
+   */
+  static async open(path: string, filter: ScanFilter, opts: SegmentScanOptions = {}): Promise<SegmentScanner> {
+    try {
+      const r = await native.scanOpen(path, filter.handle, opts.verifyHash ?? false);
+      return new SegmentScanner(r.handle, path, r);
+    } catch (err) {
+      throw toScanError(err);
+    }
+  }
+
+  /** Scans up to `maxBlocks` more blocks (at least one; at most 16 MiB of records per step). */
+  async next(maxBlocks: number = DEFAULT_SCAN_BLOCKS): Promise<ScanStep> {
+    if (this.closed) throw new ScanError('ERR_SCAN_CLOSED', `the scanner of ${this.path} is closed`);
+    if (this.busy) throw new ScanError('ERR_SCAN_BUSY', `a step of the scanner of ${this.path} is still running`);
+    if (!Number.isInteger(maxBlocks) || maxBlocks < 1 || maxBlocks > 0xffffffff) {
+      throw new RangeError(`maxBlocks must be a whole number 1..2^32-1, got ${maxBlocks}`);
+    }
+    this.busy = true;
+    try {
+      return await native.scanNext(this.handle, maxBlocks);
+    } catch (err) {
+      this.closed = true;
+      throw toScanError(err);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** Releases the segment; a step in flight still settles. Later `next()` calls reject. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    native.scanClose(this.handle);
+  }
+}
+
+/**
+ * The zone fields a segment of `schema` should keep so scans can skip blocks: integers and
+ * numerics up to 64 bits, timestamps, floats, booleans, and text, bytes and blob fields (arrays,
+ * wider integers, addresses and chess values are left out). Pass them to `SegmentWriter.create`.
+ */
+export function zoneFieldsOf(schema: Schema): ZoneField[] {
+  return decodeZoneFields(native.scanZoneFields(schema.handle));
+}
+
+/**
+ * Reads every byte of `buf` once, natively, on the calling thread: the plain memory read a scan's
+ * throughput is measured against in the benchmarks. Returns a fold of the bytes.
+ */
+export function memoryReadBaseline(buf: Uint8Array): number {
+  return native.scanReadBaseline(buf);
+}

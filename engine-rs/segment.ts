@@ -1,0 +1,140 @@
+import path from 'node:path';
+import { BatchID } from './batchId';
+import { DEFAULT_HASH_CHAIN_BLOCK_SIZE, isHashAlgorithm, type HashAlgorithmName } from './hashChain';
+import { native, type SegmentWriterHandle } from './native';
+import { segmentCall, toSegmentError } from './segmentError';
+import { encodeZoneFields, type ZoneField } from './segmentZones';
+
+/** Extension of a complete segment file. */
+export const SEGMENT_EXT = '.hdseg';
+
+/** Settings of one segment: the batch it holds and how its records are laid out and chained. */
+export interface SegmentWriterOptions {
+  /** Directory the segment goes in (must exist). */
+  readonly dir: string;
+  /** File name ending in `.hdseg`; default `segmentFileName(batchId)`. */
+  readonly name?: string;
+  readonly datasetId: string;
+  readonly batchId: BatchID | Uint8Array;
+  /** Bytes per record; also where the hash chain splits (RECORD_SIZE). */
+  readonly recordSize: number;
+  /** Record hashes per chain block (HASH_CHAIN_BLOCK_SIZE); default 64. */
+  readonly blockSize?: number;
+  /** Default `sha512`. */
+  readonly algorithm?: HashAlgorithmName;
+  /** Fields to keep zone maps for (see `zoneFields` in segmentZones.ts); default none. */
+  readonly fields?: readonly ZoneField[];
+}
+
+/** A finished, durable segment. */
+export interface SegmentSummary {
+  readonly path: string;
+  readonly records: number;
+  readonly blocks: number;
+  readonly closingHash: Buffer;
+  /** File size in bytes. */
+  readonly bytes: number;
+}
+
+/** The default file name of a batch's segment: the batch id in hex plus `.hdseg`. */
+export function segmentFileName(batchId: BatchID | Uint8Array): string {
+  return Buffer.from(batchId instanceof BatchID ? batchId.bytes : batchId).toString('hex') + SEGMENT_EXT;
+}
+
+/**
+ * Writes one batch's segment (docs/segment.md). Records stream in through `append` — hashed into
+ * the batch's chain and written on libuv's pool, in call order — and `finish` checks the SCC's
+ * closing hash, writes the footer, fsyncs, renames `<name>.partial` to `<name>` and fsyncs the
+ * directory: the batch is visible only once complete and durable.
+ *
+ * @example
+ * const w = SegmentWriter.create({ dir, datasetId: 'trades', batchId, recordSize: 150 });
+ * await w.append(records);
+ * const { path } = await w.finish(closingHashFromScc);
+ */
+export class SegmentWriter {
+  private closed = false;
+
+  private constructor(
+    private readonly handle: SegmentWriterHandle,
+    /** Where the complete segment will be. */
+    readonly path: string,
+  ) {}
+
+  /** Creates `<dir>/<name>.partial` and writes its header. Throws `SegmentError` (e.g. ERR_SEGMENT_EXISTS). */
+  static create(opts: SegmentWriterOptions): SegmentWriter {
+    const algorithm = opts.algorithm ?? 'sha512';
+    if (!isHashAlgorithm(algorithm)) throw new RangeError(`unknown hash algorithm ${String(algorithm)}`);
+    const id = opts.batchId instanceof BatchID ? opts.batchId.bytes : opts.batchId;
+    const name = opts.name ?? segmentFileName(id);
+    try {
+      const handle = native.segmentWriterCreate(
+        opts.dir,
+        name,
+        opts.datasetId,
+        id,
+        opts.recordSize,
+        opts.blockSize ?? DEFAULT_HASH_CHAIN_BLOCK_SIZE,
+        algorithm,
+        encodeZoneFields(opts.fields ?? []),
+      );
+      return new SegmentWriter(handle, path.join(opts.dir, name));
+    } catch (err) {
+      throw toSegmentError(err);
+    }
+  }
+
+  /** Appends the batch's next bytes (copied before this returns); records may span calls. */
+  append(buf: Uint8Array): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('SegmentWriter.append after finish or abort'));
+    return segmentCall(() => native.segmentWriterAppend(this.handle, buf));
+  }
+
+  /**
+   * Completes the segment after every queued append. With `expectedClosingHash` (the SCC's), a
+   * mismatch rejects with ERR_SEGMENT_CLOSING_HASH and removes the partial file.
+   */
+  finish(expectedClosingHash?: Uint8Array | null): Promise<SegmentSummary> {
+    if (this.closed) return Promise.reject(new Error('SegmentWriter.finish called twice or after abort'));
+    this.closed = true;
+    return segmentCall(() => native.segmentWriterFinish(this.handle, expectedClosingHash ?? null));
+  }
+
+  /** Abandons the batch: queued appends are dropped and the partial file removed. */
+  abort(): Promise<void> {
+    this.closed = true;
+    return native.segmentWriterAbort(this.handle);
+  }
+}
+
+/** Outcome of `verifySegment`. */
+export type SegmentVerification =
+  | { readonly ok: true; readonly records: number; readonly blocks: number; readonly closingHash: Buffer }
+  | { readonly ok: false; readonly code: string; readonly message: string };
+
+/**
+ * Recomputes the hash chain over every record of a segment and compares it with the footer's
+ * block hashes and closing hash (the reference's verify_hash). Damage resolves `ok: false`.
+ */
+export function verifySegment(path: string): Promise<SegmentVerification> {
+  return segmentCall(() => native.segmentVerify(path));
+}
+
+/** What crash recovery found and did in a segment directory. */
+export interface SegmentRecovery {
+  /** Complete segments that verified. */
+  readonly complete: string[];
+  /** Partial files (batches never committed, so never acknowledged) that were deleted. */
+  readonly discarded: string[];
+  /** Damaged segments moved to `quarantine/`, never served. */
+  readonly quarantined: { readonly path: string; readonly code: string; readonly reason: string }[];
+}
+
+/**
+ * Recovers a segment directory at start-up (docs/segment.md, "Recovery"): deletes `.partial`
+ * files, verifies complete segments (every chain unless `verifyChains: false`, which checks only
+ * header, footer and layout) and quarantines the damaged ones.
+ */
+export function recoverSegments(dir: string, opts: { readonly verifyChains?: boolean } = {}): Promise<SegmentRecovery> {
+  return segmentCall(() => native.segmentRecover(dir, opts.verifyChains ?? true));
+}

@@ -1,0 +1,187 @@
+/**
+ * The SCC's query dispatch (docs/query.md, "Dispatch" and "What the SCC does"): validates a query,
+ * checks the client's return address, admits it by QoS, places its batches on healthy replicas
+ * ({@link QueryRun}) and cancels it on request. Every refusal is a {@link QueryDispatchFailure}
+ * carrying the gRPC status the service answers with.
+ */
+import { status } from '@grpc/grpc-js';
+import type { CancelReply, DispatchReply } from '../../query/dispatchService';
+import { parseHdQuery, QueryError, type HdQuery } from '../../query/hdQuery';
+import { sameToken } from '../../query/token';
+import { QueryAdmission } from './queryAdmission';
+import { checkReachable, hostPort, REACHABILITY_TIMEOUT_MS } from './queryReachability';
+import { QueryRun } from './queryRun';
+import type { ReplicaState } from './replicas';
+import type { SnTarget } from './settings';
+
+/** A refused Dispatch or CancelQuery: the gRPC status and a message naming what is wrong. */
+export class QueryDispatchFailure extends Error {
+  /** @param code gRPC status; @param message the details sent to the client */
+  constructor(
+    readonly code: status,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'QueryDispatchFailure';
+  }
+}
+
+/** Largest Dispatch query JSON: 16 MiB holds 100 000 batch ids. */
+export const MAX_DISPATCH_JSON_BYTES = 16 * 1024 * 1024;
+/** Finished queries remembered, so a late cancel is answered `cancelled: false` rather than NOT_FOUND. */
+const RECENT_QUERIES = 1024;
+
+/** Options of {@link QueryDispatcher}. */
+export interface QueryDispatcherOptions {
+  /** The SCC's NODE_NAME (in messages). */
+  readonly nodeName: string;
+  /** SN_TARGETS: queries go to each node's control_port. */
+  readonly targets: readonly SnTarget[];
+  /** RECORD_SIZE, sent in the legs' hello. */
+  readonly recordSize: number;
+  /** Replica states by name; undefined while no replica set is registered (every target counts as healthy). */
+  readonly health: () => Readonly<Record<string, ReplicaState>> | undefined;
+  /** Most queries running at once; default 256. */
+  readonly maxQueries?: number;
+  /** A query still running after this long is cancelled (0: never); default 1 hour. */
+  readonly maxQueryMs?: number;
+  /** Time to connect to a node; default 5 s. */
+  readonly connectTimeoutMs?: number;
+  /** Time to connect to the return address; default 2 s. */
+  readonly reachTimeoutMs?: number;
+  /** How often running queries look at replica health; default 200 ms. */
+  readonly healthCheckMs?: number;
+  readonly onEvent?: (message: string) => void;
+}
+
+/** Counters of the dispatcher. */
+export interface QueryDispatchStats {
+  readonly running: number;
+  readonly dispatched: number;
+  readonly refused: number;
+  readonly cancelled: number;
+}
+
+/** Serves Dispatch and CancelQuery for one SCC. */
+export class QueryDispatcher {
+  private readonly runs = new Map<number, QueryRun>();
+  /** Ids being checked (between validation and placement), so a duplicate cannot slip in. */
+  private readonly starting = new Set<number>();
+  private readonly recent = new Map<number, Uint8Array>();
+  private readonly admission: QueryAdmission;
+  private healthTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  private counts = { dispatched: 0, refused: 0, cancelled: 0 };
+
+  /** @param opts targets, health, limits */
+  constructor(private readonly opts: QueryDispatcherOptions) {
+    this.admission = new QueryAdmission(opts.maxQueries ?? 256);
+  }
+
+  /** What the dispatcher has done so far. */
+  get stats(): QueryDispatchStats {
+    return { running: this.runs.size, ...this.counts };
+  }
+
+  /** Runs a query given as HDQuery JSON; resolves with where its batches went. */
+  async dispatch(json: string): Promise<DispatchReply> {
+    try {
+      return await this.start(json);
+    } catch (err) {
+      this.counts.refused++;
+      throw err;
+    }
+  }
+
+  /** Cancels a running query on every node holding it. */
+  cancel(queryId: number, tokenHex: string): CancelReply {
+    if (!/^[0-9a-fA-F]{32}$/.test(tokenHex)) throw new QueryDispatchFailure(status.INVALID_ARGUMENT, `token: expected 32 hex digits, got ${JSON.stringify(tokenHex.slice(0, 40))}`);
+    const token = Buffer.from(tokenHex, 'hex');
+    const run = this.runs.get(queryId);
+    if (run && sameToken(run.query.token, token)) {
+      this.counts.cancelled++;
+      return { cancelled: true, nodes: run.cancel() };
+    }
+    const done = this.recent.get(queryId);
+    if (!run && done && sameToken(done, token)) return { cancelled: false, nodes: 0 };
+    throw new QueryDispatchFailure(status.NOT_FOUND, `no query ${queryId} with that token on ${this.opts.nodeName}`);
+  }
+
+  /** Cancels every running query and stops; later dispatches are refused. */
+  close(): void {
+    this.closed = true;
+    for (const run of [...this.runs.values()]) run.cancel();
+    clearInterval(this.healthTimer);
+    this.healthTimer = undefined;
+  }
+
+  private async start(json: string): Promise<DispatchReply> {
+    if (this.closed) throw new QueryDispatchFailure(status.UNAVAILABLE, `${this.opts.nodeName} is shutting down`);
+    let query: HdQuery;
+    try {
+      query = parseHdQuery(json, { maxBytes: MAX_DISPATCH_JSON_BYTES });
+    } catch (err) {
+      if (err instanceof QueryError) throw new QueryDispatchFailure(status.INVALID_ARGUMENT, err.message);
+      throw err;
+    }
+    const id = query.queryId;
+    if (this.runs.has(id) || this.starting.has(id)) throw new QueryDispatchFailure(status.ALREADY_EXISTS, `query_id: query ${id} is still running on ${this.opts.nodeName}`);
+    if (!this.admission.tryAdmit(query.queryQos)) {
+      const limit = this.admission.limitFor(query.queryQos);
+      throw new QueryDispatchFailure(status.RESOURCE_EXHAUSTED, `admission full on ${this.opts.nodeName}: ${this.admission.active} queries running; a query of query_qos ${query.queryQos} is admitted below ${limit} (max_queries ${this.admission.maxQueries})`);
+    }
+    this.starting.add(id);
+    let admitted = false;
+    try {
+      const { host, port } = query.returnAddress;
+      const why = await checkReachable(host, port, this.opts.reachTimeoutMs ?? REACHABILITY_TIMEOUT_MS);
+      if (why) throw new QueryDispatchFailure(status.FAILED_PRECONDITION, `return address ${hostPort(host, port)} is not reachable from ${this.opts.nodeName}: ${why}`);
+      if (this.closed) throw new QueryDispatchFailure(status.UNAVAILABLE, `${this.opts.nodeName} is shutting down`);
+      const run = new QueryRun({
+        query,
+        targets: this.opts.targets,
+        recordSize: this.opts.recordSize,
+        health: this.opts.health,
+        maxQueryMs: this.opts.maxQueryMs ?? 3_600_000,
+        connectTimeoutMs: this.opts.connectTimeoutMs,
+        onEvent: this.opts.onEvent,
+        onFinished: (r) => this.finished(r),
+      });
+      this.runs.set(id, run);
+      admitted = true;
+      const placed = run.start();
+      if (placed.batches === 0 && placed.missing.length > 0) {
+        const states = this.opts.health() ?? {};
+        const described = this.opts.targets.map((t) => `${t.name} ${states[t.name] ?? 'unknown'}`).join(', ');
+        throw new QueryDispatchFailure(status.UNAVAILABLE, `no healthy replica for any of the ${placed.missing.length} batch(es) of query ${id} (${described})`);
+      }
+      this.counts.dispatched++;
+      this.watchHealth();
+      return { queryId: id, batches: placed.batches, nodes: placed.nodes, missingBatchIds: placed.missing };
+    } finally {
+      this.starting.delete(id);
+      if (!admitted) this.admission.release();
+    }
+  }
+
+  private finished(run: QueryRun): void {
+    const id = run.query.queryId;
+    if (this.runs.get(id) !== run) return;
+    this.runs.delete(id);
+    this.admission.release();
+    this.recent.set(id, run.query.token);
+    if (this.recent.size > RECENT_QUERIES) this.recent.delete(this.recent.keys().next().value as number);
+    if (this.runs.size === 0) {
+      clearInterval(this.healthTimer);
+      this.healthTimer = undefined;
+    }
+  }
+
+  private watchHealth(): void {
+    if (this.healthTimer || this.runs.size === 0) return;
+    this.healthTimer = setInterval(() => {
+      for (const run of [...this.runs.values()]) run.checkHealth();
+    }, this.opts.healthCheckMs ?? 200);
+    this.healthTimer.unref();
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * One leg of a query on the SCC (docs/query.md, "What the SCC does", step 4): an HDWP connection to
+ * one Storage Node's control port carrying the query with `batch_ids` narrowed to the leg's batches.
+ * The node answers one eob or bbn per batch (with the query block) once that batch's results went
+ * to the client; the leg reports each answer and, once every batch is answered or the connection
+ * fails, how it ended — and whether its unanswered batches may go to another replica.
+ */
+import net from 'node:net';
+import { encodeFrame } from '../../engine-rs/hdwp';
+import { FrameDecoder } from '../../engine-rs/hdwpDecoder';
+import { HdwpError } from '../../engine-rs/hdwpError';
+import { HDWP_ERROR_FRAME_CODES, HDWP_VERSION, type Frame } from '../../engine-rs/hdwpFrame';
+import { parseBbnReason } from '../../query/batchNotice';
+import { serializeHdQuery, type HdQuery } from '../../query/hdQuery';
+import { sameToken } from '../../query/token';
+import type { SnTarget } from './settings';
+
+/** How a leg ended. */
+export type LegOutcome =
+  /** Every batch of the leg was answered. */
+  | { readonly kind: 'done' }
+  /**
+   * The connection failed or the node refused the query. `retry`: its unanswered batches may go to
+   * another replica; `busy`: the node still runs an earlier leg of this query (try it again shortly).
+   */
+  | { readonly kind: 'failed'; readonly retry: boolean; readonly busy: boolean; readonly code: number; readonly message: string };
+
+/** A node's answer for one batch. */
+export type BatchAnswer = { readonly kind: 'eob' } | { readonly kind: 'bbn'; readonly code: number; readonly message: string };
+
+/** Told what a leg hears. */
+export interface LegListener {
+  answer(leg: QueryLeg, batchHex: string, answer: BatchAnswer): void;
+  /** Called once, last. */
+  end(leg: QueryLeg, outcome: LegOutcome): void;
+}
+
+/** Error frame codes that end a leg without re-routing: another replica would answer the same. */
+const FINAL_CODES: readonly number[] = [HDWP_ERROR_FRAME_CODES.unknownQuery, HDWP_ERROR_FRAME_CODES.cancelled, HDWP_ERROR_FRAME_CODES.badQuery];
+/** The node's refusal of a second leg of a query it still runs (sources/queryListener.ts). */
+const ALREADY_RUNNING = /already running/;
+
+/** Options of one leg. */
+export interface QueryLegOptions {
+  readonly node: SnTarget;
+  readonly query: HdQuery;
+  /** The leg's batches (128 hex digits each). */
+  readonly batchIds: readonly string[];
+  /** RECORD_SIZE, sent in hello. */
+  readonly recordSize: number;
+  readonly listener: LegListener;
+  /** Time to connect; default 5 s. */
+  readonly connectTimeoutMs?: number;
+}
+
+/** One connection to one Storage Node for some batches of one query. */
+export class QueryLeg {
+  /** Batches not answered yet. */
+  readonly pending: Set<string>;
+  readonly node: SnTarget;
+  private socket: net.Socket | undefined;
+  private readonly decoder = new FrameDecoder();
+  private ended = false;
+
+  /** Nothing happens until {@link start}. */
+  constructor(private readonly opts: QueryLegOptions) {
+    this.node = opts.node;
+    this.pending = new Set(opts.batchIds);
+  }
+
+  /** `name (host:port)` of the node's control port. */
+  get where(): string {
+    return `${this.node.name} (${this.node.host}:${this.node.controlPort})`;
+  }
+
+  /** Connects and sends hello and the query frame. */
+  start(): void {
+    const { query } = this.opts;
+    let bytes: Buffer;
+    try {
+      const json = serializeHdQuery({ ...query, batchIds: [...this.pending] });
+      bytes = Buffer.concat([
+        encodeFrame({ kind: 'hello', version: HDWP_VERSION, role: 'scc', datasetId: query.dataset, recordSize: this.opts.recordSize }),
+        encodeFrame({ kind: 'query', queryId: query.queryId, token: query.token, json }),
+      ]);
+    } catch (err) {
+      this.finish({ kind: 'failed', retry: false, busy: false, code: HDWP_ERROR_FRAME_CODES.internal, message: `cannot encode the query for ${this.where}: ${(err as Error).message}` });
+      return;
+    }
+    const socket = net.connect({ host: this.node.host, port: this.node.controlPort });
+    this.socket = socket;
+    socket.setNoDelay(true);
+    socket.setTimeout(this.opts.connectTimeoutMs ?? 5000, () => this.fail(`no connection to ${this.where} within ${this.opts.connectTimeoutMs ?? 5000} ms`));
+    socket.once('connect', () => {
+      socket.setTimeout(0);
+      socket.setKeepAlive(true, 30_000);
+      socket.write(bytes);
+    });
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('error', (err: NodeJS.ErrnoException) => this.fail(`connection to ${this.where} failed: ${err.code ?? err.message}`));
+    socket.on('close', () => this.fail(`connection to ${this.where} closed by the node`));
+  }
+
+  /** Sends the cancel frame (the node stops reading) and closes; no outcome is reported after it. */
+  cancel(): void {
+    const s = this.socket;
+    const wasOpen = !this.ended;
+    this.ended = true;
+    if (!s || s.destroyed) return;
+    if (wasOpen && s.writable) s.end(encodeFrame({ kind: 'cancel', queryId: this.opts.query.queryId, token: this.opts.query.token }));
+    else s.end();
+    const t = setTimeout(() => s.destroy(), 2000);
+    t.unref();
+    s.once('close', () => clearTimeout(t));
+  }
+
+  /** Moves away from the node (it went down or was quarantined): cancel, then report a retryable failure. */
+  abandon(reason: string): void {
+    if (this.ended) return;
+    this.cancel();
+    this.opts.listener.end(this, { kind: 'failed', retry: true, busy: false, code: HDWP_ERROR_FRAME_CODES.internal, message: `${this.where}: ${reason}` });
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.ended) return;
+    let frames: Frame[];
+    try {
+      frames = this.decoder.push(chunk);
+    } catch (err) {
+      if (!(err instanceof HdwpError)) throw err;
+      for (const f of err.frames) this.onFrame(f);
+      this.fail(`malformed frame from ${this.where}: ${err.code}: ${err.message}`);
+      return;
+    }
+    for (const f of frames) this.onFrame(f);
+  }
+
+  private onFrame(f: Frame): void {
+    if (this.ended) return;
+    const { query } = this.opts;
+    switch (f.kind) {
+      case 'hello':
+      case 'credit':
+        return; // the node's side of the handshake: the SCC sends no records on a query leg
+      case 'eob':
+      case 'bbn': {
+        if (!f.auth || f.auth.queryId !== query.queryId || !sameToken(f.auth.token, query.token)) {
+          this.fail(`${f.kind} from ${this.where} without this query's block`);
+          return;
+        }
+        const hex = f.batchId.toHex();
+        if (!this.pending.delete(hex)) return;
+        this.opts.listener.answer(this, hex, f.kind === 'eob' ? { kind: 'eob' } : { kind: 'bbn', ...parseBbnReason(f.reason) });
+        if (this.pending.size === 0) {
+          this.socket?.end();
+          this.finish({ kind: 'done' });
+        }
+        return;
+      }
+      case 'error': {
+        const busy = f.code === HDWP_ERROR_FRAME_CODES.badQuery && ALREADY_RUNNING.test(f.message);
+        const retry = busy || !FINAL_CODES.includes(f.code);
+        this.socket?.end();
+        this.finish({ kind: 'failed', retry, busy, code: f.code, message: `${this.where}: error ${f.code}: ${f.message}` });
+        return;
+      }
+      default:
+        this.fail(`unexpected ${f.kind} frame from ${this.where}`);
+    }
+  }
+
+  private fail(message: string): void {
+    this.socket?.destroy();
+    this.finish({ kind: 'failed', retry: true, busy: false, code: HDWP_ERROR_FRAME_CODES.internal, message });
+  }
+
+  private finish(outcome: LegOutcome): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.opts.listener.end(this, outcome);
+  }
+}

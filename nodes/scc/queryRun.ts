@@ -1,0 +1,281 @@
+/**
+ * One query being served by the SCC (docs/query.md, "What the SCC does", steps 3-7): which replica
+ * reads each batch, the legs that carry them, re-routing when a node fails, is quarantined or does
+ * not hold a batch, and the notices for batches nobody could deliver. Each batch is read once: it
+ * is on at most one leg at a time, and goes to another replica only when that leg can no longer
+ * deliver it.
+ */
+import { HDWP_ERROR_FRAME_CODES } from '../../engine-rs/hdwpFrame';
+import type { HdQuery } from '../../query/hdQuery';
+import { abandonsQueries, takesQueries } from './queryHealth';
+import { QueryLeg, type BatchAnswer, type LegListener, type LegOutcome } from './queryLeg';
+import { sendBatchNotices, type BatchNotice } from './queryNotice';
+import type { ReplicaState } from './replicas';
+import type { SnTarget } from './settings';
+
+/** Batches per leg: their ids keep one query frame under the 1 MiB HDWP JSON limit. */
+export const MAX_BATCHES_PER_LEG = 7000;
+/** Retries of a leg a node refused because it still runs the query's previous leg there. */
+const BUSY_RETRIES = 8;
+
+/** Options of {@link QueryRun}. */
+export interface QueryRunOptions {
+  readonly query: HdQuery;
+  readonly targets: readonly SnTarget[];
+  readonly recordSize: number;
+  /** Replica states by name; undefined: every target counts as healthy (no replica set registered). */
+  readonly health: () => Readonly<Record<string, ReplicaState>> | undefined;
+  /** Cancel the query after this long (0: never); its unfinished batches fail with code 5. */
+  readonly maxQueryMs: number;
+  readonly connectTimeoutMs?: number;
+  readonly maxBatchesPerLeg?: number;
+  /** Called once when every batch is settled (delivered, failed or cancelled). */
+  readonly onFinished: (run: QueryRun) => void;
+  readonly onEvent?: (message: string) => void;
+}
+
+type BatchStatus = 'queued' | 'running' | 'done' | 'failed';
+
+interface BatchState {
+  status: BatchStatus;
+  /** Replicas asked for it so far. */
+  readonly tried: Set<string>;
+  node?: string;
+  /** For a failed batch: whether a node already told the client (its bbn went there too). */
+  told: boolean;
+  code?: number;
+  message?: string;
+}
+
+/** What {@link QueryRun.start} placed. */
+export interface Placement {
+  readonly batches: number;
+  readonly nodes: string[];
+  readonly missing: string[];
+}
+
+/** The SCC's state of one dispatched query. */
+export class QueryRun implements LegListener {
+  readonly query: HdQuery;
+  private readonly batches = new Map<string, BatchState>();
+  private readonly legs = new Map<string, QueryLeg>();
+  private readonly queues = new Map<string, string[]>();
+  private readonly busy = new Map<string, number>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private state: 'running' | 'finished' | 'cancelled' = 'running';
+  private rotate = 0;
+
+  /** Nothing is sent until {@link start}. */
+  constructor(private readonly opts: QueryRunOptions) {
+    this.query = opts.query;
+    for (const hex of opts.query.batchIds) this.batches.set(hex, { status: 'queued', tried: new Set(), told: true });
+  }
+
+  /** True until every batch is settled. */
+  get running(): boolean {
+    return this.state === 'running';
+  }
+
+  /** Batch counts by status, for /health and tests. */
+  counts(): Record<BatchStatus, number> {
+    const c: Record<BatchStatus, number> = { queued: 0, running: 0, done: 0, failed: 0 };
+    for (const b of this.batches.values()) c[b.status]++;
+    return c;
+  }
+
+  /** Places every batch on a healthy replica and opens the legs. Batches no healthy replica can take are `missing`. */
+  start(): Placement {
+    const missing: string[] = [];
+    const nodes = new Set<string>();
+    for (const hex of this.batches.keys()) {
+      const node = this.place(hex);
+      if (node) nodes.add(node);
+      else {
+        missing.push(hex);
+        Object.assign(this.batches.get(hex) as BatchState, { status: 'failed', told: true, code: HDWP_ERROR_FRAME_CODES.batchUnreadable, message: 'no healthy replica' });
+      }
+    }
+    if (this.opts.maxQueryMs > 0) this.later(this.opts.maxQueryMs, () => this.timeOut());
+    for (const n of nodes) this.flush(n);
+    this.settleIfDone();
+    return { batches: this.batches.size - missing.length, nodes: [...nodes], missing };
+  }
+
+  /** Moves legs off replicas that went down or out of sync. */
+  checkHealth(): void {
+    const states = this.opts.health();
+    if (!states) return;
+    for (const leg of [...this.legs.values()]) if (abandonsQueries(states[leg.node.name])) leg.abandon(`replica ${leg.node.name} is ${states[leg.node.name]}`);
+  }
+
+  /** Cancels the query: a cancel frame on every open leg; resolves the number of nodes told. */
+  cancel(): number {
+    if (this.state !== 'running') return 0;
+    this.state = 'cancelled';
+    const told = this.stopLegs();
+    for (const b of this.batches.values()) if (b.status === 'queued' || b.status === 'running') Object.assign(b, { status: 'failed', told: true, code: HDWP_ERROR_FRAME_CODES.cancelled, message: 'cancelled' });
+    this.release();
+    return told;
+  }
+
+  /** A node answered one batch (LegListener). */
+  answer(leg: QueryLeg, hex: string, a: BatchAnswer): void {
+    const b = this.batches.get(hex);
+    if (this.state !== 'running' || !b || b.status !== 'running' || b.node !== leg.node.name) return;
+    if (a.kind === 'eob') {
+      b.status = 'done';
+      return;
+    }
+    if (a.code === HDWP_ERROR_FRAME_CODES.batchUnreadable) {
+      // This replica does not have it (or its copy is damaged): ask the next one.
+      this.opts.onEvent?.(`query ${this.query.queryId}: ${leg.node.name} cannot read batch ${hex.slice(0, 16)}…: ${a.message}`);
+      // Nodes keep 13 between themselves and the SCC (sinks/resultStream.ts): when no replica is
+      // left, the SCC's own notice tells the client.
+      const next = this.place(hex, a.code, a.message, false);
+      if (next) this.flush(next);
+      return;
+    }
+    Object.assign(b, { status: 'failed', told: true, code: a.code, message: a.message, node: leg.node.name });
+  }
+
+  /** A leg ended (LegListener). */
+  end(leg: QueryLeg, outcome: LegOutcome): void {
+    const name = leg.node.name;
+    if (this.legs.get(name) === leg) this.legs.delete(name);
+    if (this.state !== 'running') return;
+    const unanswered = [...leg.pending].filter((hex) => this.batches.get(hex)?.status === 'running');
+    if (outcome.kind === 'failed') {
+      const tries = this.busy.get(name) ?? 0;
+      if (outcome.busy && tries < BUSY_RETRIES) {
+        // The node has not yet let go of this query's previous leg: same batches, same node, a bit later.
+        this.busy.set(name, tries + 1);
+        for (const hex of unanswered) (this.batches.get(hex) as BatchState).status = 'queued';
+        this.queues.set(name, [...unanswered, ...(this.queues.get(name) ?? [])]);
+        this.later(25 * 2 ** tries, () => this.flush(name));
+        return;
+      }
+      this.opts.onEvent?.(`query ${this.query.queryId}: leg on ${name} ended: ${outcome.message}${unanswered.length > 0 ? `; ${unanswered.length} batch(es) ${outcome.retry ? 'go to another replica' : 'failed'}` : ''}`);
+      // The node failed: batches still waiting for it go elsewhere too.
+      const waiting = outcome.retry ? this.takeQueue(name) : [];
+      const moved = new Set<string>();
+      for (const hex of [...unanswered, ...waiting]) {
+        const b = this.batches.get(hex) as BatchState;
+        if (!outcome.retry) Object.assign(b, { status: 'failed', told: false, code: outcome.code, message: outcome.message });
+        else {
+          const next = this.place(hex, outcome.code, outcome.message, false);
+          if (next) moved.add(next);
+        }
+      }
+      for (const n of moved) this.flush(n);
+    } else {
+      this.busy.delete(name);
+    }
+    this.flush(name);
+    this.settleIfDone();
+  }
+
+  /**
+   * Puts a batch on the least loaded healthy replica not yet tried for it; when none is left it
+   * fails with `code`/`message` (`told`: whether the last replica already told the client).
+   */
+  private place(hex: string, code = HDWP_ERROR_FRAME_CODES.internal as number, message = 'no healthy replica', told = false): string | undefined {
+    const b = this.batches.get(hex) as BatchState;
+    const states = this.opts.health();
+    const load = new Map<string, number>();
+    for (const x of this.batches.values()) if (x.node && (x.status === 'queued' || x.status === 'running')) load.set(x.node, (load.get(x.node) ?? 0) + 1);
+    const n = this.opts.targets.length;
+    let best: SnTarget | undefined;
+    for (let i = 0; i < n; i++) {
+      const t = this.opts.targets[(this.rotate + i) % n];
+      if (b.tried.has(t.name) || (states && !takesQueries(states[t.name]))) continue;
+      if (!best || (load.get(t.name) ?? 0) < (load.get(best.name) ?? 0)) best = t;
+    }
+    this.rotate = (this.rotate + 1) % Math.max(1, n);
+    if (!best) {
+      const tried = [...b.tried].join(', ');
+      Object.assign(b, { status: 'failed', told, code, message: tried ? `no healthy replica left to try (tried ${tried}): ${message}` : message });
+      return undefined;
+    }
+    b.tried.add(best.name);
+    b.node = best.name;
+    b.status = 'queued';
+    const q = this.queues.get(best.name) ?? [];
+    q.push(hex);
+    this.queues.set(best.name, q);
+    return best.name;
+  }
+
+  /** Empties a node's queue, returning the batches that were waiting for it. */
+  private takeQueue(name: string): string[] {
+    const q = (this.queues.get(name) ?? []).filter((hex) => {
+      const b = this.batches.get(hex);
+      return b?.status === 'queued' && b.node === name;
+    });
+    this.queues.delete(name);
+    return q;
+  }
+
+  /** Starts the node's next leg from its queue, unless one is open there (a node runs one leg of a query at a time). */
+  private flush(name: string): void {
+    if (this.state !== 'running' || this.legs.has(name)) return;
+    const queue = this.takeQueue(name);
+    if (queue.length === 0) return;
+    const max = this.opts.maxBatchesPerLeg ?? MAX_BATCHES_PER_LEG;
+    const take = queue.slice(0, max);
+    this.queues.set(name, queue.slice(max));
+    for (const hex of take) (this.batches.get(hex) as BatchState).status = 'running';
+    const node = this.opts.targets.find((t) => t.name === name) as SnTarget;
+    const leg = new QueryLeg({ node, query: this.query, batchIds: take, recordSize: this.opts.recordSize, listener: this, connectTimeoutMs: this.opts.connectTimeoutMs });
+    this.legs.set(name, leg);
+    leg.start();
+  }
+
+  private timeOut(): void {
+    if (this.state !== 'running') return;
+    this.opts.onEvent?.(`query ${this.query.queryId}: cancelled after ${this.opts.maxQueryMs} ms (max_query_ms)`);
+    this.stopLegs();
+    for (const b of this.batches.values()) {
+      if (b.status === 'queued' || b.status === 'running') Object.assign(b, { status: 'failed', told: false, code: HDWP_ERROR_FRAME_CODES.timeout, message: `the query ran longer than ${this.opts.maxQueryMs} ms (max_query_ms) and was cancelled` });
+    }
+    this.settleIfDone();
+  }
+
+  /** Cancels every open leg; returns how many nodes were told. */
+  private stopLegs(): number {
+    const legs = [...this.legs.values()];
+    this.legs.clear();
+    this.queues.clear();
+    for (const leg of legs) leg.cancel();
+    return legs.length;
+  }
+
+  private settleIfDone(): void {
+    if (this.state !== 'running' || this.legs.size > 0) return;
+    for (const b of this.batches.values()) if (b.status === 'queued' || b.status === 'running') return;
+    this.state = 'finished';
+    const notices: BatchNotice[] = [];
+    for (const [hex, b] of this.batches) if (b.status === 'failed' && !b.told) notices.push({ batchId: hex, code: b.code ?? HDWP_ERROR_FRAME_CODES.internal, detail: b.message ?? 'failed' });
+    if (notices.length > 0) {
+      const { query } = this;
+      void sendBatchNotices({ returnAddress: query.returnAddress, auth: { queryId: query.queryId, token: query.token }, dataset: query.dataset, recordSize: this.opts.recordSize }, notices).then((why) => {
+        if (why) this.opts.onEvent?.(`query ${query.queryId}: could not tell the client about ${notices.length} failed batch(es): ${why}`);
+      });
+    }
+    this.release();
+  }
+
+  private release(): void {
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    this.opts.onFinished(this);
+  }
+
+  private later(ms: number, fn: () => void): void {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      fn();
+    }, ms);
+    t.unref();
+    this.timers.add(t);
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * One Storage Node: its devices, recovery on start, the batch index and store, and its
+ * observability server (docs/storage-node.md). The `segmentStore` pipeline stage starts one when
+ * the pipeline runs; tests start one directly.
+ */
+import type { BatchID } from '../../engine-rs/batchId';
+import type { HashAlgorithmName, ZoneField } from '../../engine-rs/index';
+import { ingestMetrics, Observability, type IngestMetrics } from '../../lib/observability';
+import { BatchIndex } from './batchIndex';
+import { BatchStore } from './batchStore';
+import type { StorageNodeConfig } from './config';
+import { DevicePool, StorageDevice, type FreeSpace } from './devices';
+import { OcfReadCache, type ReadLocation } from './ocf';
+import { formatRecovery, recoverDevices, type RecoverySummary } from './recovery';
+
+/** Options of {@link StorageNode}. */
+export interface StorageNodeOptions {
+  readonly config: StorageNodeConfig;
+  /** HASH_ALGORITHM (must be the SCC's). */
+  readonly algorithm: HashAlgorithmName;
+  /** HASH_CHAIN_BLOCK_SIZE (must be the SCC's). */
+  readonly blockSize: number;
+  /** Recompute every segment's chain at start (default true); false checks layout only, for a fast start. */
+  readonly verifyOnStart?: boolean;
+  /** Free-space probe (default statfs). */
+  readonly freeSpace?: FreeSpace;
+  /** Where start-up and recovery lines go (default stderr). */
+  readonly log?: (line: string) => void;
+  /** Fields new segments keep zone maps for, per dataset (see BatchStoreOptions). */
+  readonly zoneFields?: (dataset: string, recordSize: number) => readonly ZoneField[];
+}
+
+/** A Storage Node's state while it runs. */
+export class StorageNode {
+  readonly config: StorageNodeConfig;
+  readonly index = new BatchIndex();
+  readonly observability: Observability;
+  readonly metrics: IngestMetrics;
+  /** Devices new batches go to (the core devices with OCF). */
+  readonly pool: DevicePool;
+  /** The OCF read tier, when `use_ocf`. */
+  readonly cache: OcfReadCache | undefined;
+  readonly store: BatchStore;
+  private recovery: RecoverySummary | undefined;
+  private observabilityAt: { host: string; port: number } | undefined;
+  private readonly log: (line: string) => void;
+  private markStarted!: () => void;
+  /** Resolves once `start` has recovered the devices and built the index (queries wait for it). */
+  readonly started: Promise<void> = new Promise((resolve) => (this.markStarted = resolve));
+
+  /** Builds the node; nothing touches the disk or the network before `start`. */
+  constructor(private readonly opts: StorageNodeOptions) {
+    const c = opts.config;
+    this.config = c;
+    this.log = opts.log ?? ((l) => process.stderr.write(`${l}\n`));
+    const byName = new Map(c.storageDevices.map((d) => [d.name, StorageDevice.fromConfig(d, opts.freeSpace)]));
+    const pick = (names: readonly string[]): StorageDevice[] => names.map((n) => byName.get(n) as StorageDevice);
+    const writeDevices = c.useOcf ? pick(c.ocfCoreDevices) : [...byName.values()];
+    this.pool = new DevicePool(writeDevices, c.driveStrategy, c.reserveBytes);
+    this.cache = c.useOcf ? new OcfReadCache(pick(c.ocfCacheDevices), c.reserveBytes) : undefined;
+    this.observability = new Observability({ role: 'storageNode', nodeName: c.nodeName, host: c.observabilityIp, port: c.observabilityPort, processMetrics: true });
+    this.metrics = ingestMetrics(this.observability.registry);
+    this.store = new BatchStore({ pool: this.pool, index: this.index, algorithm: opts.algorithm, blockSize: opts.blockSize, metrics: this.metrics, zoneFields: opts.zoneFields });
+    this.registerHealth();
+  }
+
+  /** Where /health and /metrics are served, once started. */
+  get observabilityAddress(): { host: string; port: number } | undefined {
+    return this.observabilityAt;
+  }
+
+  /** What recovery found, once it ran. */
+  get recoverySummary(): RecoverySummary | undefined {
+    return this.recovery;
+  }
+
+  /**
+   * Starts the observability server (status `initializing`), creates missing device directories,
+   * recovers every device and builds the index; then the node is `ok` and its store takes batches.
+   */
+  async start(): Promise<BatchStore> {
+    this.observabilityAt = await this.observability.listen();
+    try {
+      this.recovery = await recoverDevices(this.pool.devices, this.index, { verifyChains: this.opts.verifyOnStart ?? true, cacheDevices: this.cache?.devices });
+    } catch (err) {
+      await this.observability.close();
+      throw err;
+    }
+    this.log(`storage node '${this.config.nodeName}': ${formatRecovery(this.recovery, this.index.size)}`);
+    this.observability.setStatus(this.recovery.quarantined.length > 0 ? 'degraded' : 'ok', this.recovery.quarantined.length > 0 ? 'quarantined segments at start-up' : undefined);
+    this.log(this.startupLine());
+    this.markStarted();
+    return this.store;
+  }
+
+  /** Aborts open batches (never acknowledged, so nothing durable is lost) and stops the observability server. */
+  async stop(): Promise<number> {
+    const dropped = await this.store.abortAll();
+    await this.observability.close();
+    return dropped;
+  }
+
+  /** Where a durable batch is read from (through the OCF cache when enabled); undefined if not stored here. */
+  async readLocation(dataset: string, batchId: BatchID): Promise<ReadLocation | undefined> {
+    const e = this.index.get(dataset, batchId);
+    if (!e) return undefined;
+    return this.cache ? this.cache.resolve(e) : { path: e.path, tier: 'core' };
+  }
+
+  /** The line saying where the node listens and which devices it uses. */
+  startupLine(): string {
+    const c = this.config;
+    const devs = this.pool.devices.map((d) => `${d.name} (${d.type}, ${d.dir})`).join(', ');
+    const cache = this.cache ? `; OCF cache: ${this.cache.devices.map((d) => `${d.name} (${d.type}, ${d.dir})`).join(', ')}` : '';
+    const obs = this.observabilityAt ? `http://${this.observabilityAt.host}:${this.observabilityAt.port}` : 'not started';
+    return (
+      `storage node '${c.nodeName}' ready: HDWP ingest on ${c.productionIp}:${c.productionPort}, /health and /metrics on ${obs}; ` +
+      `devices (${c.driveStrategy}): ${devs}${cache}; ${this.index.size} batches stored`
+    );
+  }
+
+  private registerHealth(): void {
+    const obs = this.observability;
+    obs.addHealthPart('devices', async () => {
+      const all = [...this.pool.devices.map((d) => ({ d, use: 'write' })), ...(this.cache?.devices ?? []).map((d) => ({ d, use: 'cache' }))];
+      const list = await Promise.all(
+        all.map(async ({ d, use }) => {
+          try {
+            return { name: d.name, type: d.type, dir: d.dir, use, free_bytes: await d.freeBytes() };
+          } catch (err) {
+            return { name: d.name, type: d.type, dir: d.dir, use, error: (err as Error).message };
+          }
+        }),
+      );
+      const unreadable = list.some((x) => 'error' in x);
+      const writable = list.some((x) => x.use === 'write' && 'free_bytes' in x && (x.free_bytes as number) > this.config.reserveBytes);
+      return { status: unreadable || !writable ? 'degraded' : 'ok', drive_strategy: this.config.driveStrategy, reserve_bytes: this.config.reserveBytes, list };
+    });
+    obs.addHealthPart('batches', () => ({ open: this.store.openBatches, stored: this.index.size, datasets: this.index.datasets().length }));
+    obs.addHealthPart('recovery', () => {
+      const r = this.recovery;
+      if (!r) return { done: false };
+      return { done: true, complete: r.complete, discarded: r.discarded.length, quarantined: r.quarantined, duplicates: r.duplicates.length, ms: r.ms };
+    });
+    if (this.cache) {
+      const cache = this.cache;
+      obs.addHealthPart('ocf', () => ({ hits: cache.hits, fills: cache.fills, bypasses: cache.bypasses }));
+    }
+    obs.addRoute('/v1/batches', (q) => {
+      // The index is complete only once recovery has run; a partial answer would look like lost batches.
+      if (!this.recovery) return { status: 503, body: { error: 'initializing: recovery has not finished' } };
+      const dataset = q.get('dataset');
+      if (dataset === null) {
+        return { status: 200, body: { datasets: this.index.datasets().map((d) => ({ dataset: d, batches: this.index.list(d).length })) } };
+      }
+      return { status: 200, body: { dataset, batches: this.index.list(dataset).map((e) => BatchIndex.toJson(e)) } };
+    });
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * How the `scan` operator reaches a Storage Node's data (docs/storage-node.md, "Queries"): filters
+ * compiled against the dataset's schema, each batch found in the node's index (through the OCF read
+ * cache when enabled) and read a block step at a time.
+ */
+import type { BatchID } from '../../engine-rs/batchId';
+import { HDWP_ERROR_FRAME_CODES as CODES } from '../../engine-rs/hdwpFrame';
+import { QueryError as KernelQueryError, ScanFilter, SegmentReader, SegmentScanner, verifySegment, type Schema } from '../../engine-rs/index';
+import type { QuerySpec } from '../../operators/queryElement';
+import type { BatchScan, BatchScanStep, BatchUnreadable, CompiledQuery, ScanSource } from '../../operators/scan';
+import { QueryError } from '../../query/queryError';
+import { NOT_HELD } from '../../query/batchNotice';
+import type { StorageNode } from './node';
+import type { QuerySchemas } from './querySchemas';
+
+/** Default record bytes one read step covers: large enough that the native call is cheap beside the scan, small enough that a cancel lands within about a millisecond. */
+export const DEFAULT_STEP_BYTES = 2 * 1024 * 1024;
+
+/** Options of {@link nodeScanSource}. */
+export interface NodeScanSourceOptions {
+  readonly node: StorageNode;
+  readonly schemas: QuerySchemas;
+  /** Records per segment block (HASH_CHAIN_BLOCK_SIZE), to size read steps. */
+  readonly blockSize: number;
+  /** Record bytes per read step (default {@link DEFAULT_STEP_BYTES}; at most 16 MiB, the kernel's step cap). */
+  readonly stepBytes?: number;
+}
+
+/**
+ * The scan source of a running Storage Node. With the dataset's schema, filters compile to the
+ * engine-rs kernel (`ScanFilter`) and batches are read by `SegmentScanner` (zone maps skip blocks,
+ * verify_hash hashes every block as it is read). Without one, only queries without filters run,
+ * reading whole blocks (every record matches; verify_hash recomputes the chain at the end).
+ */
+export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
+  const node = opts.node;
+  const name = node.config.nodeName;
+  const stepBytes = opts.stepBytes ?? DEFAULT_STEP_BYTES;
+  return {
+    async compile(spec: QuerySpec, helloRecordSize: number): Promise<CompiledQuery> {
+      // The index is complete only once recovery ran.
+      await node.started;
+      const schema = opts.schemas.get(spec.dataset);
+      if (!schema && spec.branches > 0) {
+        throw new QueryError('dataset', `node '${name}' has no schema of dataset '${spec.dataset}' to compile the filters against (the scan stage's schema_dir)`);
+      }
+      const filter = schema ? compileFilter(schema, spec.subQueriesJson) : undefined;
+      const recordSize = schema?.recordSize ?? helloRecordSize;
+      const stepBlocks = Math.max(1, Math.floor(stepBytes / (recordSize * opts.blockSize)));
+      const unreadable = (batchId: BatchID, why: string): BatchUnreadable => ({ code: CODES.batchUnreadable, message: `batch ${batchId.toHex()} of '${spec.dataset}' ${why}` });
+      return {
+        recordSize,
+        async open(batchId: BatchID, verifyHash: boolean): Promise<BatchScan | BatchUnreadable> {
+          const at = await node.readLocation(spec.dataset, batchId);
+          if (!at) return unreadable(batchId, `${NOT_HELD} '${name}'`);
+          try {
+            if (filter) {
+              if (filter.matchesNone && !verifyHash) return NOTHING_MATCHES;
+              return new KernelScan(await SegmentScanner.open(at.path, filter, { verifyHash }), stepBlocks, verifyHash);
+            }
+            const reader = await SegmentReader.open(at.path);
+            if (reader.recordSize !== recordSize) return unreadable(batchId, `holds ${reader.recordSize}-byte records on node '${name}', the query's dataset has ${recordSize}`);
+            return new BlockScan(reader, at.path, stepBlocks, verifyHash);
+          } catch (err) {
+            return unreadable(batchId, `is unreadable on node '${name}': ${(err as Error).message}`);
+          }
+        },
+      };
+    },
+  };
+}
+
+/** The kernel's compiled filter; a filter the schema refuses is a bad query naming its path. */
+function compileFilter(schema: Schema, subQueriesJson: string): ScanFilter {
+  try {
+    return ScanFilter.compile(schema, subQueriesJson);
+  } catch (err) {
+    if (err instanceof KernelQueryError) throw new QueryError(err.path, err.reason);
+    throw err;
+  }
+}
+
+/** A batch the filter cannot match: nothing to read. */
+const NOTHING_MATCHES: BatchScan = {
+  next: () => Promise.resolve({ records: Buffer.alloc(0), matched: 0, scanned: 0, blocksRead: 0, blocksSkipped: 0, done: true }),
+  close: () => undefined,
+};
+
+/** A batch read by the engine-rs kernel, `stepBlocks` blocks a step. */
+class KernelScan implements BatchScan {
+  private position = 0;
+
+  constructor(
+    private readonly scanner: SegmentScanner,
+    private readonly stepBlocks: number,
+    private readonly verifyHash: boolean,
+  ) {}
+
+  async next(): Promise<BatchScanStep> {
+    const left = this.scanner.blocks - this.position;
+    const s = await this.scanner.next(this.stepBlocks);
+    // A step covers stepBlocks blocks (the kernel's 16 MiB cap is above any step we ask for), or all that are left.
+    const covered = s.done ? left : Math.min(this.stepBlocks, left);
+    this.position += covered;
+    // With verify_hash every block is read for the chain, skipped by the zone maps or not.
+    const blocksRead = this.verifyHash ? covered : covered - s.blocksSkipped;
+    return { records: s.records, matched: s.matched, scanned: s.scanned, blocksRead, blocksSkipped: s.blocksSkipped, done: s.done, ...(s.hashOk === undefined ? {} : { hashOk: s.hashOk }) };
+  }
+
+  close(): void {
+    this.scanner.close();
+  }
+}
+
+/** A batch of a dataset without a schema here: whole blocks, every record matches. */
+class BlockScan implements BatchScan {
+  private nextBlock = 0;
+
+  constructor(
+    private readonly reader: SegmentReader,
+    private readonly path: string,
+    private readonly blocksPerStep: number,
+    private readonly verifyHash: boolean,
+  ) {}
+
+  async next(): Promise<BatchScanStep> {
+    const first = this.nextBlock;
+    const count = Math.min(this.blocksPerStep, this.reader.blocks - first);
+    const records = count > 0 ? await this.reader.readBlocks(first, count) : Buffer.alloc(0);
+    this.nextBlock += count;
+    const done = this.nextBlock >= this.reader.blocks;
+    const n = records.length / this.reader.recordSize;
+    const hashOk = done && this.verifyHash ? (await verifySegment(this.path)).ok : undefined;
+    return { records, matched: n, scanned: n, blocksRead: count, blocksSkipped: 0, done, ...(hashOk === undefined ? {} : { hashOk }) };
+  }
+
+  close(): void {
+    // The reader holds no descriptor between reads.
+  }
+}

@@ -1,0 +1,270 @@
+/**
+ * The `scan` operator of a Storage Node's query path (docs/query.md, docs/storage-node.md
+ * "Queries"): for every query it reads the query's batches, a block step at a time, each step
+ * waiting for a read slot of the weighted fair {@link ReadScheduler}, and emits chunks of the
+ * matching records, then one eob (or a bbn with code 12 / 13) per batch.
+ */
+import { Observable, type OperatorFunction } from 'rxjs';
+import type { BatchID } from '../engine-rs/batchId';
+import { HDWP_ERROR_FRAME_CODES as CODES } from '../engine-rs/hdwpFrame';
+import { applyFieldMask } from '../engine-rs/policy';
+import { bbnReason } from '../query/batchNotice';
+import { QueryError } from '../query/queryError';
+import { MAX_CHUNK_BYTES, type Chunk } from './chunk';
+import { Flow } from './flow';
+import type { QueryResultElement, QueryResults, QuerySpec, QueryStop, RunningQuery } from './queryElement';
+import type { ReadScheduler } from './readScheduler';
+import { StageCounters } from './stageCounters';
+
+/** What one read step of a batch produced. */
+export interface BatchScanStep {
+  /** The matching records, back to back. */
+  readonly records: Buffer;
+  readonly matched: number;
+  /** Records the kernel evaluated. */
+  readonly scanned: number;
+  /** Blocks the kernel read and evaluated in this step. */
+  readonly blocksRead: number;
+  /** Blocks the zone maps ruled out in this step. */
+  readonly blocksSkipped: number;
+  /** No blocks are left. */
+  readonly done: boolean;
+  /** With verify_hash, on the last step: whether the recomputed chain matched the stored closing hash. */
+  readonly hashOk?: boolean;
+}
+
+/** One batch being read with a query's filter. */
+export interface BatchScan {
+  /** Reads the next block step (about `stepBytes` of records, at least one block). */
+  next(): Promise<BatchScanStep>;
+  close(): void;
+}
+
+/** A batch that cannot be read here: `code` 13 (missing, not held, damaged). */
+export interface BatchUnreadable {
+  readonly code: number;
+  readonly message: string;
+}
+
+/** A query's filters compiled for its dataset. */
+export interface CompiledQuery {
+  /** Record size of the results (the dataset's). */
+  readonly recordSize: number;
+  /** Opens one batch for reading, or says why it cannot be read. */
+  open(batchId: BatchID, verifyHash: boolean): Promise<BatchScan | BatchUnreadable>;
+}
+
+/** Where a scan finds filters and segments: the node's schemas and batch index, and the engine-rs kernel. */
+export interface ScanSource {
+  /** Compiles a query for its dataset; throws {@link QueryError} naming the key for a filter the schema refuses. */
+  compile(spec: QuerySpec, helloRecordSize: number): Promise<CompiledQuery>;
+}
+
+/** Counters a scan reports as it reads (the node's /metrics). */
+export interface ScanMeter {
+  step(s: BatchScanStep): void;
+  /** A batch ended: `eob`, or the bbn code. */
+  batch(outcome: 'eob' | number): void;
+  /** Queries scanning now changed by `delta`. */
+  active(delta: number): void;
+}
+
+/** Options of {@link scan}. */
+export interface ScanOptions {
+  readonly source: ScanSource;
+  readonly scheduler: ReadScheduler;
+  /** Result chunks of one query waiting at the sink before that query's scan pauses (default 4). */
+  readonly maxPendingChunks?: number;
+  /** `received`: records scanned; `sent`: records matched and emitted; `dropped`: records the filters left out; `controls`: eob + bbn; `errors`: bbn. */
+  readonly counters?: StageCounters;
+  readonly meter?: ScanMeter;
+  /** Batches that failed and queries refused (the pipeline prints a bounded number). */
+  readonly report?: (message: string) => void;
+}
+
+function isUnreadable(x: BatchScan | BatchUnreadable): x is BatchUnreadable {
+  return 'code' in x;
+}
+
+/**
+ * Runs every query that arrives, concurrently, each reading its batches in order. Between steps a
+ * query checks its signal, so a cancel stops its reads within one block step; it also waits while
+ * more than `maxPendingChunks` of its results are still on their way to the client. Completes once
+ * the input completed and every query ended.
+ *
+ * @example
+ * queries$.pipe(scan({ source, scheduler: new ReadScheduler(2) }))
+ */
+export function scan(opts: ScanOptions): OperatorFunction<Chunk, Chunk> {
+  const counters = opts.counters ?? new StageCounters('records');
+  const maxPending = opts.maxPendingChunks ?? 4;
+  const report = opts.report ?? (() => undefined);
+  return (input) =>
+    new Observable<Chunk>((subscriber) => {
+      let running = 0;
+      let inputDone = false;
+      let active = true;
+      const live = new Set<RunningQuery>();
+      const emit = (el: QueryResultElement): void => {
+        if (active) subscriber.next(el);
+      };
+      const settle = (): void => {
+        if (inputDone && running === 0 && active) subscriber.complete();
+      };
+
+      const runQuery = async (q: RunningQuery): Promise<void> => {
+        const spec = q.spec;
+        let compiled: CompiledQuery;
+        try {
+          compiled = await opts.source.compile(spec, q.helloRecordSize);
+        } catch (err) {
+          const message = err instanceof QueryError ? err.message : `cannot prepare the query: ${(err as Error).message}`;
+          counters.errors++;
+          report(`query ${spec.queryId}: ${message}`);
+          q.reply({ kind: 'error', code: err instanceof QueryError ? CODES.badQuery : CODES.internal, message });
+          q.end();
+          return;
+        }
+        if (spec.fieldMask !== undefined && spec.fieldMask.length !== compiled.recordSize) {
+          const message = `field_mask: ${spec.fieldMask.length} bytes, the records of '${spec.dataset}' are ${compiled.recordSize} bytes (the mask is one record long)`;
+          counters.errors++;
+          report(`query ${spec.queryId}: ${message}`);
+          q.reply({ kind: 'error', code: CODES.badQuery, message });
+          q.end();
+          return;
+        }
+        const results: QueryResults = { query: q, recordSize: compiled.recordSize, batches: spec.batchIds.length, flow: new Flow() };
+        const queue = opts.scheduler.join(spec.qos);
+        let emitted = 0;
+        let matchedTotal = 0;
+        const limitReached = (): boolean => spec.limit !== undefined && matchedTotal >= spec.limit;
+        const end = (batchId: BatchID, recordCount: number): void => {
+          counters.controls++;
+          opts.meter?.batch('eob');
+          emitted++;
+          emit({ kind: 'eob', dataset: spec.dataset, batchId, recordCount, results });
+        };
+        const fail = (batchId: BatchID, code: number, message: string): void => {
+          counters.controls++;
+          counters.errors++;
+          opts.meter?.batch(code);
+          report(`query ${spec.queryId}: ${message}`);
+          emitted++;
+          emit({ kind: 'bbn', dataset: spec.dataset, batchId, reason: bbnReason(code, message), code, results });
+        };
+        try {
+          for (const batchId of spec.batchIds) {
+            if (q.signal.aborted) break;
+            if (limitReached()) {
+              // The query has what it asked for: the batches left are closed unread.
+              end(batchId, 0);
+              continue;
+            }
+            const opened = await compiled.open(batchId, spec.verifyHash);
+            if (isUnreadable(opened)) {
+              fail(batchId, opened.code, opened.message);
+              continue;
+            }
+            let sent = 0;
+            let last: BatchScanStep | undefined;
+            try {
+              while (!last?.done) {
+                await results.flow.whenAtMost(maxPending);
+                if (q.signal.aborted || limitReached()) break;
+                const slot = await queue.acquire(q.signal);
+                try {
+                  last = await opened.next();
+                } finally {
+                  slot.release();
+                }
+                opts.meter?.step(last);
+                counters.received += last.scanned;
+                counters.dropped += last.scanned - last.matched;
+                if (last.matched === 0) continue;
+                if (q.signal.aborted) {
+                  counters.dropped += last.matched;
+                  break;
+                }
+                // Hidden fields are zeroed after filtering (filters see the stored values), one native call per step; the step's buffer is ours.
+                if (spec.fieldMask !== undefined) applyFieldMask(last.records, spec.fieldMask);
+                for (const c of chunksOf(last.records, compiled.recordSize)) {
+                  const count = c.length / compiled.recordSize;
+                  counters.sent += count;
+                  emitted++;
+                  emit({ kind: 'records', dataset: spec.dataset, batchId, count, recordSize: compiled.recordSize, buf: c, results });
+                }
+                sent += last.matched;
+                matchedTotal += last.matched;
+              }
+            } catch (err) {
+              if (q.signal.aborted) break;
+              fail(batchId, CODES.batchUnreadable, `batch ${batchId.toHex()} of '${spec.dataset}' could not be read: ${(err as Error).message}`);
+              continue;
+            } finally {
+              opened.close();
+            }
+            if (q.signal.aborted) break;
+            if (spec.verifyHash && last?.done && last.hashOk === false) {
+              fail(batchId, CODES.hashMismatch, `batch ${batchId.toHex()} of '${spec.dataset}': the recomputed hash chain does not match the closing hash stored at ingest`);
+            } else {
+              end(batchId, sent);
+            }
+          }
+        } finally {
+          queue.leave();
+          // Nothing went to the sink: no stream was opened, so the query ends here.
+          if (emitted === 0) q.end();
+        }
+      };
+
+      const sub = input.subscribe({
+        next: (el) => {
+          if (el.kind !== 'query') {
+            subscriber.error(new TypeError(`scan takes queries, got a '${el.kind}' element`));
+            return;
+          }
+          const q = el.query;
+          running++;
+          live.add(q);
+          opts.meter?.active(1);
+          runQuery(q)
+            .catch((err: unknown) => {
+              // A fault of our own: the query fails, the node goes on.
+              const message = `query ${q.spec.queryId} failed on this node: ${err instanceof Error ? err.message : String(err)}`;
+              counters.errors++;
+              report(message);
+              q.reply({ kind: 'error', code: CODES.internal, message });
+              q.stop({ code: CODES.internal, message });
+              q.end();
+            })
+            .finally(() => {
+              running--;
+              live.delete(q);
+              opts.meter?.active(-1);
+              settle();
+            });
+        },
+        error: (err: unknown) => subscriber.error(err),
+        complete: () => {
+          inputDone = true;
+          settle();
+        },
+      });
+
+      return () => {
+        active = false;
+        sub.unsubscribe();
+        const stop: QueryStop = { code: CODES.shuttingDown, message: 'the storage node is shutting down' };
+        for (const q of live) q.stop(stop);
+      };
+    });
+}
+
+/** `buf` cut at whole records into pieces of at most {@link MAX_CHUNK_BYTES} (views, no copies). */
+function chunksOf(buf: Buffer, recordSize: number): Buffer[] {
+  if (buf.length <= MAX_CHUNK_BYTES) return [buf];
+  const step = Math.max(recordSize, Math.floor(MAX_CHUNK_BYTES / recordSize) * recordSize);
+  const out: Buffer[] = [];
+  for (let at = 0; at < buf.length; at += step) out.push(buf.subarray(at, at + step));
+  return out;
+}

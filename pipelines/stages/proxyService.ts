@@ -1,0 +1,75 @@
+import { ProxyServer } from '../../control/proxy/proxyServer';
+import type { ProxySettings } from '../../control/proxy/settings';
+import { isSealed, unseal } from '../../control/pki/wrapKey';
+import type { SinkType } from '../registry';
+import { bool, int, str } from '../settings';
+import { caBundleSetting, certificateFile, privateKeyFile, publicKeyFile, wrapKeySetting } from './controlSettings';
+import { serviceSink } from './serviceSink';
+
+const settings = {
+  node_name: str({ doc: 'the Proxy node name: its certificate and DMS registration — NODE_NAME', default: 'hd-proxy' }),
+  host: str({ doc: 'HTTPS bind address — COMMAND_INTERFACE', default: '0.0.0.0' }),
+  port: int({ doc: 'HTTPS port: queries, topology, policy webhook — COMMAND_PORT', default: 6986, min: 0, max: 65535 }),
+  advertise_host: str({ doc: 'host the DMS and clients reach the Proxy at; empty: the bind address (the node name for 0.0.0.0) — PROXY_ADVERTISE_HOST', default: '', allowEmpty: true }),
+  observability_host: str({ doc: '/health and /metrics bind address — OBSERVABILITY_INTERFACE', default: '0.0.0.0' }),
+  observability_port: int({ doc: '/health and /metrics port; -1 turns them off — OBSERVABILITY_PORT', default: 8080, min: -1, max: 65535 }),
+  dms_url: str({ doc: 'the DMS — DMS_URL', default: 'https://dms-core:6986' }),
+  ca_cert_pem: caBundleSetting,
+  dms_server_name: str({ doc: 'name the DMS certificate must carry when not the URL host — PROXY_DMS_SERVER_NAME', default: '', allowEmpty: true }),
+  bootstrap_token: str({ doc: 'registration token — PLATFORM_BOOTSTRAP_TOKEN', default: '', allowEmpty: true }),
+  k8s_token: str({ doc: 'Kubernetes service-account token — K8S_SERVICEACCOUNT_TOKEN', default: '', allowEmpty: true }),
+  client_cert_file: certificateFile('pre-issued certificate — PLATFORM_CLIENT_CERT_FILE'),
+  client_key_file: privateKeyFile('pre-issued private key (PEM, or sealed with PLATFORM_PKI_WRAP_KEY) — PLATFORM_CLIENT_KEY_FILE'),
+  pki_wrap_key: wrapKeySetting,
+  key_bits: int({ doc: 'RSA size of the Proxy key — PLATFORM_KEY_BITS', default: 4096, min: 2048, max: 16384 }),
+  jwt_issuer: str({ doc: 'verify bearer JWTs from this issuer; empty: trust X-Forwarded-Role/Email from the ingress — PROXY_JWT_ISSUER', default: '', allowEmpty: true }),
+  jwt_key_file: publicKeyFile("the JWT issuer's public key — PROXY_JWT_KEY_FILE"),
+  jwt_audience: str({ doc: 'aud the JWTs must carry; empty: not checked — PROXY_JWT_AUDIENCE', default: '', allowEmpty: true }),
+  jwt_role_claim: str({ doc: 'JWT claim holding the role — PROXY_JWT_ROLE_CLAIM', default: 'role' }),
+  jwt_email_claim: str({ doc: 'JWT claim holding the email — PROXY_JWT_EMAIL_CLAIM', default: 'email' }),
+  topology_refresh_ms: int({ doc: 'how often topology and schemas are re-read from the DMS — PROXY_TOPOLOGY_REFRESH_MS', default: 5000, min: 100, max: 3_600_000 }),
+  dispatch_timeout_ms: int({ doc: 'deadline of one dispatch to an SCC — PROXY_DISPATCH_TIMEOUT_MS', default: 30_000, min: 100, max: 3_600_000 }),
+  dispatch_tls: bool({ doc: "dispatch over mutual TLS to the SCCs' gRPC service — PROXY_DISPATCH_TLS", default: false }),
+};
+
+/** `proxyService`: the HD Proxy (docs/proxy.md). */
+export const proxyServiceStage: SinkType<typeof settings> = {
+  name: 'proxyService',
+  kind: 'sink',
+  standalone: true,
+  doc: 'The HD Proxy: registers with the DMS, then evaluates the Rego policy, rewrites, names batches and dispatches queries to the SCCs over HTTPS, until the run stops.',
+  unit: 'records',
+  input: 'batched-records',
+  settings,
+  create: (c, ctx) => {
+    if ((c.jwt_issuer === '') !== (c.jwt_key_file === undefined)) throw new Error('jwt_issuer (PROXY_JWT_ISSUER) and jwt_key_file (PROXY_JWT_KEY_FILE) must be set together');
+    if ((c.client_cert_file === undefined) !== (c.client_key_file === undefined)) throw new Error('client_cert_file (PLATFORM_CLIENT_CERT_FILE) and client_key_file (PLATFORM_CLIENT_KEY_FILE) must be set together');
+    let keyPem = c.client_key_file;
+    if (keyPem !== undefined && isSealed(keyPem)) {
+      if (!c.pki_wrap_key) throw new Error('client_key_file (PLATFORM_CLIENT_KEY_FILE) is sealed but PLATFORM_PKI_WRAP_KEY is not set');
+      keyPem = unseal(keyPem, c.pki_wrap_key, 'node.key.pem', 'PLATFORM_CLIENT_KEY_FILE');
+    }
+    const s: ProxySettings = {
+      nodeName: c.node_name,
+      host: c.host,
+      port: c.port,
+      advertiseHost: c.advertise_host !== '' ? c.advertise_host : c.host === '0.0.0.0' ? c.node_name : c.host,
+      observabilityHost: c.observability_host,
+      observabilityPort: c.observability_port,
+      dmsUrl: c.dms_url,
+      caCertPem: c.ca_cert_pem,
+      ...(c.dms_server_name !== '' && { dmsServerName: c.dms_server_name }),
+      credentials: {
+        ...(c.client_cert_file !== undefined && { certPem: c.client_cert_file, keyPem }),
+        ...(c.bootstrap_token !== '' && { bootstrapToken: c.bootstrap_token }),
+        ...(c.k8s_token !== '' && { k8sToken: c.k8s_token }),
+      },
+      keyBits: c.key_bits,
+      ...(c.jwt_key_file !== undefined && { jwt: { issuer: c.jwt_issuer, publicKeyPem: c.jwt_key_file, audience: c.jwt_audience, roleClaim: c.jwt_role_claim, emailClaim: c.jwt_email_claim } }),
+      topologyRefreshMs: c.topology_refresh_ms,
+      dispatchTimeoutMs: c.dispatch_timeout_ms,
+      dispatchTls: c.dispatch_tls,
+    };
+    return serviceSink(() => ProxyServer.start(s), ctx);
+  },
+};

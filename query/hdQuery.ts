@@ -1,0 +1,221 @@
+/**
+ * HDQuery, the query's JSON wire form (docs/query.md, "HDQuery JSON"): the reference's fields
+ * (query_id, batch_ids, sub_queries, targets, verify_hash, query_qos) plus the dataset, the client's
+ * return address, the per-query token and an optional limit. {@link parseHdQuery} is the one check
+ * every reader runs (the SCC before dispatch, a Storage Node before scanning); {@link serializeHdQuery}
+ * applies the QoS clamping the reference asks of serialisers and refuses what a reader would refuse,
+ * so a client learns of a bad query before sending it.
+ */
+import { HDWP_MAX_DATASET_ID_LEN, HDWP_MAX_JSON_LEN } from '../engine-rs/hdwpFrame';
+import { checkSubQueries, filterJson, isObject, jsonType, refuseUnknownKeys, type SubQuery } from './filter';
+import { QueryError } from './queryError';
+import { isZeroToken, TOKEN_LEN } from './token';
+
+export { FILTER_OPS, MAX_BRANCHES, MAX_FILTERS_PER_SUB_QUERY, MAX_IN_VALUES } from './filter';
+export type { Filter, FilterOp, SubQuery } from './filter';
+export { QueryError } from './queryError';
+
+/** One SCC on the data plane: `host`/`port` its PRODUCTION_IP/PORT, `grpcPort` its QUERY_GRPC_PORT. */
+export interface SccAddress {
+  readonly host: string;
+  readonly port: number;
+  readonly grpcPort?: number;
+}
+
+/** Where Storage Nodes stream a query's results: the client's listener. */
+export interface ReturnAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** One batch that failed delivery during a query (one per failed batch, not per notice). */
+export interface BatchError {
+  /** The batch id, 128 lowercase hex digits. */
+  readonly batchId: string;
+  /** The bbn / error code (docs/query.md, "Error / bbn codes"). */
+  readonly code: number;
+  readonly message: string;
+  /** The Storage Node (or SCC) that reported it. */
+  readonly node?: string;
+}
+
+/** A query, as parsed from or serialised to its JSON wire form. */
+export interface HdQuery {
+  /** uint32. */
+  readonly queryId: number;
+  /** The dataset id (schema `id`) the batches belong to. */
+  readonly dataset: string;
+  /** Batch ids as 128 lowercase hex digits, no duplicates. */
+  readonly batchIds: readonly string[];
+  /** OR-ed filter groups; empty reads every record of the batches. */
+  readonly subQueries: readonly SubQuery[];
+  /** SCCs on the data plane (for clients; an SCC ignores it). */
+  readonly targets: readonly SccAddress[];
+  readonly verifyHash: boolean;
+  /** 1..255 once parsed; serialising clamps whatever is here. */
+  readonly queryQos: number;
+  readonly returnAddress: ReturnAddress;
+  /** 16 bytes, never all zero. */
+  readonly token: Uint8Array;
+  /** Stop after this many matching records in total (a hint). */
+  readonly limit?: number;
+  /**
+   * One record's worth of bytes (0xff visible, 0x00 over hidden fields) the Storage Node ANDs into
+   * every record it streams, after filtering: the HD Proxy's hidden fields (docs/proxy.md).
+   */
+  readonly fieldMask?: Uint8Array;
+}
+
+/** Lowest and highest query_qos. */
+export const QOS_MIN = 1;
+/** Highest query_qos. */
+export const QOS_MAX = 255;
+/** At most this many batch ids in one query. */
+export const MAX_BATCH_IDS = 100_000;
+/** Largest query JSON a Storage Node takes (the HDWP query frame limit). */
+export const MAX_QUERY_JSON_BYTES = HDWP_MAX_JSON_LEN;
+/** Largest `field_mask`, in bytes (a record is never larger). */
+export const MAX_FIELD_MASK_BYTES = 1024 * 1024;
+
+const KEYS = ['query_id', 'dataset', 'batch_ids', 'sub_queries', 'targets', 'verify_hash', 'query_qos', 'return_address', 'token', 'limit', 'field_mask'] as const;
+const BATCH_HEX = /^[0-9a-fA-F]{128}$/;
+const TOKEN_HEX = new RegExp(`^[0-9a-fA-F]{${TOKEN_LEN * 2}}$`);
+
+/**
+ * The reference's QoS rule: an integer is clamped to 1..255; anything else (absent, not a number,
+ * not an integer) counts as 1.
+ */
+export function clampQos(v: unknown): number {
+  if (typeof v !== 'number' || !Number.isInteger(v)) return QOS_MIN;
+  return Math.min(QOS_MAX, Math.max(QOS_MIN, v));
+}
+
+function int(v: unknown, path: string, min: number, max: number): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw new QueryError(path, `expected an integer ${min}..${max}, got ${jsonType(v)}`);
+  return v;
+}
+
+function hostPort(raw: unknown, path: string, what: string): { host: string; port: number; rest: Record<string, unknown> } {
+  if (!isObject(raw)) throw new QueryError(path, `expected ${what}, got ${jsonType(raw)}`);
+  if (typeof raw.host !== 'string' || raw.host === '' || raw.host.length > 255) throw new QueryError(`${path}.host`, `expected a host name or address (1..255 characters), got ${jsonType(raw.host)}`);
+  return { host: raw.host, port: int(raw.port, `${path}.port`, 1, 65535), rest: raw };
+}
+
+function fieldMask(raw: unknown): Uint8Array {
+  if (typeof raw !== 'string') throw new QueryError('field_mask', `expected hex digits (one record's bytes, 0xff visible, 0x00 hidden), got ${jsonType(raw)}`);
+  if (raw.length === 0 || raw.length % 2 !== 0) throw new QueryError('field_mask', `expected an even, non-zero number of hex digits (2 a byte), got ${raw.length}`);
+  if (raw.length > MAX_FIELD_MASK_BYTES * 2) throw new QueryError('field_mask', `${raw.length / 2} bytes, the limit is ${MAX_FIELD_MASK_BYTES}`);
+  if (!/^[0-9a-fA-F]*$/.test(raw)) throw new QueryError('field_mask', 'expected hex digits only (0-9, a-f)');
+  return Buffer.from(raw, 'hex');
+}
+
+function batchIds(raw: unknown): string[] {
+  if (!Array.isArray(raw)) throw new QueryError('batch_ids', `expected an array of batch ids (128 hex digits each), got ${jsonType(raw)}`);
+  if (raw.length > MAX_BATCH_IDS) throw new QueryError('batch_ids', `${raw.length} batch ids, the limit is ${MAX_BATCH_IDS}`);
+  const seen = new Map<string, number>();
+  return raw.map((b, i) => {
+    if (typeof b !== 'string' || !BATCH_HEX.test(b)) throw new QueryError(`batch_ids[${i}]`, `expected a batch id as 128 hex digits (its 64 bytes), got ${jsonType(b).slice(0, 40)}`);
+    const hex = b.toLowerCase();
+    const first = seen.get(hex);
+    if (first !== undefined) throw new QueryError(`batch_ids[${i}]`, `the same batch as batch_ids[${first}]: each batch is read once`);
+    seen.set(hex, i);
+    return hex;
+  });
+}
+
+/**
+ * Checks an already-parsed JSON value as an HDQuery and returns it typed. Unknown keys are refused;
+ * `query_qos` follows {@link clampQos}. Throws {@link QueryError} naming the key.
+ */
+export function hdQueryFromJson(raw: unknown): HdQuery {
+  if (!isObject(raw)) throw new QueryError('', `an HDQuery is a JSON object, got ${jsonType(raw)}`);
+  refuseUnknownKeys(raw, KEYS, '');
+  for (const k of ['query_id', 'dataset', 'return_address', 'token'] as const) if (raw[k] === undefined) throw new QueryError(k, 'required');
+  const queryId = int(raw.query_id, 'query_id', 0, 0xffffffff);
+  const dataset = raw.dataset;
+  if (typeof dataset !== 'string' || dataset === '' || Buffer.byteLength(dataset) > HDWP_MAX_DATASET_ID_LEN) {
+    throw new QueryError('dataset', `expected a dataset id (1..${HDWP_MAX_DATASET_ID_LEN} UTF-8 bytes), got ${jsonType(dataset)}`);
+  }
+  const targetsRaw = raw.targets ?? [];
+  if (!Array.isArray(targetsRaw)) throw new QueryError('targets', `expected an array of SccAddress, got ${jsonType(targetsRaw)}`);
+  const targets = targetsRaw.map((t, i): SccAddress => {
+    const path = `targets[${i}]`;
+    const a = hostPort(t, path, 'an SccAddress {host, port, grpc_port?}');
+    refuseUnknownKeys(a.rest, ['host', 'port', 'grpc_port'], path);
+    return a.rest.grpc_port === undefined ? { host: a.host, port: a.port } : { host: a.host, port: a.port, grpcPort: int(a.rest.grpc_port, `${path}.grpc_port`, 1, 65535) };
+  });
+  const verifyHash = raw.verify_hash ?? false;
+  if (typeof verifyHash !== 'boolean') throw new QueryError('verify_hash', `expected true or false, got ${jsonType(verifyHash)}`);
+  const ret = hostPort(raw.return_address, 'return_address', 'a return address {host, port}');
+  refuseUnknownKeys(ret.rest, ['host', 'port'], 'return_address');
+  if (typeof raw.token !== 'string' || !TOKEN_HEX.test(raw.token)) throw new QueryError('token', `expected ${TOKEN_LEN * 2} hex digits (${TOKEN_LEN} random bytes), got ${jsonType(raw.token).slice(0, 50)}`);
+  const token = Buffer.from(raw.token, 'hex');
+  if (isZeroToken(token)) throw new QueryError('token', 'an all-zero token is refused: draw 16 random bytes (newQueryToken)');
+  const q: HdQuery = {
+    queryId,
+    dataset,
+    batchIds: batchIds(raw.batch_ids ?? []),
+    subQueries: checkSubQueries(raw.sub_queries ?? []),
+    targets,
+    verifyHash,
+    queryQos: clampQos(raw.query_qos),
+    returnAddress: { host: ret.host, port: ret.port },
+    token,
+  };
+  return {
+    ...q,
+    ...(raw.limit === undefined ? {} : { limit: int(raw.limit, 'limit', 0, Number.MAX_SAFE_INTEGER) }),
+    ...(raw.field_mask === undefined ? {} : { fieldMask: fieldMask(raw.field_mask) }),
+  };
+}
+
+/**
+ * Parses and checks HDQuery JSON. `maxBytes` caps its UTF-8 size: {@link MAX_QUERY_JSON_BYTES}
+ * (what a Storage Node takes) unless the reader allows more (the SCC splits a large batch list
+ * over several query frames). Throws {@link QueryError}.
+ */
+export function parseHdQuery(json: string | Uint8Array, opts: { maxBytes?: number } = {}): HdQuery {
+  const max = opts.maxBytes ?? MAX_QUERY_JSON_BYTES;
+  const size = typeof json === 'string' ? Buffer.byteLength(json) : json.length;
+  if (size > max) throw new QueryError('', `the query JSON is ${size} bytes, the limit is ${max}`);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(typeof json === 'string' ? json : Buffer.from(json.buffer, json.byteOffset, json.length).toString('utf8'));
+  } catch (err) {
+    throw new QueryError('', `not JSON: ${(err as Error).message}`);
+  }
+  return hdQueryFromJson(raw);
+}
+
+/** The JSON object of a query (QoS clamped), without checking it. */
+function toJson(q: HdQuery): Record<string, unknown> {
+  return {
+    query_id: q.queryId,
+    dataset: q.dataset,
+    batch_ids: [...q.batchIds],
+    sub_queries: q.subQueries.map((s) => ({ filters: s.filters.map(filterJson) })),
+    targets: q.targets.map((t) => ({ host: t.host, port: t.port, ...(t.grpcPort !== undefined ? { grpc_port: t.grpcPort } : {}) })),
+    verify_hash: q.verifyHash,
+    query_qos: clampQos(q.queryQos),
+    return_address: { host: q.returnAddress.host, port: q.returnAddress.port },
+    token: Buffer.from(q.token.buffer, q.token.byteOffset, q.token.byteLength).toString('hex'),
+    ...(q.limit !== undefined ? { limit: q.limit } : {}),
+    ...(q.fieldMask !== undefined ? { field_mask: Buffer.from(q.fieldMask.buffer, q.fieldMask.byteOffset, q.fieldMask.byteLength).toString('hex') } : {}),
+  };
+}
+
+/**
+ * The JSON wire form of `q`, with `query_qos` clamped to 1..255 (a non-integer becomes 1). Refuses,
+ * with the same {@link QueryError} a reader would raise, a query a reader would refuse (17 branches,
+ * an empty sub-query, a bad token, JSON over `maxBytes`).
+ */
+export function serializeHdQuery(q: HdQuery, opts: { maxBytes?: number } = {}): string {
+  if (q.token.length !== TOKEN_LEN) throw new QueryError('token', `expected ${TOKEN_LEN} bytes, got ${q.token.length}`);
+  const obj = toJson(q);
+  hdQueryFromJson(obj);
+  const json = JSON.stringify(obj);
+  const max = opts.maxBytes ?? MAX_QUERY_JSON_BYTES;
+  const size = Buffer.byteLength(json);
+  if (size > max) throw new QueryError('', `the query JSON is ${size} bytes, the limit is ${max}`);
+  return json;
+}

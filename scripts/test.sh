@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The project's test command (`npm test`): the uvu suite, then the Rust core's cargo tests.
+# Each test file runs in its own process under a time limit, so a hang or a leaked handle in one
+# file fails that file instead of stalling the run. Prints one closing line "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+[ -f engine-rs/index.node ] || npm run build:native || exit 1
+# The ingester's tests need a Kafka broker and an S3 server; install (and cache) them up front. A
+# failure here is not fatal: those tests then skip with a loud message.
+for c in kafka s3; do bash "scripts/$c.sh" install || echo "test.sh: scripts/$c.sh install failed; its ingester tests will be SKIPPED" >&2; done
+
+FILE_LIMIT_S=${HD_TEST_FILE_LIMIT_S:-600}
+strip() { sed -E 's/\x1b\[[0-9;]*m//g'; }
+uvu_pass=0
+uvu_total=0
+uvu_failed_files=()
+start=$(date +%s)
+while IFS= read -r f; do
+  out=$(mktemp)
+  t0=$(date +%s)
+  # Its own session, so whatever the file started and left behind goes with it.
+  setsid timeout -k 10 "$FILE_LIMIT_S" node scripts/uvu-file.js "$f" > "$out" 2>&1 &
+  pid=$!
+  wait "$pid"
+  rc=$?
+  kill -9 -- "-$pid" 2>/dev/null
+  cat "$out"
+  p=$(strip < "$out" | awk '/Passed:/ {print $2}' | tail -1)
+  t=$(strip < "$out" | awk '/Total:/ {print $2}' | tail -1)
+  uvu_pass=$(( uvu_pass + ${p:-0} ))
+  uvu_total=$(( uvu_total + ${t:-0} ))
+  if [ "$rc" -ne 0 ]; then
+    [ "$rc" -eq 124 ] && echo "test.sh: $f did not finish within ${FILE_LIMIT_S} s" >&2
+    uvu_failed_files+=("$f (exit $rc)")
+    # A file that died before its summary still counts as one failure.
+    [ "${t:-0}" -eq "${p:-0}" ] && uvu_total=$(( uvu_total + 1 ))
+  fi
+  echo "test.sh: $f $(( $(date +%s) - t0 )) s"
+  rm -f "$out"
+done < <(find test -name '*.test.ts' | sort)
+echo "test.sh: uvu files took $(( $(date +%s) - start )) s"
+
+cargo_out=$(mktemp)
+(cd engine-rs && cargo test --release --workspace 2>&1) | tee "$cargo_out"
+cargo_rc=${PIPESTATUS[0]}
+cargo_pass=$(grep -E '^test result:' "$cargo_out" | awk '{s+=$4} END {print s+0}')
+cargo_fail=$(grep -E '^test result:' "$cargo_out" | awk '{s+=$6} END {print s+0}')
+
+passed=$(( uvu_pass + cargo_pass ))
+failed=$(( uvu_total - uvu_pass + cargo_fail ))
+[ "$cargo_rc" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
+echo
+for f in "${uvu_failed_files[@]}"; do echo "FAILED: $f"; done
+echo "uvu: ${uvu_pass} of ${uvu_total} tests; cargo: ${cargo_pass} passed, ${cargo_fail} failed"
+echo "${passed} passed, ${failed} failed"
+[ "${#uvu_failed_files[@]}" -eq 0 ] && [ "$cargo_rc" -eq 0 ]

@@ -1,0 +1,297 @@
+/**
+ * PlatformIngestClient: the reference's ingest client (docs/sdk.md), sending records to SCCs over HDWP.
+ */
+import type tls from 'node:tls';
+import * as arrow from 'apache-arrow';
+import { BatchID, generateBatchIdNumber, generateBatchIdString, generateBatchIdTime } from '../engine-rs/batchId';
+import { RecordCodec } from '../engine-rs/codec';
+import { decodeRecordsSync } from '../engine-rs/decode';
+import { encodeArrowBatchAsync } from '../engine-rs/encodeArrow';
+import type { Schema, SchemaJson } from '../engine-rs/schema';
+import { HdwpClient } from '../sinks/hdwpClient';
+import { IngestCounters } from './ingestCounters';
+import { registerClient } from './registration';
+import { ControlHeaders } from './controlHeaders';
+import { parseSccTargets, targetName, type SccTarget } from './sccTargets';
+
+/** Options beyond the reference's two interface arguments. */
+export interface IngestClientOptions {
+  /** TLS (mutual TLS in a registered cluster) for the data-plane connections. */
+  readonly tls?: tls.ConnectionOptions;
+  /** Time to connect to an SCC and exchange hello; default 10 s. */
+  readonly connectTimeoutMs?: number;
+}
+
+/**
+ * What `streamInsert` takes: one record, several records, records back to back in one buffer, or an
+ * Arrow record batch / table in the schema's column types (the columnar path, encoded natively).
+ */
+export type IngestRecords = Uint8Array | readonly Uint8Array[] | arrow.RecordBatch | arrow.Table;
+
+/** One open data-plane stream to one SCC, with the record count of each batch sent on it. */
+interface TargetStream {
+  readonly client: HdwpClient;
+  readonly counts: Map<string, number>;
+}
+
+/**
+ * Sends records to SCCs. The send rules are the reference's: every send returns false at once with no
+ * SCC targets; `streamInsert` returns false for an empty record; without `broadcast` data goes to the
+ * first target only, with it to every target; records_ingested / bytes_ingested count the
+ * non-broadcast path only. Sends resolve to false (never throw) on failure; `lastError` says why.
+ *
+ * @example
+ * await using client = new PlatformIngestClient();
+ * client.loadDatasetSchema(schemaJson);
+ * client.setSccTargets(['127.0.0.1:6987']);
+ * const id = client.generateBatchIdTime(t0, t0 + 60);
+ * await client.streamInsert(id, client.convertRecordToBinary({ ts: String(t0), proto: 'tcp' }));
+ * await client.sendEob(id); // true once every healthy replica has the batch durable
+ */
+export class PlatformIngestClient {
+  private readonly codec = new RecordCodec();
+  private targets: SccTarget[] = [];
+  private readonly streams = new Map<string, Promise<TargetStream>>();
+  private readonly counters = new IngestCounters();
+  private readonly arrowPending: Buffer[] = [];
+  private readonly controlHeaders = new ControlHeaders();
+  private error: Error | undefined;
+  private stopped = false;
+  /** Material from registerWithDms: the data-plane connections then run mutual TLS. */
+  private registeredTls: tls.ConnectionOptions | undefined;
+
+  /**
+   * @param dataPlaneInterface local address for data-plane connections; empty: any
+   * @param controlPlaneInterface local address for control-plane requests; empty: any
+   */
+  constructor(
+    readonly dataPlaneInterface = '',
+    readonly controlPlaneInterface = '',
+    private readonly options: IngestClientOptions = {},
+  ) {}
+
+  /** Why the last send returned false (cleared by the next successful send). */
+  get lastError(): Error | undefined {
+    return this.error;
+  }
+
+  /** The SCC targets; the first is primary. */
+  get sccTargets(): readonly SccTarget[] {
+    return this.targets;
+  }
+
+  /** Headers added to every later control-plane request (they accumulate; none can be cleared). */
+  get controlPlaneHeaders(): Readonly<Record<string, string>> {
+    return this.controlHeaders.all;
+  }
+
+  /**
+   * Registration v2 with the DMS (docs/control-plane.md): stores the signed certificate and key for
+   * the data-plane connections (mutual TLS) and loads the SCC targets and schema of the answer.
+   * Returns the client key PEM; empty means failure (`lastError` says why).
+   */
+  async registerWithDms(dmsUrl: string, nodeName: string, overrideKeyPem = ''): Promise<string> {
+    const r = await registerClient(dmsUrl, nodeName, overrideKeyPem);
+    if (!r.success) {
+      this.error = new Error(r.error_message);
+      return '';
+    }
+    this.registeredTls = { key: r.client_key_pem, cert: r.signed_cert_pem, ca: r.ca_cert_pem };
+    if (r.scc_targets.length > 0) this.setSccTargets(r.scc_targets);
+    if (r.schema_json) this.loadDatasetSchema(r.schema_json);
+    return r.client_key_pem;
+  }
+
+  /** Adds an HTTP header to every later control-plane request. */
+  addControlHeader(name: string, value: string): void {
+    this.controlHeaders.add(name, value);
+  }
+
+  /** Replaces the SCC target list (`host:port` strings or {@link SccTarget}s); the first is primary. */
+  setSccTargets(targets: ReadonlyArray<SccTarget | string>): void {
+    const parsed = parseSccTargets(targets);
+    void this.closeStreams();
+    this.targets = parsed;
+  }
+
+  /** Loads the dataset schema (a Schema, schema JSON text or object); required before encoding. */
+  loadDatasetSchema(schema: Schema | SchemaJson | string): void {
+    this.codec.loadDatasetSchema(schema);
+    // Streams carry the dataset id and record size in hello: a new schema needs new streams.
+    void this.closeStreams();
+  }
+
+  /** The loaded schema, or null. */
+  get schema(): Schema | null {
+    return this.codec.schema;
+  }
+
+  /**
+   * Writes each value (text, as docs/schema.md says per type) into its field. Keys absent from the
+   * schema are skipped; an empty buffer when no schema is loaded. Unlike the reference, the buffer
+   * is the caller's to keep.
+   */
+  convertRecordToBinary(values: Readonly<Record<string, string>> | ReadonlyMap<string, string>): Buffer {
+    return this.codec.convertRecordToBinary(values);
+  }
+
+  /** Encodes one record and keeps it for {@link flushArrowBatch}; false when no schema is loaded. */
+  appendRecordToArrow(values: Readonly<Record<string, string>> | ReadonlyMap<string, string>): boolean {
+    if (!this.codec.schema) return false;
+    this.arrowPending.push(this.codec.convertRecordToBinary(values));
+    return true;
+  }
+
+  /** The records appended since the last flush as one Arrow record batch in the schema's types; null when none. */
+  flushArrowBatch(): arrow.RecordBatch | null {
+    const schema = this.codec.schema;
+    if (!schema || this.arrowPending.length === 0) return null;
+    const records = Buffer.concat(this.arrowPending.splice(0));
+    return decodeRecordsSync(schema, records);
+  }
+
+  /** Batch id from a string (first 64 UTF-8 bytes, right-aligned). */
+  generateBatchIdString(s: string): BatchID {
+    return generateBatchIdString(s);
+  }
+
+  /** Batch id from an unsigned 64-bit number (big-endian in the last 8 bytes). */
+  generateBatchIdNumber(n: bigint | number): BatchID {
+    return generateBatchIdNumber(n);
+  }
+
+  /** Batch id of a time window; the interval is the schema's time_index_interval unless overridden. */
+  generateBatchIdTime(startTime: number, endTime: number, intervalOverride = 0): BatchID {
+    return generateBatchIdTime(startTime, endTime, intervalOverride || (this.codec.schema?.timeIndexInterval ?? 0));
+  }
+
+  /**
+   * Submits records under `batchId`: one record, an array of records, or whole records back to back
+   * in one buffer. Resolves true once the records are handed to every addressed SCC's connection.
+   */
+  async streamInsert(batchId: BatchID, records: IngestRecords, broadcast = false): Promise<boolean> {
+    if (this.targets.length === 0) return this.refuse('no SCC targets are set (setSccTargets or discoverSccTargets)');
+    const schema = this.codec.schema;
+    if (!schema) return this.refuse('no dataset schema is loaded (loadDatasetSchema)');
+    let buf: Uint8Array;
+    if (records instanceof arrow.RecordBatch || records instanceof arrow.Table) {
+      if (records.numRows === 0) return this.refuse('empty record batch');
+      try {
+        buf = await encodeArrowBatchAsync(schema, records);
+      } catch (err) {
+        return this.refuse(`Arrow batch does not fit dataset ${schema.id}: ${(err as Error).message}`);
+      }
+    } else buf = Array.isArray(records) ? Buffer.concat(records as readonly Uint8Array[]) : (records as Uint8Array);
+    if (buf.length === 0) return this.refuse('empty record');
+    if (buf.length % schema.recordSize !== 0) {
+      return this.refuse(`records must be whole ${schema.recordSize}-byte records of dataset ${schema.id}, got ${buf.length} bytes`);
+    }
+    const count = buf.length / schema.recordSize;
+    const ok = await this.toTargets(broadcast, async (s) => {
+      const key = batchId.toHex();
+      s.counts.set(key, (s.counts.get(key) ?? 0) + count);
+      await s.client.sendRecords(batchId, buf);
+    });
+    if (ok && !broadcast) this.counters.add(count, buf.length);
+    return ok;
+  }
+
+  /** Closes a batch; resolves true once the SCC acknowledged it (every healthy replica has it durable). */
+  sendEob(batchId: BatchID, broadcast = false): Promise<boolean> {
+    if (this.targets.length === 0) return Promise.resolve(this.refuse('no SCC targets are set'));
+    return this.toTargets(broadcast, async (s) => {
+      const key = batchId.toHex();
+      const n = s.counts.get(key) ?? 0;
+      s.counts.delete(key);
+      await s.client.sendEob(batchId, n);
+    });
+  }
+
+  /** Bad Batch Notice: the batch is to be discarded; resolves true once the SCC echoed it. */
+  sendBbn(batchId: BatchID, broadcast = false, reason = 'discarded by the ingest client'): Promise<boolean> {
+    if (this.targets.length === 0) return Promise.resolve(this.refuse('no SCC targets are set'));
+    return this.toTargets(broadcast, async (s) => {
+      s.counts.delete(batchId.toHex());
+      await s.client.sendBbn(batchId, reason);
+    });
+  }
+
+  /** `{"status":"ok"|"stopped","timestamp":"<ISO 8601>"}`; the engine is ready once constructed. */
+  getHealthStatus(): string {
+    return JSON.stringify({ status: this.stopped ? 'stopped' : 'ok', timestamp: new Date().toISOString() });
+  }
+
+  /** records_ingested and bytes_ingested in the Prometheus text format. */
+  getMetrics(): string {
+    return this.counters.text();
+  }
+
+  /** Closes every data-plane connection (batches not ended stay open at the SCC until its timeout). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.closeStreams();
+  }
+
+  /** `await using client = new PlatformIngestClient()` stops it at the end of the scope. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.stop();
+  }
+
+  private refuse(message: string): false {
+    this.error = new Error(message);
+    return false;
+  }
+
+  /** Runs `send` on the primary (or every target) and resolves true when all succeeded. */
+  private async toTargets(broadcast: boolean, send: (s: TargetStream) => Promise<void>): Promise<boolean> {
+    if (this.stopped) return this.refuse('the client is stopped');
+    const chosen = broadcast ? this.targets : this.targets.slice(0, 1);
+    const results = await Promise.allSettled(chosen.map(async (t) => send(await this.stream(t))));
+    const failed = results.findIndex((r) => r.status === 'rejected');
+    if (failed >= 0) {
+      const t = chosen[failed] as SccTarget;
+      const reason = (results[failed] as PromiseRejectedResult).reason as Error;
+      this.drop(t);
+      return this.refuse(`SCC ${targetName(t)}: ${reason.message}`);
+    }
+    this.error = undefined;
+    return true;
+  }
+
+  private stream(t: SccTarget): Promise<TargetStream> {
+    const key = targetName(t);
+    let s = this.streams.get(key);
+    if (!s) {
+      const schema = this.codec.schema as Schema;
+      s = HdwpClient.connect({
+        host: t.host,
+        port: t.port,
+        role: 'ingestClient',
+        datasetId: schema.id,
+        recordSize: schema.recordSize,
+        ...(this.options.tls ?? this.registeredTls ? { tls: this.options.tls ?? this.registeredTls } : {}),
+        ...(this.options.connectTimeoutMs ? { connectTimeoutMs: this.options.connectTimeoutMs } : {}),
+      }).then((client) => {
+        // A stream that ends (SCC restart, error frame) is replaced on the next send.
+        void client.closed.then(() => this.streams.get(key) === s && this.streams.delete(key));
+        return { client, counts: new Map<string, number>() };
+      });
+      s.catch(() => this.streams.get(key) === s && this.streams.delete(key));
+      this.streams.set(key, s);
+    }
+    return s;
+  }
+
+  private drop(t: SccTarget): void {
+    const key = targetName(t);
+    const s = this.streams.get(key);
+    this.streams.delete(key);
+    void s?.then((x) => x.client.close()).catch(() => undefined);
+  }
+
+  private async closeStreams(): Promise<void> {
+    const all = [...this.streams.values()];
+    this.streams.clear();
+    await Promise.allSettled(all.map(async (s) => (await s).client.close()));
+  }
+}

@@ -1,0 +1,396 @@
+/**
+ * PlatformQueryClient: the reference's query client (docs/sdk.md). Dispatches HDQueries to an SCC,
+ * receives the Storage Nodes' result streams on its own data-plane listener and decodes them into
+ * Arrow — incrementally: each batch is decoded (and handed to `executeStream`'s callback) as it arrives.
+ */
+import net from 'node:net';
+import * as arrow from 'apache-arrow';
+import { BatchID, generateBatchIdsTime } from '../engine-rs/batchId';
+import { RecordCodec } from '../engine-rs/codec';
+import { arrowSchemaFor, decodeRecords } from '../engine-rs/decode';
+import type { Schema, SchemaJson } from '../engine-rs/schema';
+import { DEFAULT_QUERY_GRPC_PORT } from '../query/dispatchService';
+import { QueryDispatchClient } from '../query/dispatchClient';
+import { serializeHdQuery, type BatchError, type HdQuery } from '../query/hdQuery';
+import type { RegistrationResult } from '../control/registerWithDms';
+import { ResultListener, type QueryResult } from '../sources/resultListener';
+import { runGraph } from './local/graph';
+import type { GraphArgsJson } from './local/graphArgs';
+import { LocalAggregations, type LocalAggregationConfig } from './local/localAggregations';
+import { LocalSql } from './local/localSql';
+import { vectorSearch } from './local/vectorSearch';
+import { registerClient } from './registration';
+import { QueryAccounting, verdictFromJson, type VerdictMismatch } from './queryAccounting';
+import { buildQuery } from './queryInput';
+import { ControlHeaders, counterText } from './controlHeaders';
+import { parseSccTargets, targetName, type SccTarget } from './sccTargets';
+
+/** Options beyond the reference's three constructor arguments. */
+export interface QueryClientOptions {
+  /** Port of the result listener (default 6987, the reference's; 0 picks a free one). */
+  readonly listenPort?: number;
+  /** Address advertised to Storage Nodes as the return address; default: the interface, or the local address toward the SCC. */
+  readonly returnHost?: string;
+  /** Log lines (a batch refused, a filter not pushed...); default stderr. */
+  readonly log?: (line: string) => void;
+}
+
+/** Called with each batch as it arrives (awaited: a slow callback slows the stream, nothing piles up). */
+export type BatchCallback = (batch: arrow.RecordBatch, batchId: string) => void | Promise<void>;
+
+interface Running {
+  readonly query: HdQuery;
+  readonly release: (reason: 'cancelled' | 'timeout') => void;
+  readonly sccs: QueryDispatchClient[];
+}
+
+/**
+ * Queries HD: direct SCC mode (`setSccTargets`) now; Proxy mode through `proxyUrl` (docs/sdk.md).
+ *
+ * @example
+ * await using q = new PlatformQueryClient('', '', '', { listenPort: 0 });
+ * q.loadDatasetSchema(schemaJson);
+ * q.setSccTargets([{ host: '127.0.20.1', port: 6987, grpcPort: 6990 }]);
+ * const table = await q.executeDataset({ start_time: t0, end_time: t1, sub_queries: [{ filters: [{ field: 'dst_port', op: 'eq', value: '443' }] }] });
+ * if (q.hadErrors()) console.warn(q.getBatchErrors());
+ */
+export class PlatformQueryClient {
+  private readonly codec = new RecordCodec();
+  private targets: SccTarget[] = [];
+  private readonly listener: ResultListener;
+  private readonly listening: Promise<{ host: string; port: number }>;
+  private readonly accounting = new QueryAccounting();
+  private readonly controlHeaders = new ControlHeaders();
+  private readonly log: (line: string) => void;
+  private timeoutMs = 0;
+  private preparedId: number | undefined;
+  private running: Running | undefined;
+  private readonly counters = { queries: 0, batches: 0, records: 0, bytes: 0, batchErrors: 0 };
+  private stopped = false;
+  private local: LocalSql | undefined;
+  private aggregations: LocalAggregations | undefined;
+
+  /**
+   * @param proxyUrl the HD Proxy; empty selects direct SCC mode (targets from setSccTargets)
+   * @param dataPlaneInterface address the result listener binds (and advertises); empty: all
+   * @param controlPlaneInterface local address for control-plane requests; empty: any
+   */
+  constructor(
+    readonly proxyUrl = '',
+    readonly dataPlaneInterface = '',
+    readonly controlPlaneInterface = '',
+    private readonly options: QueryClientOptions = {},
+  ) {
+    this.log = options.log ?? ((l) => process.stderr.write(`hd query client: ${l}\n`));
+    this.listener = new ResultListener({ host: dataPlaneInterface || '0.0.0.0', port: options.listenPort ?? 6987 });
+    this.listening = this.listener.listen();
+    // Surfaces at the first call that needs the listener; here it would be an unhandled rejection.
+    this.listening.catch(() => undefined);
+  }
+
+  /** Resolves with the listener's address once it listens (rejects if the port is taken). */
+  ready(): Promise<{ host: string; port: number }> {
+    return this.listening;
+  }
+
+  /**
+   * Registration v2 with the DMS (docs/control-plane.md): on success the SCC targets and the dataset
+   * schema of the answer are loaded. Credentials and CA bundle come from the reference's variables.
+   */
+  async registerWithDms(dmsUrl: string, nodeName: string, overrideKeyPem = ''): Promise<RegistrationResult> {
+    const r = await registerClient(dmsUrl, nodeName, overrideKeyPem);
+    if (r.success) {
+      if (r.scc_targets.length > 0) this.setSccTargets(r.scc_targets);
+      if (r.schema_json) this.loadDatasetSchema(r.schema_json);
+    }
+    return r;
+  }
+
+  /** Adds an HTTP header to every later control-plane request (they accumulate). */
+  addControlHeader(name: string, value: string): void {
+    this.controlHeaders.add(name, value);
+  }
+
+  /** Replaces the SCC targets; queries go to the first. */
+  setSccTargets(targets: ReadonlyArray<SccTarget | string>): void {
+    this.targets = parseSccTargets(targets);
+  }
+
+  /** Loads the dataset schema the results decode with. */
+  loadDatasetSchema(schema: Schema | SchemaJson | string): void {
+    this.codec.loadDatasetSchema(schema);
+  }
+
+  /** The loaded schema, or null. */
+  get schema(): Schema | null {
+    return this.codec.schema;
+  }
+
+  /** One batch id per interval (the schema's unless overridden) covering [start, end], as the reference says. */
+  generateBatchIdsTime(startTime: number, endTime: number, intervalOverride = 0): BatchID[] {
+    return generateBatchIdsTime(startTime, endTime, intervalOverride || (this.codec.schema?.timeIndexInterval ?? 0));
+  }
+
+  /** The HDQuery JSON wire form of `input` (QoS clamped), with this client's return address filled in. */
+  async generateHdQuery(input: string | Record<string, unknown>): Promise<string> {
+    return serializeHdQuery(await this.build(input));
+  }
+
+  /** Resets the accounting (and the verdict) and fixes the next query's id. */
+  prepareQuery(queryId: string | number): void {
+    const id = typeof queryId === 'number' ? queryId : Number(queryId);
+    if (!Number.isInteger(id) || id < 0 || id > 0xffffffff) throw new RangeError(`query id must be a uint32, got ${JSON.stringify(queryId)}`);
+    this.accounting.reset();
+    this.preparedId = id;
+  }
+
+  /** The batches the query waits for (after a dispatch by your own route returned them). */
+  setExpectedBatches(batchIds: readonly string[]): void {
+    this.accounting.expect(batchIds);
+  }
+
+  /** Records the Proxy's verdict, compared with the batches that delivered records when the query completes. */
+  setFilterVerdict(wouldExcludeBatches: readonly string[], bloomrfMode: string): void {
+    this.accounting.setVerdict({ wouldExcludeBatches, bloomrfMode });
+  }
+
+  /** Takes the Proxy's result event JSON as received; false when it holds no verdict. */
+  setFilterVerdictJson(verdictJson: string): boolean {
+    const v = verdictFromJson(verdictJson);
+    if (v) this.accounting.setVerdict(v);
+    return v !== undefined;
+  }
+
+  /** Batches excluded by the verdict that delivered records anyway (checked after each query). */
+  getVerdictMismatches(): VerdictMismatch[] {
+    return this.accounting.verdictMismatches();
+  }
+
+  /** Longest wait for a query's batches; 0 (default) waits without limit. On expiry: an empty table, and a cancel at every SCC. */
+  setQueryTimeoutMs(ms: number): void {
+    if (!Number.isSafeInteger(ms) || ms < 0) throw new RangeError(`query timeout must be a whole number of ms ≥ 0, got ${ms}`);
+    this.timeoutMs = ms;
+  }
+
+  /** Batches that arrived in the last query. */
+  getFoundBatchIds(): BatchID[] {
+    return this.accounting.foundBatchIds().map((h) => BatchID.fromHex(h));
+  }
+
+  /** Expected batches that did not arrive. */
+  getMissingBatchIds(): BatchID[] {
+    return this.accounting.missingBatchIds().map((h) => BatchID.fromHex(h));
+  }
+
+  /**
+   * True when the last result is incomplete: a batch failed (bad batch notice, damage, no healthy
+   * replica). A batch no node stores — an interval nobody ingested — is missing but not an error.
+   */
+  hadErrors(): boolean {
+    return this.accounting.batchErrors().length > 0;
+  }
+
+  /** One entry per failed batch of the last query. */
+  getBatchErrors(): BatchError[] {
+    return this.accounting.batchErrors();
+  }
+
+  /** Cancels the running query (from anywhere): its execute call resolves at once, the SCCs are told to stop. */
+  cancelQuery(queryId?: number): boolean {
+    const r = this.running;
+    if (!r || (queryId !== undefined && r.query.queryId !== queryId)) return false;
+    r.release('cancelled');
+    return true;
+  }
+
+  /** Runs a query and resolves with every batch in one table (empty on timeout or cancel). */
+  async executeDataset(query: string | Record<string, unknown>): Promise<arrow.Table> {
+    const batches: arrow.RecordBatch[] = [];
+    const done = await this.execute(query, (b) => {
+      batches.push(b);
+    });
+    const schema = this.codec.schema as Schema;
+    if (done !== 'complete') return new arrow.Table(arrowSchemaFor(schema));
+    return batches.length > 0 ? new arrow.Table(batches) : new arrow.Table(arrowSchemaFor(schema));
+  }
+
+  /** Runs a query and calls `onBatch` with each batch as it arrives (not after the last one, unlike the reference). */
+  async executeStream(query: string | Record<string, unknown>, onBatch: BatchCallback): Promise<void> {
+    await this.execute(query, onBatch);
+  }
+
+  /**
+   * Runs the HD query, decodes its records into typed columns and applies `duckdbSql` locally
+   * (DuckDB; the dataset is the table named by its id or its name). Empty SQL returns the dataset.
+   * A SQL error rejects with DuckDB's message (the reference returns null).
+   */
+  async executeToSql(query: string | Record<string, unknown>, duckdbSql: string, nativeArgs = '{}'): Promise<arrow.Table> {
+    void nativeArgs;
+    const table = await this.executeDataset(query);
+    return this.aggregate(duckdbSql.trim() === '' ? table : await this.applySql(table, duckdbSql));
+  }
+
+  /** Applies SQL to a table already in hand (the second half of executeToSql). */
+  applySql(table: arrow.Table, sql: string): Promise<arrow.Table> {
+    const schema = this.needSchema();
+    return this.localSql().applySql(table, sql, { tableName: schema.id, aliases: schema.name && schema.name !== schema.id ? [schema.name] : [] });
+  }
+
+  /** Runs SQL over a zero-record dataset typed by the loaded schema (`count(*)` answers 0). */
+  executeSqlOnEmpty(sql: string): Promise<arrow.Table> {
+    const schema = this.needSchema();
+    return this.localSql().executeSqlOnEmpty(schema, sql, { tableName: schema.id, aliases: schema.name && schema.name !== schema.id ? [schema.name] : [] });
+  }
+
+  /** Runs the query and returns the `topK` rows nearest `target` by cosine distance (exact; docs/sdk-local.md). */
+  async executeVectorSearch(query: string | Record<string, unknown>, vectorColumn: string, target: readonly number[], topK: number, nativeArgs = '{}'): Promise<arrow.Table> {
+    void nativeArgs;
+    return vectorSearch(await this.executeDataset(query), vectorColumn, target, topK);
+  }
+
+  /** Runs the query and the graph algorithm of `args` over the edges `srcCol → dstCol` of its rows (docs/sdk-local.md). */
+  async executeGraph(query: string | Record<string, unknown>, srcCol: string, dstCol: string, args: string | GraphArgsJson = '{}'): Promise<arrow.Table> {
+    return runGraph(await this.executeDataset(query), srcCol, dstCol, args);
+  }
+
+  /** Group keys and aggregates applied to every later executeToSql result (docs/sdk-local.md); null or '' turns it off. */
+  setLocalAggregations(config: string | LocalAggregationConfig | null): void {
+    this.aggregations ??= new LocalAggregations(this.localSql());
+    this.aggregations.set(config);
+  }
+
+  /** `{"status":"ok"|"initializing"|"stopped","timestamp":...}`: initializing until the listener is bound. */
+  async getHealthStatus(): Promise<string> {
+    const ok = await Promise.race([this.listening.then(() => true, () => false), new Promise<boolean>((r) => setImmediate(() => r(false)))]);
+    return JSON.stringify({ status: this.stopped ? 'stopped' : ok ? 'ok' : 'initializing', timestamp: new Date().toISOString() });
+  }
+
+  /** Query counters in the Prometheus text format. */
+  getMetrics(): string {
+    const c = this.counters;
+    const rows: [string, string, number][] = [
+      ['queries_executed', 'Queries dispatched.', c.queries],
+      ['batches_received', 'Batches received complete.', c.batches],
+      ['records_received', 'Records received.', c.records],
+      ['bytes_received', 'Record bytes received.', c.bytes],
+      ['batch_errors', 'Batches that failed delivery.', c.batchErrors],
+    ];
+    return counterText(rows);
+  }
+
+  /** Closes the listener (streams still arriving get an error frame). */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.running?.release('cancelled');
+    await this.listening.then(() => this.listener.close(), () => undefined);
+    await this.local?.close();
+  }
+
+  /** `await using q = new PlatformQueryClient()` stops it at the end of the scope. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.stop();
+  }
+
+  private needSchema(): Schema {
+    const schema = this.codec.schema;
+    if (!schema) throw new Error('no dataset schema is loaded (loadDatasetSchema)');
+    return schema;
+  }
+
+  /** The client's DuckDB (started on first use). */
+  private localSql(): LocalSql {
+    this.local ??= new LocalSql();
+    return this.local;
+  }
+
+  private aggregate(table: arrow.Table): Promise<arrow.Table> {
+    return this.aggregations?.config ? this.aggregations.apply(table) : Promise.resolve(table);
+  }
+
+  private async build(input: string | Record<string, unknown>): Promise<HdQuery> {
+    const schema = this.codec.schema;
+    if (!schema) throw new Error('no dataset schema is loaded (loadDatasetSchema)');
+    if (this.targets.length === 0) throw new Error('no SCC targets are set (setSccTargets)');
+    const bound = await this.listening;
+    const host = await this.returnHost();
+    return buildQuery(input, { schema, returnAddress: { host, port: bound.port }, targets: this.targets, ...(this.preparedId !== undefined ? { queryId: this.preparedId } : {}) });
+  }
+
+  /** The address Storage Nodes can reach this listener at. */
+  private async returnHost(): Promise<string> {
+    if (this.options.returnHost) return this.options.returnHost;
+    if (this.dataPlaneInterface && net.isIP(this.dataPlaneInterface)) return this.dataPlaneInterface;
+    // The local address of a connection toward the SCC is the one on the path the nodes share with it.
+    const t = this.targets[0] as SccTarget;
+    return new Promise((resolve) => {
+      const s = net.connect({ host: t.host, port: t.grpcPort ?? DEFAULT_QUERY_GRPC_PORT });
+      const done = (addr: string | undefined): void => {
+        s.destroy();
+        resolve(addr ?? '127.0.0.1');
+      };
+      s.once('connect', () => done(s.localAddress));
+      s.once('error', () => done(undefined));
+    });
+  }
+
+  private dispatchClient(t: SccTarget): QueryDispatchClient {
+    return new QueryDispatchClient(`${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.grpcPort ?? DEFAULT_QUERY_GRPC_PORT}`);
+  }
+
+  /** Dispatches, feeds each arriving batch to `onBatch` and waits for every expected batch. */
+  private async execute(input: string | Record<string, unknown>, onBatch: BatchCallback): Promise<'complete' | 'cancelled' | 'timeout'> {
+    if (this.stopped) throw new Error('the query client is stopped');
+    if (this.running) throw new Error(`query ${this.running.query.queryId} is still running on this client; one query at a time`);
+    const prepared = this.preparedId !== undefined;
+    const query = await this.build(input);
+    this.preparedId = undefined;
+    if (!prepared) this.accounting.reset();
+    const schema = this.codec.schema as Schema;
+    const sccs = [this.dispatchClient(this.targets[0] as SccTarget)];
+    let release!: (r: 'complete' | 'cancelled' | 'timeout') => void;
+    const finished = new Promise<'complete' | 'cancelled' | 'timeout'>((resolve) => (release = resolve));
+    this.running = { query, release, sccs };
+    this.accounting.watch(() => this.accounting.complete && release('complete'));
+    const handle = async (r: QueryResult): Promise<void> => {
+      if (r.kind === 'batch') {
+        const hex = r.batchId.toHex();
+        if (r.count > 0) {
+          const rb = await decodeRecords(schema, r.records.length === 1 ? (r.records[0] as Buffer) : Buffer.concat(r.records));
+          await onBatch(rb, hex);
+        }
+        this.counters.batches++;
+        this.counters.records += r.count;
+        this.counters.bytes += r.count * r.recordSize;
+        this.accounting.batchArrived(hex, r.count);
+      } else if (r.kind === 'batchError') {
+        this.counters.batchErrors++;
+        this.accounting.batchFailed(r.error);
+      } else {
+        this.log(`query ${r.queryId}: stream from ${r.node} ended with error ${r.code}: ${r.message}`);
+      }
+    };
+    const open = this.listener.open({ queryId: query.queryId, token: query.token }, handle);
+    const timer = this.timeoutMs > 0 ? setTimeout(() => release('timeout'), this.timeoutMs) : undefined;
+    try {
+      this.counters.queries++;
+      if (!this.accounting.hasExpectation) this.accounting.expect(query.batchIds);
+      const reply = await (sccs[0] as QueryDispatchClient).dispatch(query);
+      for (const b of reply.missingBatchIds) this.accounting.batchFailed({ batchId: b, code: 13, message: 'no healthy replica holds this batch' });
+      if (query.batchIds.length === 0) release('complete');
+      const outcome = await finished;
+      if (outcome !== 'complete') {
+        this.log(`query ${query.queryId} ${outcome === 'timeout' ? `timed out after ${this.timeoutMs} ms` : 'cancelled'}; cancelling at ${this.targets.map(targetName).join(', ')}`);
+        await Promise.allSettled(sccs.map((c) => c.cancelQuery(query.queryId, query.token)));
+      }
+      for (const m of this.accounting.verdictMismatches()) this.log(`query ${query.queryId}: batch ${m.batchId} was excluded by the Proxy's verdict but delivered ${m.records} records`);
+      return outcome;
+    } finally {
+      if (timer) clearTimeout(timer);
+      open.close();
+      this.accounting.watch(undefined);
+      this.running = undefined;
+      for (const c of sccs) c.close();
+    }
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * What the query client's execute calls take: the HDQuery JSON wire form (docs/query.md) minus the
+ * parts the client fills in itself (token, return address, targets), plus a time window that names
+ * the batches when `batch_ids` is not given.
+ */
+import { generateBatchIdsTime } from '../engine-rs/batchId';
+import type { Schema } from '../engine-rs/schema';
+import { hdQueryFromJson, QueryError, type HdQuery, type ReturnAddress, type SccAddress } from '../query/hdQuery';
+import { newQueryId, newQueryToken } from '../query/token';
+
+/** Keys of the execute input that are not HDQuery keys. */
+const WINDOW_KEYS = ['start_time', 'end_time'] as const;
+/** Keys the client owns: a caller cannot set them. */
+const CLIENT_KEYS = ['token', 'return_address', 'targets'] as const;
+
+/** What {@link buildQuery} needs besides the input text. */
+export interface BuildContext {
+  readonly schema: Schema;
+  readonly returnAddress: ReturnAddress;
+  readonly targets: readonly SccAddress[];
+  /** Query id to use when the input has none (prepareQuery's). */
+  readonly queryId?: number;
+}
+
+/**
+ * Turns execute input (JSON text or object) into a complete HdQuery: `dataset` defaults to the loaded
+ * schema's id, `query_id` to a fresh one, `batch_ids` to one per interval of [start_time, end_time]
+ * (the schema's time_index_interval). Throws QueryError naming the key.
+ */
+export function buildQuery(input: string | Record<string, unknown>, ctx: BuildContext): HdQuery {
+  let doc: unknown = input;
+  if (typeof input === 'string') {
+    try {
+      doc = JSON.parse(input);
+    } catch (err) {
+      throw new QueryError('(root)', `the query is neither HDQuery JSON nor SQL the client can run without a Proxy: ${(err as Error).message}`);
+    }
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new QueryError('(root)', 'the query must be a JSON object');
+  const o = { ...(doc as Record<string, unknown>) };
+  for (const k of CLIENT_KEYS) if (k in o) throw new QueryError(k, 'is set by the client; leave it out');
+  const start = o.start_time;
+  const end = o.end_time;
+  for (const k of WINDOW_KEYS) delete o[k];
+  if (start !== undefined || end !== undefined) {
+    if (o.batch_ids !== undefined) throw new QueryError('start_time', 'give batch_ids or a start_time/end_time window, not both');
+    if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end)) throw new QueryError('start_time', 'start_time and end_time are Unix seconds (integers), both given');
+    if ((end as number) < (start as number)) throw new QueryError('end_time', 'is before start_time');
+    o.batch_ids = generateBatchIdsTime(start as number, end as number, ctx.schema.timeIndexInterval).map((b) => b.toHex());
+  }
+  o.dataset ??= ctx.schema.id;
+  o.query_id ??= ctx.queryId ?? newQueryId();
+  o.token = newQueryToken().toString('hex');
+  o.return_address = { host: ctx.returnAddress.host, port: ctx.returnAddress.port };
+  o.targets = ctx.targets.map((t) => ({ host: t.host, port: t.port, ...(t.grpcPort ? { grpc_port: t.grpcPort } : {}) }));
+  return hdQueryFromJson(o);
+}

@@ -1,0 +1,211 @@
+/**
+ * The `resultStream` sink of a Storage Node's query path (docs/query.md, "Storage Node scan and
+ * result streams"): one HDWP connection per query to the query's return address — hello (role
+ * Storage Node, with the query block), then per batch its records and one eob or bbn, every frame
+ * with the query id and token, within the credit the client's listener grants. Once a batch's end
+ * is written, the same eob / bbn goes back to the SCC on the query's control connection (progress).
+ */
+import { Observable } from 'rxjs';
+import { HDWP_ERROR_FRAME_CODES as CODES } from '../engine-rs/hdwpFrame';
+import type { Chunk } from '../operators/chunk';
+import { isQueryResult, type QueryResultElement, type QueryResults, type QueryStop } from '../operators/queryElement';
+import { StageCounters } from '../operators/stageCounters';
+import { HdwpStreamError } from '../sources/hdwpStreamError';
+import { HdwpClient } from './hdwpClient';
+
+/** Default time to connect to a return address and exchange hello. */
+export const DEFAULT_RESULT_CONNECT_TIMEOUT_MS = 5000;
+
+/** Options of {@link resultStream}. */
+export interface ResultStreamOptions {
+  /** Time to connect to a return address and exchange hello; default {@link DEFAULT_RESULT_CONNECT_TIMEOUT_MS}. */
+  readonly connectTimeoutMs?: number;
+  /** Largest records frame written (header included); default the client's 1 MiB. */
+  readonly maxFrameBytes?: number;
+  /** Names this node in messages (`return address … is not reachable from node 'sn1'`). */
+  readonly nodeName?: string;
+  /** `received` / `sent` / `dropped`: records; `controls`: eob + bbn written; `errors`: result streams that failed. */
+  readonly counters?: StageCounters;
+  /** Result streams that could not be opened or broke. */
+  readonly report?: (message: string) => void;
+  /** Handed the closing of the streams still open when the sink is torn down. */
+  readonly trackTeardown?: (work: Promise<unknown>) => void;
+}
+
+/** One query's result stream. */
+interface Stream {
+  readonly results: QueryResults;
+  client?: Promise<HdwpClient>;
+  /** Writes of this query, in order. */
+  chain: Promise<void>;
+  /** Batch ends (eob / bbn) written. */
+  ended: number;
+  /** Set once the stream failed or the query stopped: what is still queued is dropped. */
+  stopped?: QueryStop;
+  done: boolean;
+  closing?: Promise<void>;
+}
+
+/**
+ * Writes each query's results to its return address. Queries are independent: each has its own
+ * connection and its own queue of writes, so a slow or vanished client holds back only its own
+ * query (through the query's `flow`, which the scan waits on). A stream that cannot be opened or
+ * breaks stops its query and is reported to the SCC with an error frame; the node goes on.
+ * Completes once its input completed and every stream closed.
+ */
+export function resultStream(opts: ResultStreamOptions = {}): (input: Observable<Chunk>) => Observable<never> {
+  const counters = opts.counters ?? new StageCounters('records');
+  const report = opts.report ?? (() => undefined);
+  const where = opts.nodeName ? ` from node '${opts.nodeName}'` : '';
+  return (input) =>
+    new Observable<never>((subscriber) => {
+      const streams = new Map<QueryResults, Stream>();
+      let inputDone = false;
+
+      const settle = (): void => {
+        if (inputDone && streams.size === 0) subscriber.complete();
+      };
+
+      const finish = (s: Stream): void => {
+        if (s.done) return;
+        s.done = true;
+        streams.delete(s.results);
+        s.results.query.end();
+        // After the write in hand has released its flow unit (its chain's finally runs in later microtasks).
+        setImmediate(settle);
+      };
+
+      /** Closes a stream that stopped: the client is told why (error frame), the SCC too when the fault is the stream's. */
+      const stop = (s: Stream, why: QueryStop, tellScc: boolean): void => {
+        if (s.stopped) return;
+        s.stopped = why;
+        const q = s.results.query;
+        if (tellScc) q.reply({ kind: 'error', code: why.code, message: why.message });
+        q.stop(why);
+        s.closing = (async () => {
+          const client = await s.client?.catch(() => undefined);
+          await client?.abort(why.code, why.message).catch(() => undefined);
+        })();
+        void s.closing.then(() => finish(s));
+      };
+
+      const connect = (s: Stream): Promise<HdwpClient> => {
+        const q = s.results.query;
+        const { host, port } = q.spec.returnAddress;
+        s.client ??= HdwpClient.connect({
+          host,
+          port,
+          role: 'storageNode',
+          datasetId: q.spec.dataset,
+          recordSize: s.results.recordSize,
+          auth: q.auth,
+          acks: false,
+          connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_RESULT_CONNECT_TIMEOUT_MS,
+          maxFrameBytes: opts.maxFrameBytes,
+        });
+        return s.client;
+      };
+
+      const write = async (s: Stream, el: QueryResultElement): Promise<void> => {
+        const q = s.results.query;
+        if (s.stopped) {
+          if (el.kind === 'records') counters.dropped += el.count;
+          return;
+        }
+        let client: HdwpClient;
+        try {
+          client = await connect(s);
+        } catch (err) {
+          const { host, port } = q.spec.returnAddress;
+          throw new StreamFailure(`return address ${host}:${port} is not reachable${where}: ${(err as Error).message}`, err);
+        }
+        if (s.stopped) {
+          if (el.kind === 'records') counters.dropped += el.count;
+          return;
+        }
+        switch (el.kind) {
+          case 'records':
+            await client.sendRecords(el.batchId, el.buf);
+            counters.sent += el.count;
+            return;
+          case 'eob':
+            await client.sendEob(el.batchId, el.recordCount);
+            counters.controls++;
+            q.reply({ kind: 'eob', batchId: el.batchId, recordCount: el.recordCount, closingHash: new Uint8Array(0) });
+            break;
+          case 'bbn':
+            // "Batch unreadable here" (13) goes to the SCC only: it asks the next replica, and tells the
+            // client itself once none is left, so a client never closes a batch another replica will send.
+            if (el.code !== CODES.batchUnreadable) await client.sendBbn(el.batchId, el.reason);
+            counters.controls++;
+            q.reply({ kind: 'bbn', batchId: el.batchId, reason: el.reason });
+            break;
+        }
+        if (++s.ended >= s.results.batches) {
+          await client.close();
+          finish(s);
+        }
+      };
+
+      const open = (results: QueryResults): Stream => {
+        const s: Stream = { results, chain: Promise.resolve(), ended: 0, done: false };
+        streams.set(results, s);
+        const signal = results.query.signal;
+        const onStop = (): void => stop(s, signal.reason as QueryStop, false);
+        if (signal.aborted) onStop();
+        else signal.addEventListener('abort', onStop, { once: true });
+        return s;
+      };
+
+      const sub = input.subscribe({
+        next: (el) => {
+          if (!isQueryResult(el)) {
+            subscriber.error(new TypeError(`resultStream takes query results, got a '${el.kind}' element`));
+            return;
+          }
+          const s = streams.get(el.results) ?? open(el.results);
+          const flow = el.results.flow;
+          flow.begin();
+          if (el.kind === 'records') counters.received += el.count;
+          s.chain = s.chain
+            .then(() => write(s, el))
+            .catch((err: unknown) => {
+              if (el.kind === 'records') counters.dropped += el.count;
+              if (s.stopped) return;
+              counters.errors++;
+              const message = err instanceof StreamFailure ? err.message : `query ${s.results.query.spec.queryId}: the result stream failed: ${(err as Error).message}`;
+              report(message);
+              const code = err instanceof HdwpStreamError && err.frameCode !== undefined ? err.frameCode : (err as StreamFailure).frameCode ?? CODES.internal;
+              stop(s, { code, message }, true);
+            })
+            .finally(() => flow.end());
+        },
+        error: (err: unknown) => subscriber.error(err),
+        complete: () => {
+          inputDone = true;
+          settle();
+        },
+      });
+
+      return () => {
+        sub.unsubscribe();
+        const closing: Promise<void>[] = [];
+        for (const s of streams.values()) {
+          stop(s, { code: CODES.shuttingDown, message: 'the storage node is shutting down' }, false);
+          if (s.closing) closing.push(s.closing);
+        }
+        opts.trackTeardown?.(Promise.all(closing));
+      };
+    });
+}
+
+/** A result stream could not be opened; carries the error frame code the client sent, if any. */
+class StreamFailure extends Error {
+  readonly frameCode?: number;
+
+  constructor(message: string, cause: unknown) {
+    super(message);
+    this.name = 'StreamFailure';
+    if (cause instanceof HdwpStreamError && cause.frameCode !== undefined) this.frameCode = cause.frameCode;
+  }
+}

@@ -1,0 +1,266 @@
+/**
+ * The ingester's sink: sends batched records to SCCs over HDWP (`HdwpClient`, role `ingester`),
+ * closes each batch with the eob (or bbn) `timeBatch` gave it, and resolves every batch once the
+ * SCC acknowledged it durable, so sources can commit what they read (sinks/sccSinkDelivery.ts).
+ * The send rules are the SDK's (the reference's ingest client operation table): with `broadcast`
+ * false everything goes to the first target only; with true, to every target, and a batch is
+ * durable once every target acknowledged it.
+ */
+import { Observable } from 'rxjs';
+import type tls from 'node:tls';
+import { awaitEach } from '../operators/awaitEach';
+import type { BbnElement, Chunk, EobElement, RecordChunk } from '../operators/chunk';
+import { Flow } from '../operators/flow';
+import { StageCounters } from '../operators/stageCounters';
+import { HdwpStreamError } from '../sources/hdwpStreamError';
+import { HdwpClient } from './hdwpClient';
+import type { DurabilityTracker } from './sccSinkDelivery';
+
+/** One SCC on the data plane. */
+export interface SccTarget {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** Options of {@link sccSink}. */
+export interface SccSinkOptions {
+  /** SCCs; the first is primary (at least one: the SDK's sends fail at once without targets). */
+  readonly targets: readonly SccTarget[];
+  /** False: send to the first target only; true: to every target (the SDK's `broadcast`). */
+  readonly broadcast?: boolean;
+  /** How long to keep trying to reach a target at start (an SCC still starting); default 30 s. */
+  readonly connectTimeoutMs?: number;
+  /** Batches whose eob answer is awaited at once; more make the stream wait. Default 64. */
+  readonly maxPendingBatches?: number;
+  /** Run HDWP over TLS with these options. */
+  readonly tls?: tls.ConnectionOptions;
+  /** The pipeline's pending-work accounting: records hold a unit until the socket took them. */
+  readonly flow?: Flow;
+  /**
+   * Counts records: received on arrival, sent once their batch is durable, dropped when their
+   * batch was discarded, refused, or never closed; errors per refused or failed batch.
+   */
+  readonly counters?: StageCounters;
+  /** Told about refused batches and duplicates the SCC recognised. */
+  readonly report?: (message: string) => void;
+  /** Told about every batch made durable: its records and record bytes, and whether it was broadcast. */
+  readonly onDurable?: (records: number, bytes: number, broadcast: boolean) => void;
+  /** Told once the sink runs, with the tracker the run's delivery ledger should use (it stays valid after teardown, refusing checkpoints). */
+  readonly onTracker?: (tracker: DurabilityTracker) => void;
+  /** Handed the closing of the streams when the sink is torn down (the runner awaits it). */
+  readonly trackTeardown?: (work: Promise<unknown>) => void;
+}
+
+/** A batch with records handed to the SCC and no answer yet. */
+interface PendingBatch {
+  records: number;
+  bytes: number;
+  readonly settled: Promise<void>;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
+/** The SCC's refusal of an eob for a batch it has already closed (by an eob or its batch timeout). */
+const ALREADY_CLOSED = /is closed \(closed by (its eob|the batch timeout)/;
+
+/**
+ * True when an SCC refused an eob only because it had already closed the batch: records read again
+ * after a restart, or records of a time window whose batch was closed when the ingester stopped.
+ * The SCC drops them unstored (as timeBatch drops late records); they are counted dropped.
+ */
+export function isClosedAtScc(err: unknown): boolean {
+  return err instanceof HdwpStreamError && err.code === 'ERR_HDWP_PEER_ERROR' && (err.frameCode === 1 || err.frameCode === 5) && ALREADY_CLOSED.test(err.message);
+}
+
+function newBatch(): PendingBatch {
+  let resolve!: () => void;
+  let reject!: (err: Error) => void;
+  const settled = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  settled.catch(() => undefined);
+  return { records: 0, bytes: 0, settled, resolve, reject };
+}
+
+const keyOf = (dataset: string, batchHex: string): string => `${dataset}\n${batchHex}`;
+
+/** Connects to `target`, retrying while the SCC is not listening yet, until `deadline`. */
+async function connectWithRetry(target: SccTarget, dataset: string, recordSize: number, deadline: number, tlsOpts?: tls.ConnectionOptions): Promise<HdwpClient> {
+  let wait = 100;
+  for (;;) {
+    try {
+      return await HdwpClient.connect({ host: target.host, port: target.port, role: 'ingester', datasetId: dataset, recordSize, tls: tlsOpts });
+    } catch (err) {
+      const retry = err instanceof HdwpStreamError && err.code === 'ERR_HDWP_DISCONNECTED' && Date.now() + wait < deadline;
+      if (!retry) throw err;
+      await new Promise((r) => setTimeout(r, wait));
+      wait = Math.min(wait * 2, 2000);
+    }
+  }
+}
+
+/**
+ * Sends `batched-records` to the SCC targets and completes once every batch was answered. A batch
+ * the SCC refuses fails the sink (and so the run), naming the batch, so nothing past it is
+ * committed — except an eob refused because the SCC had already closed the batch (records read
+ * again after a restart, or late for a window closed at a stop): those records are counted dropped,
+ * as timeBatch counts late records, and the batch as settled. A stream
+ * that breaks fails the sink too: the ingester is meant to be restarted, and it resumes from its
+ * last commit.
+ *
+ * @example
+ * batched$.pipe(...); sccSink({ targets: [{ host: '10.0.0.5', port: 6987 }] })(batched$).subscribe();
+ */
+export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Observable<never> {
+  if (opts.targets.length === 0) throw new RangeError('sccSink needs at least one SCC target (the SDK sends nothing without targets)');
+  const maxPending = opts.maxPendingBatches ?? 64;
+  const broadcast = opts.broadcast ?? false;
+  const targets = broadcast ? opts.targets : opts.targets.slice(0, 1);
+  return (input) =>
+    new Observable<never>((subscriber) => {
+      const counters = opts.counters ?? new StageCounters('records');
+      const flow = opts.flow ?? new Flow();
+      const streams = new Map<string, Promise<HdwpClient[]>>();
+      const batches = new Map<string, PendingBatch>();
+      const answers = new Set<Promise<void>>();
+      let active = true;
+      const deadline = Date.now() + (opts.connectTimeoutMs ?? 30_000);
+
+      /** Set when the sink is torn down before it completed: what was emitted may never have reached it. */
+      let torn = false;
+      let completed = false;
+      opts.onTracker?.({
+        durableNow: () =>
+          torn
+            ? Promise.reject(new Error('the SCC sink stopped before the data was acknowledged'))
+            : Promise.all([...batches.values()].map((b) => b.settled)).then(() => undefined),
+      });
+
+      const clientsFor = (el: RecordChunk, recordSize: number): Promise<HdwpClient[]> => {
+        let s = streams.get(el.dataset);
+        if (!s) {
+          s = Promise.all(targets.map((t) => connectWithRetry(t, el.dataset, recordSize, deadline, opts.tls)));
+          streams.set(el.dataset, s);
+        }
+        return s;
+      };
+      const fail = (err: Error): void => {
+        if (active) subscriber.error(err);
+      };
+      const settle = (el: EobElement | BbnElement, key: string, work: Promise<unknown>): void => {
+        // The batch stays listed until answered, so a checkpoint taken meanwhile waits for it.
+        const b = batches.get(key) ?? newBatch();
+        batches.set(key, b);
+        const where = `batch ${el.batchId.toString()} of '${el.dataset}'`;
+        const p = work
+          .then(
+            () => {
+              if (torn) return;
+              if (el.kind === 'eob') {
+                counters.sent += b.records;
+                opts.onDurable?.(b.records, b.bytes, broadcast);
+              } else {
+                counters.dropped += b.records;
+                opts.report?.(`${where}: discarded by its bbn (${el.reason}); ${b.records} records dropped`);
+              }
+              b.resolve();
+            },
+            (err: unknown) => {
+              if (torn) return;
+              counters.dropped += b.records;
+              counters.errors++;
+              if (el.kind === 'eob' && isClosedAtScc(err)) {
+                opts.report?.(`${where}: the SCC had already closed it, so its ${b.records} records (read again after a restart, or late for their window) were dropped there: ${(err as Error).message}`);
+                b.resolve();
+                return;
+              }
+              const e = new Error(`${where} was not made durable: ${(err as Error).message}; the records read for it stay uncommitted`);
+              b.reject(e);
+              fail(e);
+            },
+          )
+          .finally(() => {
+            answers.delete(p);
+            if (batches.get(key) === b) batches.delete(key);
+          });
+        answers.add(p);
+      };
+
+      const step = async (el: Chunk): Promise<readonly never[]> => {
+        switch (el.kind) {
+          case 'records': {
+            if (el.batchId === undefined) throw new TypeError('sccSink takes batched records; got records without a batch id (put timeBatch before it)');
+            counters.received += el.count;
+            const key = keyOf(el.dataset, el.batchId.toHex());
+            let b = batches.get(key);
+            if (!b) {
+              b = newBatch();
+              batches.set(key, b);
+            }
+            b.records += el.count;
+            b.bytes += el.buf.length;
+            const clients = await clientsFor(el, el.recordSize);
+            const batchId = el.batchId;
+            await Promise.all(clients.map((c) => c.sendRecords(batchId, el.buf)));
+            return [];
+          }
+          case 'eob':
+          case 'bbn': {
+            counters.controls++;
+            const key = keyOf(el.dataset, el.batchId.toHex());
+            const stream = streams.get(el.dataset);
+            // No records of this dataset were sent, so the SCC knows nothing of the batch: nothing to close.
+            if (!stream) {
+              settle(el, key, Promise.resolve());
+              return [];
+            }
+            const clients = await stream;
+            const work =
+              el.kind === 'eob'
+                ? Promise.all(clients.map((c) => c.sendEob(el.batchId, el.recordCount)))
+                : Promise.all(clients.map((c) => c.sendBbn(el.batchId, el.reason)));
+            settle(el, key, work);
+            while (answers.size >= maxPending) await Promise.race(answers);
+            return [];
+          }
+          default:
+            throw new TypeError(`sccSink takes batched records, got a '${el.kind}' element`);
+        }
+      };
+
+      const closeAll = async (): Promise<void> => {
+        const all = await Promise.allSettled([...streams.values()]);
+        await Promise.all(all.flatMap((r) => (r.status === 'fulfilled' ? r.value.map((c) => c.close()) : [])));
+      };
+      const abandon = (why: string): void => {
+        for (const b of batches.values()) {
+          counters.dropped += b.records;
+          b.reject(new Error(why));
+        }
+        batches.clear();
+      };
+
+      const sub = input.pipe(awaitEach(step, flow)).subscribe({
+        error: (err: unknown) => fail(err instanceof Error ? err : new Error(String(err))),
+        complete: () => {
+          void Promise.allSettled([...answers]).then(async () => {
+            // Batches still open when the input ended were never closed: nothing of them is durable.
+            abandon('the input ended before the batch was closed');
+            await closeAll();
+            completed = true;
+            if (active) subscriber.complete();
+          });
+        },
+      });
+      return () => {
+        active = false;
+        if (!completed) torn = true;
+        sub.unsubscribe();
+        abandon('the sink stopped before the batch was acknowledged');
+        const closing = closeAll();
+        if (opts.trackTeardown) opts.trackTeardown(closing);
+        else void closing;
+      };
+    });
+}

@@ -1,0 +1,268 @@
+/**
+ * The client side of the query data plane (docs/query.md, "Client listener"): an HDWP server (the
+ * ingest server code, role 5 query client) where Storage Nodes — and the SCC, for batches it gives
+ * up on — stream a query's results straight to the address the client advertised. A stream is kept
+ * only while its hello and every frame carry the query block of an open query with the right token;
+ * a batch's records are held until its eob on the same stream, so a stream that breaks mid-batch
+ * leaves nothing of that batch behind (the SCC re-routes it to another replica).
+ */
+import type tls from 'node:tls';
+import type { BatchID } from '../engine-rs/batchId';
+import type { Frame, HdwpRole, QueryAuth } from '../engine-rs/hdwpFrame';
+import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
+import { parseBbnReason } from '../query/batchNotice';
+import type { BatchError } from '../query/hdQuery';
+import { sameToken } from '../query/token';
+import { HdwpServer, type ConnectionHandler, type HdwpConnection } from './hdwpServer';
+import { HdwpStreamError } from './hdwpStreamError';
+
+/** One complete batch of a query: its matching records, held until the batch's eob arrived. */
+export interface BatchResult {
+  readonly kind: 'batch';
+  readonly queryId: number;
+  readonly batchId: BatchID;
+  /** Bytes per record (the stream's hello). */
+  readonly recordSize: number;
+  /** Records received for the batch. */
+  readonly count: number;
+  /** The record count the eob declared. */
+  readonly declaredCount: number;
+  /** The records, in arrival order, as views of the received frames (no copies). */
+  readonly records: readonly Buffer[];
+  /** The sender, `ip:port`. */
+  readonly node: string;
+}
+
+/** One batch a node (or the SCC) gave up on with a bbn. */
+export interface BatchFailure {
+  readonly kind: 'batchError';
+  readonly queryId: number;
+  readonly error: BatchError;
+}
+
+/** A result stream of the query that ended with an error frame from its sender (cancel: code 4). */
+export interface StreamFailure {
+  readonly kind: 'streamError';
+  readonly queryId: number;
+  readonly code: number;
+  readonly message: string;
+  readonly node: string;
+}
+
+/** What a query's handler is given. */
+export type QueryResult = BatchResult | BatchFailure | StreamFailure;
+
+/** Called for each result of a query, one stream at a time in order; the stream waits for a returned promise. */
+export type QueryResultHandler = (result: QueryResult) => void | Promise<void>;
+
+/** A query the listener accepts results for. */
+export interface OpenQuery {
+  readonly queryId: number;
+  /** Batches completed so far (hex ids). */
+  readonly completed: ReadonlySet<string>;
+  /** One entry per batch that failed and has not completed since (a re-routed copy withdraws it). */
+  batchErrors(): BatchError[];
+  /** Stops accepting results for it: streams still sending get error 3. */
+  close(): void;
+}
+
+/** Counters of the listener. */
+export interface ResultListenerStats {
+  /** Result streams accepted. */
+  readonly acceptedStreams: number;
+  /** Streams refused or closed with error 3: no query block, unknown query or wrong token. */
+  readonly droppedStreams: number;
+  /** Batches completed (first copy). */
+  readonly batches: number;
+  readonly records: number;
+  /** Batches whose stream closed before their eob; their records were discarded. */
+  readonly partialBatchesDropped: number;
+  /** Complete copies of a batch that had already completed, discarded. */
+  readonly duplicateBatches: number;
+}
+
+/** Options of {@link ResultListener}. */
+export interface ResultListenerOptions {
+  /** Address to bind; default `0.0.0.0`. */
+  readonly host?: string;
+  /** Port (the SQL server's is 6989); 0 picks a free one. */
+  readonly port: number;
+  /** Roles that may open result streams; default Storage Nodes and SCCs. */
+  readonly roles?: readonly HdwpRole[];
+  /** Record frame bytes in flight per stream; default 8 MiB. */
+  readonly creditWindow?: number;
+  /** Largest frame payload accepted; default 16 MiB. */
+  readonly maxPayload?: number;
+  /** Most bytes held for one batch before its eob; default 1 GiB. A batch past it fails with code 6. */
+  readonly maxBatchBytes?: number;
+  readonly handshakeTimeoutMs?: number;
+  readonly tls?: tls.TlsOptions;
+}
+
+interface QueryState {
+  readonly queryId: number;
+  readonly token: Uint8Array;
+  readonly handler: QueryResultHandler;
+  readonly completed: Set<string>;
+  readonly errors: Map<string, BatchError>;
+  open: boolean;
+}
+
+interface HeldBatch {
+  readonly batchId: BatchID;
+  readonly records: Buffer[];
+  count: number;
+  bytes: number;
+}
+
+/** Default cap of one batch's held bytes. */
+export const DEFAULT_MAX_BATCH_BYTES = 1024 ** 3;
+
+/**
+ * Accepts query result streams for the queries opened on it.
+ *
+ * @example
+ * const listener = new ResultListener({ port: 6989 });
+ * await listener.listen();
+ * const q = listener.open({ queryId, token }, (r) => { if (r.kind === 'batch') decode(r.records); });
+ * // … dispatch the query with return_address = this host:6989, wait for every batch …
+ * q.close(); await listener.close();
+ */
+export class ResultListener {
+  private readonly server: HdwpServer;
+  private readonly queries = new Map<number, QueryState>();
+  private readonly maxBatchBytes: number;
+  private counts = { acceptedStreams: 0, droppedStreams: 0, batches: 0, records: 0, partialBatchesDropped: 0, duplicateBatches: 0 };
+
+  /** Validates the options; nothing listens until {@link listen}. */
+  constructor(opts: ResultListenerOptions) {
+    this.maxBatchBytes = opts.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
+    this.server = new HdwpServer({
+      host: opts.host,
+      port: opts.port,
+      role: 'queryClient',
+      roles: opts.roles ?? ['storageNode', 'scc'],
+      creditWindow: opts.creditWindow,
+      maxPayload: opts.maxPayload,
+      handshakeTimeoutMs: opts.handshakeTimeoutMs,
+      tls: opts.tls,
+      onConnection: (conn) => this.accept(conn),
+    });
+  }
+
+  /** Starts listening; resolves with the bound address. */
+  listen(): Promise<{ host: string; port: number }> {
+    return this.server.listen();
+  }
+
+  /** What the listener has seen so far. */
+  get stats(): ResultListenerStats {
+    return { ...this.counts };
+  }
+
+  /** Result streams open now. */
+  get streams(): number {
+    return this.server.connections;
+  }
+
+  /** Accepts results for one query (before it is dispatched, so early results are not lost). */
+  open(auth: QueryAuth, handler: QueryResultHandler): OpenQuery {
+    if (this.queries.has(auth.queryId)) throw new RangeError(`query ${auth.queryId} is already open on this listener`);
+    const state: QueryState = { queryId: auth.queryId, token: Buffer.from(auth.token), handler, completed: new Set(), errors: new Map(), open: true };
+    this.queries.set(auth.queryId, state);
+    return {
+      queryId: auth.queryId,
+      completed: state.completed,
+      batchErrors: () => [...state.errors.values()],
+      close: () => {
+        state.open = false;
+        if (this.queries.get(auth.queryId) === state) this.queries.delete(auth.queryId);
+      },
+    };
+  }
+
+  /** Stops listening and closes every stream (error 9). */
+  close(): Promise<void> {
+    return this.server.close();
+  }
+
+  /** The open query a query block names, if its token matches. */
+  private lookup(auth: QueryAuth | undefined): QueryState | undefined {
+    if (!auth) return undefined;
+    const q = this.queries.get(auth.queryId);
+    return q && q.open && sameToken(q.token, auth.token) ? q : undefined;
+  }
+
+  private accept(conn: HdwpConnection): ConnectionHandler {
+    const auth = conn.hello.auth;
+    if (!this.lookup(auth)) {
+      this.counts.droppedStreams++;
+      const what = auth ? `query ${auth.queryId} is not open here or its token does not match` : 'a result stream must carry the query block (query id and token)';
+      throw new HdwpStreamError('ERR_HDWP_REFUSED', what, { frameCode: HDWP_ERROR_FRAME_CODES.unknownQuery });
+    }
+    this.counts.acceptedStreams++;
+    const held = new Map<string, HeldBatch>();
+    const recordSize = conn.hello.recordSize;
+    let dropped = false;
+    const drop = (message: string): void => {
+      dropped = true;
+      this.counts.droppedStreams++;
+      conn.close(new HdwpStreamError('ERR_HDWP_REFUSED', message, { frameCode: HDWP_ERROR_FRAME_CODES.unknownQuery }));
+    };
+    return {
+      onFrame: async (f: Frame) => {
+        if (dropped || (f.kind !== 'records' && f.kind !== 'eob' && f.kind !== 'bbn')) return;
+        const q = this.lookup(f.auth);
+        if (!q) {
+          drop(f.auth ? `${f.kind} frame for query ${f.auth.queryId}, which is not open here or whose token does not match` : `${f.kind} frame without the query block`);
+          return;
+        }
+        const key = `${q.queryId}:${f.batchId.toHex()}`;
+        const hex = f.batchId.toHex();
+        if (f.kind === 'records') {
+          const b = held.get(key) ?? { batchId: f.batchId, records: [], count: 0, bytes: 0 };
+          held.set(key, b);
+          b.records.push(Buffer.from(f.payload.buffer, f.payload.byteOffset, f.payload.byteLength));
+          b.count += f.count;
+          b.bytes += f.payload.byteLength;
+          if (b.bytes > this.maxBatchBytes) {
+            held.delete(key);
+            const message = `batch ${hex} holds more than ${this.maxBatchBytes} bytes before its eob, the listener's limit`;
+            await this.fail(q, { batchId: hex, code: HDWP_ERROR_FRAME_CODES.overloaded, message, node: conn.remote });
+            conn.close(new HdwpStreamError('ERR_HDWP_REFUSED', message, { frameCode: HDWP_ERROR_FRAME_CODES.overloaded }));
+          }
+          return;
+        }
+        const b = held.get(key);
+        held.delete(key);
+        if (q.completed.has(hex)) {
+          if (f.kind === 'eob') this.counts.duplicateBatches++;
+          return;
+        }
+        if (f.kind === 'bbn') {
+          const { code, message } = parseBbnReason(f.reason);
+          await this.fail(q, { batchId: hex, code, message, node: conn.remote });
+          return;
+        }
+        q.completed.add(hex);
+        q.errors.delete(hex);
+        this.counts.batches++;
+        this.counts.records += b?.count ?? 0;
+        await q.handler({ kind: 'batch', queryId: q.queryId, batchId: f.batchId, recordSize, count: b?.count ?? 0, declaredCount: f.recordCount, records: b?.records ?? [], node: conn.remote });
+      },
+      onClose: (err) => {
+        this.counts.partialBatchesDropped += held.size;
+        held.clear();
+        const q = this.lookup(auth);
+        if (q && err instanceof HdwpStreamError && err.code === 'ERR_HDWP_PEER_ERROR' && err.frameCode !== undefined) {
+          void Promise.resolve(q.handler({ kind: 'streamError', queryId: q.queryId, code: err.frameCode, message: err.message, node: conn.remote })).catch(() => undefined);
+        }
+      },
+    };
+  }
+
+  private async fail(q: QueryState, error: BatchError): Promise<void> {
+    q.errors.set(error.batchId, error);
+    await q.handler({ kind: 'batchError', queryId: q.queryId, error });
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * hd_sql's HTTP door (fastify): `POST /v1/query` (and `/v1/sql`) {sql, params?} → columns, rows
+ * (arrays as JSON arrays) and notices, or Arrow IPC stream with `Accept:
+ * application/vnd.apache.arrow.stream`; `GET /v1/datasets[/{id}]`. Errors answer the reference's
+ * HTTP status with `{error: {code, sqlstate, message}}`.
+ */
+import * as arrow from 'apache-arrow';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { SqlParam } from '../sdk/local/localSqlSession';
+import { oidOf, textOf } from './pgwire/pgTypes';
+import type { SqlEngine } from './sqlEngine';
+import { SqlError } from './sqlError';
+import { sqlTypeOf } from './catalog';
+
+const ARROW_STREAM = 'application/vnd.apache.arrow.stream';
+
+/** A JSON value of one cell: numbers that fit, exact numbers beyond as text, lists as arrays. */
+function jsonOf(t: arrow.DataType, v: unknown): unknown {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'bigint') return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString();
+  if (arrow.DataType.isList(t) || arrow.DataType.isFixedSizeList(t)) {
+    const ct = (t.children[0] as arrow.Field).type;
+    return [...(v as Iterable<unknown>)].map((x) => jsonOf(ct, x));
+  }
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'string') return typeof v === 'number' && !Number.isFinite(v) ? String(v) : v;
+  return textOf(t, v);
+}
+
+function errorBody(err: SqlError): { error: { code: string; sqlstate: string; message: string; position?: number } } {
+  return { error: { code: err.kind, sqlstate: err.codes.sqlstate, message: err.message, ...(err.position !== undefined ? { position: err.position } : {}) } };
+}
+
+/** Builds the HTTP door's fastify app (not yet listening). */
+export function httpDoor(engine: SqlEngine): FastifyInstance {
+  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 });
+  const query = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
+    const body = req.body as { sql?: unknown; params?: unknown } | undefined;
+    if (!body || typeof body.sql !== 'string') return reply.code(400).send(errorBody(new SqlError('invalid_statement', 'the body must be a JSON object with "sql" (a string)')));
+    if (body.params !== undefined && !Array.isArray(body.params)) return reply.code(400).send(errorBody(new SqlError('invalid_statement', '"params" must be an array')));
+    const ac = new AbortController();
+    // The client going away (the response closing before it was written) cancels the query.
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableEnded) ac.abort();
+    });
+    try {
+      const r = await engine.execute(body.sql, { signal: ac.signal, ...(body.params ? { params: body.params as SqlParam[] } : {}) });
+      const accept = String(req.headers['accept'] ?? '');
+      if (accept.includes(ARROW_STREAM)) {
+        reply.header('content-type', ARROW_STREAM);
+        if (r.notices.length > 0) reply.header('x-hd-notices', JSON.stringify(r.notices));
+        return reply.send(Buffer.from(arrow.tableToIPC(r.table, 'stream')));
+      }
+      const t = r.table;
+      const cols = t.schema.fields.map((_, i) => t.getChildAt(i) as arrow.Vector);
+      const rows = Array.from({ length: t.numRows }, (_, ri) => cols.map((c) => jsonOf(c.type, c.get(ri))));
+      return reply.send({ columns: t.schema.fields.map((f) => ({ name: f.name, type_oid: oidOf(f.type).oid, arrow_type: String(f.type) })), rows, row_count: t.numRows, notices: r.notices });
+    } catch (err) {
+      const e = err instanceof SqlError ? err : new SqlError('internal', err instanceof Error ? err.message : String(err));
+      return reply.code(e.codes.http).send(errorBody(e));
+    }
+  };
+  app.post('/v1/query', query);
+  app.post('/v1/sql', query);
+  const dataset = (id: string): unknown => {
+    const s = engine.catalog.resolve(id);
+    if (!s) return undefined;
+    return { id: s.id, name: s.name, time_field: s.timeField, time_index_interval: s.timeIndexInterval, columns: s.fields.map((f) => ({ name: f.name, sql_type: sqlTypeOf(f), hd_type: f.type, ...(f.enum ? { enum: f.enum } : {}) })) };
+  };
+  app.get('/v1/datasets', async () => ({ datasets: engine.catalog.schemas.map((s) => dataset(s.id)) }));
+  app.get('/v1/datasets/:id', async (req, reply) => {
+    const id = (req.params as { id: string }).id;
+    const d = dataset(id);
+    if (!d) return reply.code(404).send(errorBody(new SqlError('unknown_dataset', `unknown dataset ${JSON.stringify(id)}`)));
+    return d;
+  });
+  return app;
+}

@@ -1,0 +1,157 @@
+/**
+ * Arrow result columns on the PostgreSQL wire: the type OID of each column and its values in text
+ * format (and binary for the fixed-width scalar types), following the reference's type mapping.
+ */
+import * as arrow from 'apache-arrow';
+import type { PgField } from './backend';
+
+/** PostgreSQL type OIDs used here. */
+export const OID = { bool: 16, bytea: 17, int8: 20, int2: 21, int4: 23, text: 25, float4: 700, float8: 701, numeric: 1700, date: 1082, timestamp: 1114, timestamptz: 1184, boolArray: 1000, int2Array: 1005, int4Array: 1007, textArray: 1009, int8Array: 1016, float4Array: 1021, float8Array: 1022, numericArray: 1231 } as const;
+
+const ARRAY_OF: Readonly<Record<number, number>> = { [OID.bool]: OID.boolArray, [OID.int2]: OID.int2Array, [OID.int4]: OID.int4Array, [OID.int8]: OID.int8Array, [OID.text]: OID.textArray, [OID.float4]: OID.float4Array, [OID.float8]: OID.float8Array, [OID.numeric]: OID.numericArray };
+
+/** The OID and wire size of an Arrow type. */
+export function oidOf(t: arrow.DataType): { oid: number; size: number } {
+  if (arrow.DataType.isInt(t)) {
+    const w = t.bitWidth + (t.isSigned ? 0 : 1); // unsigned widens (the reference: uint32 → bigint, uint64 → numeric)
+    if (w <= 16) return { oid: OID.int2, size: 2 };
+    if (w <= 32) return { oid: OID.int4, size: 4 };
+    if (w <= 64) return { oid: OID.int8, size: 8 };
+    return { oid: OID.numeric, size: -1 };
+  }
+  if (arrow.DataType.isFloat(t)) return t.precision === arrow.Precision.SINGLE ? { oid: OID.float4, size: 4 } : { oid: OID.float8, size: 8 };
+  if (arrow.DataType.isBool(t)) return { oid: OID.bool, size: 1 };
+  if (arrow.DataType.isDecimal(t)) return { oid: OID.numeric, size: -1 };
+  if (arrow.DataType.isBinary(t) || arrow.DataType.isFixedSizeBinary(t) || arrow.DataType.isLargeBinary(t)) return { oid: OID.bytea, size: -1 };
+  if (arrow.DataType.isDate(t)) return { oid: OID.date, size: 4 };
+  if (arrow.DataType.isTimestamp(t)) return { oid: t.timezone ? OID.timestamptz : OID.timestamp, size: 8 };
+  if (arrow.DataType.isList(t) || arrow.DataType.isFixedSizeList(t)) {
+    const child = oidOf((t.children[0] as arrow.Field).type).oid;
+    return { oid: ARRAY_OF[child] ?? OID.textArray, size: -1 };
+  }
+  return { oid: OID.text, size: -1 }; // Utf8, Dictionary (enum labels), inet text, anything else as its text
+}
+
+/** RowDescription fields of a result schema; `formats` per column (one entry applies to all). */
+export function fieldsOf(schema: arrow.Schema, formats: readonly number[] = []): PgField[] {
+  return schema.fields.map((f, i) => {
+    const { oid, size } = oidOf(f.type);
+    const format = (formats.length === 1 ? formats[0] : formats[i]) === 1 ? 1 : 0;
+    return { name: f.name, typeOid: oid, typeSize: size, format };
+  });
+}
+
+function decimalText(v: unknown, scale: number): string {
+  // Arrow decimals are little-endian 32-bit words in two's complement (4 words: 128 bits, 8: 256).
+  const words = v as Uint32Array;
+  let n = 0n;
+  for (let i = words.length - 1; i >= 0; i--) n = (n << 32n) | BigInt(words[i] as number);
+  const bits = BigInt(words.length * 32);
+  if (n >> (bits - 1n)) n -= 1n << bits;
+  if (scale === 0) return n.toString();
+  const neg = n < 0n;
+  const digits = (neg ? -n : n).toString().padStart(scale + 1, '0');
+  return `${neg ? '-' : ''}${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+}
+
+function pad(n: number, w = 2): string {
+  return String(n).padStart(w, '0');
+}
+
+function timestampText(ms: number, withZone: boolean): string {
+  const d = new Date(ms);
+  const frac = ms % 1000 === 0 ? '' : `.${pad(((ms % 1000) + 1000) % 1000, 3)}`;
+  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}${frac}${withZone ? '+00' : ''}`;
+}
+
+function arrayElementText(s: string, quote: boolean): string {
+  if (!quote) return s;
+  return /^[^{}",\\\s]+$/.test(s) && s.toUpperCase() !== 'NULL' ? s : `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+}
+
+/** The text form of one value of type `t` (null stays null). */
+export function textOf(t: arrow.DataType, v: unknown): string | null {
+  if (v === null || v === undefined) return null;
+  if (arrow.DataType.isBool(t)) return v ? 't' : 'f';
+  if (arrow.DataType.isDecimal(t)) return decimalText(v, t.scale);
+  if (arrow.DataType.isFloat(t)) return Number.isNaN(v as number) ? 'NaN' : String(v);
+  if (arrow.DataType.isBinary(t) || arrow.DataType.isFixedSizeBinary(t) || arrow.DataType.isLargeBinary(t)) return `\\x${Buffer.from(v as Uint8Array).toString('hex')}`;
+  if (arrow.DataType.isTimestamp(t) || arrow.DataType.isDate(t)) {
+    const ms = Number(v instanceof Date ? v.getTime() : v);
+    return arrow.DataType.isDate(t) ? timestampText(ms, false).slice(0, 10) : timestampText(ms, Boolean((t as arrow.Timestamp).timezone));
+  }
+  if (arrow.DataType.isList(t) || arrow.DataType.isFixedSizeList(t)) {
+    const ct = (t.children[0] as arrow.Field).type;
+    const quote = oidOf(ct).oid === OID.text || oidOf(ct).oid === OID.bytea;
+    const items = [...(v as Iterable<unknown>)].map((x) => {
+      const s = textOf(ct, x);
+      return s === null ? 'NULL' : arrayElementText(s, quote);
+    });
+    return `{${items.join(',')}}`;
+  }
+  return String(v);
+}
+
+/** The binary form of one value, for the types that have one here; undefined where none. */
+export function binaryOf(oid: number, t: arrow.DataType, v: unknown): Buffer | undefined {
+  const b = Buffer.alloc(8);
+  switch (oid) {
+    case OID.int2:
+      b.writeInt16BE(Number(v));
+      return b.subarray(0, 2);
+    case OID.int4:
+      b.writeInt32BE(Number(v));
+      return b.subarray(0, 4);
+    case OID.int8:
+      b.writeBigInt64BE(BigInt(v as number | bigint));
+      return b;
+    case OID.float4:
+      b.writeFloatBE(Number(v));
+      return b.subarray(0, 4);
+    case OID.float8:
+      b.writeDoubleBE(Number(v));
+      return b;
+    case OID.bool:
+      return Buffer.from([v ? 1 : 0]);
+    case OID.text:
+      return Buffer.from(textOf(t, v) ?? '', 'utf8');
+    case OID.bytea:
+      return Buffer.from(v as Uint8Array);
+    default:
+      return undefined;
+  }
+}
+
+/** A bind parameter's value from its wire bytes: text, or binary for int2/4/8, float4/8, bool. */
+export function paramOf(raw: Buffer | null, format: number, oid: number): null | boolean | number | bigint | string {
+  if (raw === null) return null;
+  if (format === 1) {
+    switch (oid) {
+      case OID.int2:
+        return raw.readInt16BE(0);
+      case OID.int4:
+        return raw.readInt32BE(0);
+      case OID.int8: {
+        const n = raw.readBigInt64BE(0);
+        return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
+      }
+      case OID.float4:
+        return raw.readFloatBE(0);
+      case OID.float8:
+        return raw.readDoubleBE(0);
+      case OID.bool:
+        return raw[0] !== 0;
+      default:
+        return raw.toString('utf8');
+    }
+  }
+  const s = raw.toString('utf8');
+  if (oid === OID.bool) return s === 't' || s === 'true';
+  // Untyped (0) and integer parameters that look like integers bind as integers, so `ts >= $1` compares numbers.
+  if ((oid === 0 || oid === OID.int2 || oid === OID.int4 || oid === OID.int8) && /^-?\d{1,30}$/.test(s)) {
+    const n = BigInt(s);
+    return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
+  }
+  if ((oid === OID.float4 || oid === OID.float8 || oid === OID.numeric) && s.trim() !== '' && !Number.isNaN(Number(s))) return Number(s);
+  return s;
+}

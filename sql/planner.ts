@@ -1,0 +1,137 @@
+/**
+ * The SQL planner: DuckDB parses the statement (`json_serialize_sql`); from its tree come the
+ * datasets read, each one's time window and the filters pushed to the Storage Nodes. The statement
+ * itself then runs unchanged in DuckDB over the fetched rows (catalog tables renamed to ours).
+ */
+import type { Schema } from '../engine-rs/schema';
+import type { SubQuery } from '../query/filter';
+import { parseBigJson, stringifyBigJson, type BigJsonValue } from './bigJson';
+import type { Catalog } from './catalog';
+import { isNode, pushdownOf, type Node, type Pushdown } from './pushdown';
+import { SqlError } from './sqlError';
+
+/** Names our catalog tables have in the session (the statement's are rewritten to them). */
+export const CATALOG_TABLES = { show: 'hd_catalog_show_tables', tables: 'hd_catalog_tables', columns: 'hd_catalog_columns' } as const;
+
+/** What to read of one dataset. */
+export interface DatasetRead {
+  readonly schema: Schema;
+  /** Inclusive window in Unix seconds; start > end means nothing can match (nothing is read). */
+  readonly startTime: number;
+  readonly endTime: number;
+  /** OR-ed filter groups pushed to the Storage Nodes; empty: every record of the window. */
+  readonly subQueries: SubQuery[];
+}
+
+/** The plan of one statement. */
+export interface Plan {
+  /** When catalog tables were renamed: the rewritten tree for `json_deserialize_sql`; else the statement runs as given. */
+  readonly rewrittenTree?: string;
+  readonly reads: DatasetRead[];
+  /** True when the statement reads our catalog tables. */
+  readonly usesCatalog: boolean;
+  /** Why the answer may not be exactly what was asked (e.g. the default lookback applied). */
+  readonly notices: string[];
+}
+
+/** Settings of planning. */
+export interface PlanOptions {
+  /** Unix seconds "now" (windows without an upper bound end here). */
+  readonly now: number;
+  /** HD_SQL_DEFAULT_LOOKBACK_SEC. */
+  readonly lookbackSec: number;
+  /** Bound values of `$n` placeholders, when known: they push down like literals. */
+  readonly params?: readonly unknown[];
+}
+
+/** The tree's statement nodes, or the SqlError the parse result stands for. */
+export function statementsOf(serialized: string): Node[] {
+  const doc = parseBigJson(serialized);
+  if (!isNode(doc)) throw new SqlError('internal', 'the parser returned no tree');
+  if (doc.error === true) {
+    const msg = String(doc.error_message ?? 'cannot parse the statement');
+    if (doc.error_type === 'parser') {
+      const pos = doc.position === undefined ? undefined : Number(doc.position) + 1;
+      throw new SqlError('invalid_statement', `syntax error: ${msg}`, pos === undefined || Number.isNaN(pos) ? {} : { position: pos });
+    }
+    throw new SqlError('unsupported_statement', 'only SELECT statements are supported: HD SQL is read-only (no INSERT, UPDATE, DELETE, DDL, COPY FROM, transactions with effects)');
+  }
+  const st = doc.statements;
+  if (!Array.isArray(st) || st.length === 0) throw new SqlError('invalid_statement', 'empty statement');
+  return st.filter(isNode);
+}
+
+/** Plans one serialized statement (the text of `json_serialize_sql`). */
+export function planStatement(serialized: string, catalog: Catalog, opts: PlanOptions): Plan {
+  const statements = statementsOf(serialized);
+  if (statements.length > 1) throw new SqlError('unsupported_statement', `one statement at a time, got ${statements.length}`);
+  const root = statements[0] as Node;
+  const cteNames = new Set<string>();
+  const refs = new Map<Node, Schema>();
+  const analysed = new Map<Node, Pushdown>();
+  let rewritten = false;
+  const visit = (v: BigJsonValue | undefined, parent?: Node, key?: string): void => {
+    if (Array.isArray(v)) return v.forEach((x) => visit(x));
+    if (!isNode(v)) return;
+    if (isNode(v.cte_map) && Array.isArray(v.cte_map.map)) for (const e of v.cte_map.map) if (isNode(e)) cteNames.add(String(e.key).toLowerCase());
+    if (v.type === 'SHOW_REF' && parent && key) {
+      if (String(v.table_name).replace(/"/g, '').toLowerCase() !== 'tables') throw new SqlError('unsupported_statement', 'of the SHOW statements only SHOW TABLES is supported; information_schema.columns describes columns');
+      parent[key] = baseTable(CATALOG_TABLES.show);
+      rewritten = true;
+      return;
+    }
+    if (v.type === 'BASE_TABLE') {
+      const schemaName = String(v.schema_name ?? '').toLowerCase();
+      const table = String(v.table_name);
+      if (schemaName === 'information_schema') {
+        const t = table.toLowerCase();
+        if (t !== 'columns' && t !== 'tables') throw new SqlError('unknown_dataset', `information_schema.${table} is not served; information_schema.tables and information_schema.columns are`);
+        v.schema_name = '';
+        v.table_name = t === 'columns' ? CATALOG_TABLES.columns : CATALOG_TABLES.tables;
+        if (!v.alias) v.alias = t;
+        rewritten = true;
+        return;
+      }
+      if (schemaName === 'pg_catalog' || (schemaName === '' && cteNames.has(table.toLowerCase()))) return;
+      if (schemaName !== '' && schemaName !== 'main' && schemaName !== 'public') throw new SqlError('unknown_dataset', `unknown table ${schemaName}.${table}: datasets are tables of the public schema`);
+      const s = catalog.resolve(table);
+      if (!s) throw new SqlError('unknown_dataset', `unknown table ${JSON.stringify(table)}: SHOW TABLES lists the datasets (${catalog.schemas.map((x) => x.id).join(', ') || 'none loaded'})`);
+      refs.set(v, s);
+      return;
+    }
+    if (v.type === 'SELECT_NODE' && isNode(v.from_table) && v.from_table.type === 'BASE_TABLE') {
+      const from = v.from_table;
+      const s = String(from.schema_name ?? '') === '' || ['main', 'public'].includes(String(from.schema_name).toLowerCase()) ? catalog.resolve(String(from.table_name)) : undefined;
+      if (s && !cteNames.has(String(from.table_name).toLowerCase())) {
+        const qualifiers = new Set([String(from.table_name).toLowerCase(), ...(from.alias ? [String(from.alias).toLowerCase()] : [])]);
+        analysed.set(from, pushdownOf(v.where_clause, s, qualifiers, opts.params));
+      }
+    }
+    for (const [k, x] of Object.entries(v)) visit(x, v, k);
+  };
+  visit(root);
+  const notices: string[] = [];
+  const reads: DatasetRead[] = [];
+  for (const s of new Set(refs.values())) {
+    const mine = [...refs.entries()].filter(([, x]) => x === s).map(([n]) => analysed.get(n) ?? { filters: [] });
+    let start = Infinity;
+    let end = -Infinity;
+    let defaulted = false;
+    for (const p of mine) {
+      const to = p.timeTo ?? (p.timeFrom !== undefined ? Math.max(opts.now, p.timeFrom) : opts.now);
+      const from = p.timeFrom ?? to - opts.lookbackSec + 1;
+      if (p.timeFrom === undefined) defaulted = true;
+      if (from > to) continue; // this reference can match nothing
+      start = Math.min(start, from);
+      end = Math.max(end, to);
+    }
+    if (defaulted) notices.push(`${s.id}: no lower time bound on ${s.timeField}; read the last ${opts.lookbackSec} s up to ${end === -Infinity ? opts.now : end} (HD_SQL_DEFAULT_LOOKBACK_SEC)`);
+    const groups = mine.every((p) => p.filters.length > 0) ? [...new Map(mine.map((p) => [JSON.stringify(p.filters), { filters: p.filters }])).values()] : [];
+    reads.push({ schema: s, startTime: start === Infinity ? 1 : start, endTime: end === -Infinity ? 0 : end, subQueries: groups.length <= 16 ? groups : [] });
+  }
+  return { ...(rewritten ? { rewrittenTree: stringifyBigJson({ error: false, statements: [root] }) } : {}), reads, usesCatalog: rewritten, notices };
+}
+
+function baseTable(name: string): Node {
+  return { class: 'TABLE', type: 'BASE_TABLE', alias: '', query_location: 0, sample: null, schema_name: '', table_name: name, column_name_alias: [], catalog_name: '', at_clause: null } as unknown as Node;
+}

@@ -1,0 +1,159 @@
+/**
+ * hd_sql as a running service: the engine over the datasets of a schema directory, fetching through
+ * one PlatformQueryClient (direct SCC mode, results on PLATFORM_DATA_RETURN_PORT), behind the
+ * PostgreSQL wire and HTTP doors, with /health and /metrics on the observability port. The settings
+ * come validated from the `sqlServer` pipeline stage (pipelines/stages/sqlServer.ts).
+ */
+import net from 'node:net';
+import { Counter, Histogram } from 'prom-client';
+import type { FastifyInstance } from 'fastify';
+import { Observability } from '../lib/observability';
+import type { Schema } from '../engine-rs/schema';
+import { LocalSql } from '../sdk/local/localSql';
+import { PlatformQueryClient } from '../sdk/platformQueryClient';
+import type { SccTarget } from '../sdk/sccTargets';
+import { Catalog } from './catalog';
+import { QueryClientFetcher } from './datasetFetcher';
+import { httpDoor } from './httpDoor';
+import { PgServer } from './pgwire/pgServer';
+import { connectHost, type ListenAddress } from './serverSettings';
+import { SqlEngine, type ExecuteOptions, type SqlEngineSettings, type SqlResult } from './sqlEngine';
+import { SqlError } from './sqlError';
+
+/** Everything the service needs, validated. */
+export interface SqlServerSettings {
+  readonly nodeName: string;
+  readonly schemas: readonly Schema[];
+  /** Where the schemas came from (for /health and the start-up lines). */
+  readonly schemaSource: string;
+  readonly sccTargets: readonly SccTarget[];
+  /** Advertised to the Storage Nodes (and bound); undefined: bind every interface, advertise the address toward the SCC. */
+  readonly returnHost: string | undefined;
+  readonly returnPort: number;
+  readonly engine: SqlEngineSettings;
+  /** DuckDB worker threads (default DuckDB's own). */
+  readonly threads?: number;
+  /** Undefined: the door is disabled. */
+  readonly pgwire: (ListenAddress & { readonly password?: string }) | undefined;
+  readonly http: ListenAddress | undefined;
+  readonly flightsql: ListenAddress | undefined;
+  readonly observability: ListenAddress | undefined;
+  readonly log: (line: string) => void;
+}
+
+/** A running hd_sql and where its doors listen. */
+export interface RunningSqlServer {
+  readonly pgwire?: ListenAddress;
+  readonly http?: ListenAddress;
+  readonly returnAddress: ListenAddress;
+  readonly observability?: ListenAddress;
+  close(): Promise<void>;
+}
+
+/** The engine with metrics around each statement (every door goes through `execute`). */
+class MeteredSqlEngine extends SqlEngine {
+  metrics: { queries: Counter<'outcome'>; seconds: Histogram; notices: Counter } | undefined;
+
+  override async execute(sql: string, opts: ExecuteOptions = {}): Promise<SqlResult> {
+    const end = this.metrics?.seconds.startTimer();
+    try {
+      const r = await super.execute(sql, opts);
+      this.metrics?.queries.inc({ outcome: 'ok' });
+      this.metrics?.notices.inc(r.notices.length);
+      return r;
+    } catch (err) {
+      this.metrics?.queries.inc({ outcome: err instanceof SqlError ? err.kind : 'internal' });
+      throw err;
+    } finally {
+      end?.();
+    }
+  }
+}
+
+function reachable(t: SccTarget, timeoutMs = 2000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host: t.host, port: t.grpcPort ?? 6990 });
+    const done = (ok: boolean): void => {
+      s.destroy();
+      resolve(ok);
+    };
+    s.setTimeout(timeoutMs, () => done(false));
+    s.once('connect', () => done(true));
+    s.once('error', () => done(false));
+  });
+}
+
+/** Starts hd_sql; rejects (after closing what it opened) when a listener cannot bind. */
+export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlServer> {
+  const closers: (() => Promise<void>)[] = [];
+  const closeAll = async (): Promise<void> => {
+    for (const c of closers.reverse()) await c().catch((err: unknown) => s.log(`while stopping: ${(err as Error).message}`));
+  };
+  try {
+    const client = new PlatformQueryClient('', s.returnHost ?? '', '', { listenPort: s.returnPort, ...(s.returnHost ? { returnHost: s.returnHost } : {}), log: (l) => s.log(`query client: ${l}`) });
+    closers.push(() => client.stop());
+    const ret = await client.ready().catch((err: unknown) => {
+      throw new Error(`the results listener (PLATFORM_DATA_RETURN_PORT) cannot listen on ${s.returnHost ?? '0.0.0.0'}:${s.returnPort}: ${(err as Error).message}`);
+    });
+    client.setSccTargets(s.sccTargets);
+    const local = new LocalSql(s.threads !== undefined ? { threads: s.threads } : {});
+    closers.push(() => local.close());
+    const engine = new MeteredSqlEngine(new Catalog(s.schemas), local, new QueryClientFetcher(client), s.engine);
+    const out: { -readonly [K in keyof RunningSqlServer]?: RunningSqlServer[K] } = { returnAddress: ret };
+
+    if (s.observability) {
+      const obs = new Observability({ role: 'sql', nodeName: s.nodeName, host: s.observability.host, port: s.observability.port, processMetrics: true });
+      engine.metrics = {
+        queries: new Counter({ name: 'hd_sql_queries_total', help: 'SQL statements run, by outcome (ok or the error kind)', labelNames: ['outcome'], registers: [obs.registry] }),
+        seconds: new Histogram({ name: 'hd_sql_query_seconds', help: 'time of a statement: plan, fetch and local evaluation', buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 300], registers: [obs.registry] }),
+        notices: new Counter({ name: 'hd_sql_notices_total', help: 'notices sent with answers (lookback applied, rows cut, batches absent)', registers: [obs.registry] }),
+      };
+      obs.addHealthPart('schemas', () => ({ source: s.schemaSource, datasets: s.schemas.map((x) => x.id) }));
+      obs.addHealthPart('upstream', async () => {
+        const ok = await Promise.all(s.sccTargets.map((t) => reachable(t)));
+        const targets = s.sccTargets.map((t, i) => ({ scc: `${t.host}:${t.port}`, grpc: t.grpcPort, reachable: ok[i] }));
+        return { mode: 'direct SCC', targets, ...(ok.some((x) => x) ? {} : { status: 'degraded' as const }) };
+      });
+      out.observability = await obs.listen().catch((err: unknown) => {
+        throw new Error(`the observability listener (OBSERVABILITY_PORT) cannot listen on ${s.observability?.host}:${s.observability?.port}: ${(err as Error).message}`);
+      });
+      closers.push(() => obs.close());
+      obs.setStatus('ok');
+    }
+    if (s.pgwire) {
+      const pg = new PgServer(engine, { host: s.pgwire.host, port: s.pgwire.port, ...(s.pgwire.password !== undefined ? { password: s.pgwire.password } : {}), log: s.log });
+      out.pgwire = await pg.listen().catch((err: unknown) => {
+        throw new Error(`the PostgreSQL wire door (HD_SQL_PGWIRE_ADDRESS) cannot listen on ${s.pgwire?.host}:${s.pgwire?.port}: ${(err as Error).message}`);
+      });
+      closers.push(() => pg.close());
+    }
+    if (s.http) {
+      const app: FastifyInstance = httpDoor(engine);
+      closers.push(() => app.close());
+      await app.listen({ host: s.http.host, port: s.http.port }).catch((err: unknown) => {
+        throw new Error(`the HTTP door (HD_SQL_HTTP_ADDRESS) cannot listen on ${s.http?.host}:${s.http?.port}: ${(err as Error).message}`);
+      });
+      const a = app.server.address() as net.AddressInfo;
+      out.http = { host: a.address, port: a.port };
+    }
+    for (const line of startupLines(s, out as RunningSqlServer)) s.log(line);
+    return { ...(out as RunningSqlServer), close: closeAll };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
+
+/** What start-up prints: where each door listens and how to reach it. */
+function startupLines(s: SqlServerSettings, r: RunningSqlServer): string[] {
+  const lines = [`hd_sql '${s.nodeName}': ${s.schemas.length} dataset(s) (${s.schemas.map((x) => x.id).join(', ') || 'none'}) from ${s.schemaSource}; SCC ${s.sccTargets.map((t) => `${t.host}:${t.port} (gRPC ${t.grpcPort})`).join(', ')}`];
+  if (r.pgwire) lines.push(`PostgreSQL wire on ${r.pgwire.host}:${r.pgwire.port} — psql -h ${connectHost(r.pgwire.host)} -p ${r.pgwire.port} -U hd`);
+  else lines.push('PostgreSQL wire door disabled (HD_SQL_PGWIRE_ENABLED=false)');
+  if (r.http) lines.push(`HTTP on http://${connectHost(r.http.host)}:${r.http.port}/v1/query — curl -s http://${connectHost(r.http.host)}:${r.http.port}/v1/query -H 'content-type: application/json' -d '{"sql":"SHOW TABLES"}'`);
+  else lines.push('HTTP door disabled (HD_SQL_HTTP_ENABLED=false)');
+  if (s.flightsql) lines.push(`Arrow Flight SQL is not implemented yet: nothing listens on ${s.flightsql.host}:${s.flightsql.port} (HD_SQL_FLIGHTSQL_ADDRESS)`);
+  lines.push(`results from the Storage Nodes arrive at ${r.returnAddress.host}:${r.returnAddress.port}${s.returnHost ? '' : ' (advertised: the local address toward the SCC)'}`);
+  if (r.observability) lines.push(`/health and /metrics on http://${connectHost(r.observability.host)}:${r.observability.port}`);
+  if (s.pgwire && s.pgwire.password === undefined) lines.push('WARNING: HD_SQL_PGWIRE_PASSWORD_FILE is not set: the PostgreSQL wire door accepts anyone who can reach it, without a password');
+  return lines;
+}

@@ -1,0 +1,179 @@
+/**
+ * hd_sql's one engine behind every door: plan (DuckDB parses), fetch what the plan reads from the
+ * Storage Nodes with the filters it pushes down, then run the whole statement in DuckDB over the
+ * fetched rows. Errors are SqlErrors with the reference's codes; notices say where the answer is
+ * not exactly what was asked.
+ */
+import * as arrow from 'apache-arrow';
+import { arrowSchemaFor } from '../engine-rs/decode';
+import type { Schema } from '../engine-rs/schema';
+import { enumDictionaries, type LocalSql } from '../sdk/local/localSql';
+import { LocalSqlError } from '../sdk/local/localSqlError';
+import type { LocalSqlSession, SqlParam } from '../sdk/local/localSqlSession';
+import type { Catalog } from './catalog';
+import type { DatasetFetcher } from './datasetFetcher';
+import { CATALOG_TABLES, planStatement, type Plan } from './planner';
+import { SqlError } from './sqlError';
+
+/** Settings of the engine (the reference's SQL server settings it uses). */
+export interface SqlEngineSettings {
+  /** HD_SQL_DEFAULT_LOOKBACK_SEC (3600). */
+  readonly lookbackSec: number;
+  /** HD_SQL_QUERY_TIMEOUT_MS (300000): dispatch, waiting and local evaluation. */
+  readonly timeoutMs: number;
+  /** HD_SQL_MAX_ROWS (0 = unlimited). */
+  readonly maxRows: number;
+  /** HD_SQL_QUERY_QOS (1..255). */
+  readonly qos: number;
+}
+
+/** The answer to one statement. */
+export interface SqlResult {
+  readonly table: arrow.Table;
+  readonly notices: string[];
+  /** The plan it ran (for EXPLAIN-like diagnostics and tests). */
+  readonly plan: Plan;
+}
+
+/** Options of one execution. */
+export interface ExecuteOptions {
+  readonly params?: readonly SqlParam[];
+  /** Aborting cancels the query at the SCCs and in DuckDB (57014). */
+  readonly signal?: AbortSignal;
+}
+
+const utf8 = (xs: readonly string[]): arrow.Vector => arrow.vectorFromArray([...xs], new arrow.Utf8());
+
+/** Plans, fetches and evaluates SQL statements. */
+export class SqlEngine {
+  /** @param now Unix-seconds clock (tests fix it). */
+  constructor(
+    readonly catalog: Catalog,
+    private readonly local: LocalSql,
+    private readonly fetcher: DatasetFetcher,
+    readonly settings: SqlEngineSettings,
+    private readonly now: () => number = () => Math.floor(Date.now() / 1000),
+  ) {}
+
+  /** Plans `sql` without running it (parsing needs DuckDB). */
+  async plan(sql: string, params: readonly unknown[] = []): Promise<Plan> {
+    const session = await this.local.openSession();
+    try {
+      return await this.planIn(session, sql, params);
+    } finally {
+      await session.close();
+    }
+  }
+
+  /**
+   * The result schema of `sql` without reading any data: the statement over empty tables with its
+   * `paramCount` parameters null (the SQL wire's Describe of a prepared statement).
+   */
+  async describe(sql: string, paramCount: number): Promise<arrow.Schema> {
+    const session = await this.local.openSession();
+    try {
+      const params = Array.from({ length: paramCount }, () => null);
+      const plan = await this.planIn(session, sql, []);
+      if (plan.usesCatalog) await this.registerCatalog(session);
+      for (const read of plan.reads) await this.registerRead(session, read.schema);
+      const text = plan.rewrittenTree === undefined ? sql : await this.deserialize(session, plan.rewrittenTree);
+      return (await session.query(text, params.length > 0 ? { params } : {})).schema;
+    } catch (err) {
+      throw toSqlError(err);
+    } finally {
+      await session.close();
+    }
+  }
+
+  /** Runs one statement. @throws SqlError */
+  async execute(sql: string, opts: ExecuteOptions = {}): Promise<SqlResult> {
+    const deadline = Date.now() + this.settings.timeoutMs;
+    const session = await this.local.openSession();
+    try {
+      const plan = await this.planIn(session, sql, opts.params ?? []);
+      const notices = [...plan.notices];
+      if (plan.usesCatalog) await this.registerCatalog(session);
+      for (const read of plan.reads) {
+        const s = read.schema;
+        await this.registerRead(session, s);
+        if (read.startTime > read.endTime) continue;
+        const out = await this.fetcher.fetch(read, (b) => session.append(s.id, b, { deadline, ...(opts.signal ? { signal: opts.signal } : {}) }), { deadline, qos: this.settings.qos, ...(opts.signal ? { signal: opts.signal } : {}) });
+        // A batch no node holds is an interval nobody ingested (the batch ids of a window extend one
+        // interval past it): absent, not a failure. Only failed batches make the answer incomplete.
+        if (out.batchErrors.length > 0) {
+          notices.push(`${s.id}: ${out.batchErrors.length} batch(es) failed delivery and are absent from the result${out.batchErrors[0] ? ` (first: ${out.batchErrors[0].message})` : ''}`);
+        }
+      }
+      const text = plan.rewrittenTree === undefined ? sql : await this.deserialize(session, plan.rewrittenTree);
+      let table = await session.query(text, { deadline, ...(opts.params && opts.params.length > 0 ? { params: opts.params } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
+      const max = this.settings.maxRows;
+      if (max > 0 && table.numRows > max) {
+        notices.push(`the result was cut to ${max} of ${table.numRows} rows (HD_SQL_MAX_ROWS)`);
+        table = table.slice(0, max);
+      }
+      return { table, notices, plan };
+    } catch (err) {
+      throw toSqlError(err, opts.signal);
+    } finally {
+      await session.close();
+    }
+  }
+
+  private async planIn(session: LocalSqlSession, sql: string, params: readonly unknown[]): Promise<Plan> {
+    if (sql.trim() === '') throw new SqlError('invalid_statement', 'empty statement');
+    let tree: string;
+    try {
+      const t = await session.query(`SELECT json_serialize_sql('${sql.replace(/'/g, "''")}')::VARCHAR AS tree`);
+      tree = String(t.getChildAt(0)?.get(0));
+    } catch (err) {
+      throw new SqlError('invalid_statement', `cannot parse the statement: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+    return planStatement(tree, this.catalog, { now: this.now(), lookbackSec: this.settings.lookbackSec, params });
+  }
+
+  private async registerRead(session: LocalSqlSession, s: Schema): Promise<void> {
+    const arrowSchema = arrowSchemaFor(s);
+    await session.register(s.id, arrowSchema, { aliases: s.name !== s.id ? [s.name] : [], dictionaries: enumDictionaries(s, arrowSchema) });
+  }
+
+  private async deserialize(session: LocalSqlSession, tree: string): Promise<string> {
+    const t = await session.query(`SELECT json_deserialize_sql('${tree.replace(/'/g, "''")}'::JSON) AS sql`);
+    return String(t.getChildAt(0)?.get(0));
+  }
+
+  private async registerCatalog(session: LocalSqlSession): Promise<void> {
+    const ids = this.catalog.schemas.map((s) => s.id);
+    await session.register(CATALOG_TABLES.show, new arrow.Table({ name: utf8(ids) }));
+    const n = ids.length;
+    await session.register(
+      CATALOG_TABLES.tables,
+      new arrow.Table({ table_catalog: utf8(Array(n).fill('hd')), table_schema: utf8(Array(n).fill('public')), table_name: utf8(ids), table_type: utf8(Array(n).fill('BASE TABLE')), hd_name: utf8(this.catalog.schemas.map((s) => s.name)) }),
+    );
+    const cols = this.catalog.columns();
+    await session.register(
+      CATALOG_TABLES.columns,
+      new arrow.Table({
+        table_catalog: utf8(cols.map(() => 'hd')),
+        table_schema: utf8(cols.map(() => 'public')),
+        table_name: utf8(cols.map((c) => c.table)),
+        column_name: utf8(cols.map((c) => c.name)),
+        ordinal_position: arrow.vectorFromArray(cols.map((c) => c.position), new arrow.Int32()),
+        data_type: utf8(cols.map((c) => c.sqlType)),
+        is_nullable: utf8(cols.map(() => 'YES')),
+        hd_type: utf8(cols.map((c) => c.hdType)),
+      }),
+    );
+  }
+}
+
+/** Any failure as the SqlError a door reports. */
+export function toSqlError(err: unknown, signal?: AbortSignal): SqlError {
+  if (err instanceof SqlError) return err;
+  if (err instanceof LocalSqlError) {
+    if (err.code === 'ERR_SQL_INTERRUPTED') return new SqlError('query_timeout', signal?.aborted ? 'canceling statement due to user request' : `${err.message} (HD_SQL_QUERY_TIMEOUT_MS)`, { cause: err });
+    if (err.code === 'ERR_SQL' && /^Parser Error/.test(err.message)) return new SqlError('invalid_statement', err.message, { cause: err });
+    if (err.code === 'ERR_SQL' && /^Catalog Error: Table/.test(err.message)) return new SqlError('unknown_dataset', err.message, { cause: err });
+    if (err.code === 'ERR_SQL') return new SqlError('query_failed', err.message, { cause: err });
+  }
+  return new SqlError('internal', err instanceof Error ? err.message : String(err), { cause: err });
+}

@@ -1,0 +1,114 @@
+/**
+ * The Storage Node's query service as a real process: `hd run pipelines/storage-node.yaml --config`
+ * started through tsx, batches ingested on its production port, a query on its command port,
+ * results at a ResultListener, and a SIGTERM while a query is still streaming.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { serializeHdQuery } from '../../../query/hdQuery';
+import { HdwpClient } from '../../../sinks/hdwpClient';
+import { HdwpServer } from '../../../sources/hdwpServer';
+import { freePort, startHd, waitForPort, type HdProcess } from '../../support/hdProcess';
+import { batchOf, closingHash, ControlPeer, DS, R, recordsByBatch, SCHEMA, TestClient, untilOk } from './queryKit';
+
+const HOST = '127.0.0.1';
+const proc = suite('storage-node.yaml as a process: queries on command_port');
+
+let dir: string;
+let sn: HdProcess;
+let ports: { production: number; command: number; obs: number };
+
+proc.before(async () => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'hd-snqproc-'));
+  ports = { production: await freePort(), command: await freePort(), obs: await freePort() };
+  mkdirSync(path.join(dir, 'schemas'));
+  writeFileSync(path.join(dir, 'schemas', `${DS}.json`), JSON.stringify(SCHEMA));
+  const config = path.join(dir, 'config.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      node_name: 'sn-proc',
+      production_ip: HOST,
+      production_port: ports.production,
+      command_port: ports.command,
+      observability_port: ports.obs,
+      reserve_bytes: 0,
+      filter_device_selector: 'gpu',
+      storage_devices: [{ name: 'd0', address: 'd0', type: 'dir' }],
+    }),
+  );
+  sn = startHd(['run', 'pipelines/storage-node.yaml', '--config', config, '--quiet'], {
+    HASH_ALGORITHM: 'sha256',
+    HASH_CHAIN_BLOCK_SIZE: '16',
+    RECORD_SIZE: String(R),
+    SCHEMA_DIR: path.join(dir, 'schemas'),
+  });
+  await waitForPort(HOST, ports.production, sn);
+  await waitForPort(HOST, ports.command, sn);
+});
+proc.after(async () => {
+  await sn.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+proc('ingest, then a query streams its batches to the return address; SIGTERM mid-query stops the node in order', async () => {
+  const batches = [batchOf(1, 500), batchOf(2, 20), batchOf(3, 64000)];
+  const c = await HdwpClient.connect({ host: HOST, port: ports.production, role: 'scc', datasetId: DS, recordSize: R });
+  for (const b of batches) {
+    await c.sendRecords(b.id, b.data);
+    await c.sendEob(b.id, b.data.length / R, await closingHash(b.id, b.data));
+  }
+  await c.close();
+
+  const client = await TestClient.start();
+  const { auth, json, results } = client.query(batches.slice(0, 2).map((b) => b.id));
+  const scc = await ControlPeer.open(ports.command);
+  scc.sendQuery(auth, json);
+  const ends = await scc.batchEnds(auth.queryId, 2);
+  assert.equal(
+    ends.map((f) => f.kind),
+    ['eob', 'eob'],
+  );
+  await untilOk(() => results.length === 2);
+  const got = recordsByBatch(results);
+  for (const b of batches.slice(0, 2)) assert.ok(got.get(b.id.toHex())?.equals(b.data));
+  // gpu on a build without a GPU kernel: one line, filtering on the cpu kernel.
+  assert.match(sn.output(), /filter_device_selector 'gpu': (no GPU found|this build has no GPU filter kernel yet); query filters run on the cpu kernel/);
+  assert.is(sn.output().match(/filter_device_selector 'gpu'/g)?.length, 1);
+
+  // A client that never takes its records (no credit back): the query is still streaming at SIGTERM.
+  let frames = 0;
+  const stuck = new HdwpServer({
+    host: HOST,
+    port: 0,
+    role: 'queryClient',
+    roles: ['storageNode'],
+    creditWindow: 8192,
+    onConnection: () => ({
+      onFrame: () => {
+        frames++;
+        return new Promise<void>(() => undefined);
+      },
+    }),
+  });
+  const stuckAt = await stuck.listen();
+  const big = client.query([batches[2].id]);
+  const scc2 = await ControlPeer.open(ports.command);
+  scc2.sendQuery(big.auth, serializeHdQuery({ ...big.q, returnAddress: { host: HOST, port: stuckAt.port } }));
+  try {
+    await untilOk(() => frames > 0);
+    const code = await sn.stop(15000);
+    assert.is(code, 0, sn.output());
+    await scc2.closed;
+    assert.is(scc2.of(big.auth.queryId).filter((f) => f.kind === 'eob').length, 0, 'the big batch never finished');
+  } finally {
+    await stuck.close();
+  }
+  scc.close();
+  await client.close();
+});
+
+proc.run();

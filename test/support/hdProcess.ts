@@ -1,0 +1,86 @@
+/**
+ * Runs `hd` as a real child process for integration tests (straight from the TypeScript sources
+ * through tsx, so no build is needed), and waits for its ports to accept connections.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+
+const root = path.resolve(__dirname, '..', '..');
+
+/** A running `hd` child process. */
+export interface HdProcess {
+  readonly proc: ChildProcess;
+  /** Everything it printed so far (stdout and stderr). */
+  output(): string;
+  /** Resolves with the exit code (or signal name) once it has exited. */
+  readonly exited: Promise<number | string>;
+  /**
+   * SIGTERM, then SIGKILL after `graceMs` (default 15 s: `hd run` may take its whole 10 s stop
+   * bound to drain and close); resolves once it has exited.
+   */
+  stop(graceMs?: number): Promise<number | string>;
+  /** SIGKILL at once (a crash). */
+  kill9(): Promise<number | string>;
+}
+
+/** Starts `hd <args>` with `env` added to this process's environment. */
+export function startHd(args: readonly string[], env: Record<string, string> = {}): HdProcess {
+  const proc = spawn(
+    process.execPath,
+    ['-r', 'tsx/cjs', '-e', "require('./bin/cli').main(process.argv.slice(1)).then((c) => process.exit(c ?? 0), (e) => { console.error(e); process.exit(1); })", ...args],
+    { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | string>((resolve) => proc.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+  const stop = async (graceMs = 15_000): Promise<number | string> => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill('SIGTERM');
+      const t = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+      const r = await exited;
+      clearTimeout(t);
+      return r;
+    }
+    return exited;
+  };
+  const kill9 = async (): Promise<number | string> => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    return exited;
+  };
+  return { proc, output: () => out, exited, stop, kill9 };
+}
+
+/** Resolves once `host:port` accepts a TCP connection; rejects after `timeoutMs` or if `p` exits. */
+export async function waitForPort(host: string, port: number, p?: HdProcess, timeoutMs = 20000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let dead = false;
+  void p?.exited.then(() => (dead = true));
+  for (;;) {
+    if (dead) throw new Error(`process exited before ${host}:${port} opened:\n${p?.output() ?? ''}`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect({ host, port });
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`${host}:${port} did not open within ${timeoutMs} ms:\n${p?.output() ?? ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** A free TCP port on `host` (asks the kernel, then releases it). */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, host, () => {
+      const a = srv.address();
+      srv.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
+    });
+  });
+}

@@ -1,0 +1,136 @@
+/**
+ * `hd up` as a user runs it: real processes on their own loopback addresses, demo data through the
+ * ingest path, `hd status`, `hd down`, a restart that keeps the data, a crashed node restarted.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { EXAMPLE_QUERIES } from '../../up/exampleQueries';
+import { readUpState, type UpState } from '../../up/platform';
+import { startHd, type HdProcess } from '../support/hdProcess';
+
+const NET = '127.78';
+
+async function until(what: string, p: HdProcess, test: () => boolean, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!test()) {
+    if (p.proc.exitCode !== null) throw new Error(`hd up exited before ${what}:\n${p.output()}`);
+    if (Date.now() > deadline) throw new Error(`no ${what} within ${timeoutMs} ms:\n${p.output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** `hd <args>` run to completion (through tsx, as startHd does). */
+async function hd(args: string[]): Promise<{ code: number | string; out: string }> {
+  const p = startHd(args);
+  const code = await p.exited;
+  return { code, out: p.output() };
+}
+
+function segments(dir: string): number {
+  return readdirSync(dir, { recursive: true }).filter((f) => String(f).endsWith('.hdseg')).length;
+}
+
+const up = suite('hd up');
+let dataDir: string;
+up.before(() => {
+  dataDir = mkdtempSync(path.join(os.tmpdir(), 'hd-up-'));
+});
+up.after(() => {
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+up('starts every node on its own address, ingests the demo, status is ok, down stops everything', async () => {
+  const p = startHd(['up', '--demo', 'small', '--data-dir', dataDir, '--net', NET]);
+  try {
+    await until('HD is up', p, () => p.output().includes('HD is up.'));
+    const out = p.output();
+    assert.match(out, new RegExp(`scc +scc +${NET.replace('.', '\\.')}\\.20\\.1:6987`));
+    assert.match(out, /flows: 20,000 records in \d+ batches/);
+    assert.match(out, /chess: [\d,]+ records in \d+ batches/);
+    const state = readUpState(dataDir) as UpState;
+    assert.equal(state.nodes.map((n) => n.name), ['sn1', 'sn2', 'scc', 'sql']);
+    assert.match(out, `psql -h ${NET}.0.1 -p 5432 -U hd`);
+
+    for (const q of EXAMPLE_QUERIES) assert.ok(out.includes(q.sql), `hd up prints ${q.sql}`);
+    const status = await hd(['status', '--data-dir', dataDir]);
+    assert.is(status.code, 0, status.out);
+    assert.match(status.out, /sn1 +storage-node +127\.78\.30\.1:6987 +ok/);
+    assert.match(status.out, /scc +scc +127\.78\.20\.1:6987 +ok/);
+    assert.match(status.out, /sql +sql +127\.78\.0\.1:5432 +ok/);
+    // Both replicas hold every batch.
+    const n1 = segments(path.join(dataDir, 'sn1'));
+    assert.ok(n1 > 0);
+    assert.is(segments(path.join(dataDir, 'sn2')), n1);
+
+    // A node that crashes is restarted, and the restart is logged.
+    const sn2 = state.nodes.find((n) => n.name === 'sn2');
+    const pids = execFileSync('pgrep', ['-f', path.join(dataDir, 'sn2', 'config.json')]).toString().trim().split('\n').map(Number);
+    for (const pid of pids) process.kill(pid, 'SIGKILL');
+    await until('the restart line', p, () => /sn2 exited \(SIGKILL\); restarting/.test(p.output()));
+    await until('sn2 healthy again', p, () => readFileSync(sn2?.log as string, 'utf8').split('start: hd run').length >= 3, 30_000);
+
+    const down = await hd(['down', '--data-dir', dataDir]);
+    assert.is(down.code, 0, down.out);
+    assert.is(await p.exited, 0);
+    assert.not.ok(existsSync(path.join(dataDir, 'up.json')), 'the state file is removed');
+    let left = '';
+    try {
+      left = execFileSync('pgrep', ['-af', dataDir]).toString();
+    } catch {
+      // pgrep exits 1 when nothing matches: what we want.
+    }
+    assert.is(left.trim(), '', 'no node process is left behind');
+  } finally {
+    await p.stop();
+  }
+});
+
+up('a second start finds the data and does not ingest again; status without a platform says so', async () => {
+  const before = segments(path.join(dataDir, 'sn1'));
+  const p = startHd(['up', '--demo', 'small', '--data-dir', dataDir, '--net', NET]);
+  try {
+    await until('HD is up', p, () => p.output().includes('HD is up.'));
+    assert.match(p.output(), /data from an earlier start found/);
+    assert.is(segments(path.join(dataDir, 'sn1')), before);
+    const again = await hd(['up', '--data-dir', dataDir, '--net', NET]);
+    assert.is(again.code, 1);
+    assert.match(again.out, /already running from .* \(pid \d+\); 'hd status' shows it, 'hd down' stops it/);
+  } finally {
+    await p.stop();
+  }
+  const status = await hd(['status', '--data-dir', dataDir]);
+  assert.is(status.code, 1);
+  assert.match(status.out, /no platform is running from .*; start one with 'hd up'/);
+  const bad = await hd(['up', '--demo', 'lots', '--data-dir', dataDir]);
+  assert.is(bad.code, 2);
+  assert.match(bad.out, /--demo takes default, small or none, got "lots"/);
+});
+
+up("the README's example queries run through psql and return rows; the HTTP door answers", async () => {
+  const p = startHd(['up', '--demo', 'small', '--data-dir', dataDir, '--net', NET]);
+  try {
+    await until('HD is up', p, () => p.output().includes('HD is up.'));
+    // The README's example queries (the ones hd up prints) run through psql and return rows.
+    const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
+    for (const q of EXAMPLE_QUERIES) {
+      assert.ok(readme.includes(q.sql), `README.md shows ${q.sql}`);
+      let rows = '';
+      try {
+        rows = execFileSync('/usr/bin/psql', ['-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', `${NET}.0.1`, '-p', '5432', '-U', 'hd', '-c', q.sql], { encoding: 'utf8', timeout: 60_000, stdio: ['ignore', 'pipe', 'pipe'] });
+      } catch (err) {
+        throw new Error(`psql ${q.sql}: ${(err as Error).message}\nsql log:\n${readFileSync(path.join(dataDir, 'logs', 'sql.log'), 'utf8').slice(-3000)}`);
+      }
+      assert.ok(rows.trim() !== '', `${q.sql} returns rows`);
+    }
+    const http = await fetch(`http://${NET}.0.1:8081/v1/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql: 'SELECT count(*) AS n FROM flows' }) });
+    assert.equal(((await http.json()) as { rows: unknown[][] }).rows, [[20_000]]);
+  } finally {
+    await p.stop();
+  }
+});
+
+up.run();
