@@ -35,7 +35,7 @@ export interface QueryClientOptions {
   readonly log?: (line: string) => void;
 }
 
-/** Called with each batch as it arrives (awaited: a slow callback slows the stream, nothing piles up). */
+/** Called with each batch as it arrives, one call at a time (awaited: a slow callback slows every stream, nothing piles up). */
 export type BatchCallback = (batch: arrow.RecordBatch, batchId: string) => void | Promise<void>;
 
 interface Running {
@@ -352,7 +352,7 @@ export class PlatformQueryClient {
     const finished = new Promise<'complete' | 'cancelled' | 'timeout'>((resolve) => (release = resolve));
     this.running = { query, release, sccs };
     this.accounting.watch(() => this.accounting.complete && release('complete'));
-    const handle = async (r: QueryResult): Promise<void> => {
+    const handleOne = async (r: QueryResult): Promise<void> => {
       if (r.kind === 'batch') {
         const hex = r.batchId.toHex();
         if (r.count > 0) {
@@ -369,6 +369,15 @@ export class PlatformQueryClient {
       } else {
         this.log(`query ${r.queryId}: stream from ${r.node} ended with error ${r.code}: ${r.message}`);
       }
+    };
+    // Each Storage Node streams on its own connection; results are handed on one at a time so
+    // `onBatch` never runs twice at once (callers append to one table). Each stream still waits for
+    // its own batch, so a slow callback slows every stream instead of piling batches up.
+    let inOrder: Promise<void> = Promise.resolve();
+    const handle = (r: QueryResult): Promise<void> => {
+      const next = inOrder.then(() => handleOne(r));
+      inOrder = next.catch(() => undefined);
+      return next;
     };
     const open = this.listener.open({ queryId: query.queryId, token: query.token }, handle);
     const timer = this.timeoutMs > 0 ? setTimeout(() => release('timeout'), this.timeoutMs) : undefined;

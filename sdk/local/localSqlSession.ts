@@ -91,6 +91,8 @@ export class LocalSqlSession {
   private closed = false;
   private closing: Promise<void> | undefined;
   private whenIdle: (() => void) | undefined;
+  /** Loads (register, append, table creation) run one at a time: they share the connection and each table's data chunk. */
+  private loads: Promise<unknown> = Promise.resolve();
 
   /** @internal Made by LocalSql.openSession. */
   constructor(
@@ -109,7 +111,11 @@ export class LocalSqlSession {
    * registered with a schema only, they become VARCHAR when the first rows arrive without one.
    * @throws LocalSqlError `ERR_SQL_TYPE` for a column type DuckDB cannot hold, `ERR_LOCAL_ARGS` for a bad name.
    */
-  async register(name: string, source: TableSource, opts: RegisterOptions = {}): Promise<void> {
+  register(name: string, source: TableSource, opts: RegisterOptions = {}): Promise<void> {
+    return this.oneAtATime(() => this.registerNow(name, source, opts));
+  }
+
+  private async registerNow(name: string, source: TableSource, opts: RegisterOptions): Promise<void> {
     this.assertOpen();
     checkTableName('tableName', name);
     const aliases = [...new Set((opts.aliases ?? []).map((a) => checkTableName('aliases', a)))].filter((a) => a !== name);
@@ -127,7 +133,11 @@ export class LocalSqlSession {
    * Appends rows to a registered table, e.g. record batches as they arrive from the Storage Nodes.
    * The rows must have the registered schema's column names and types.
    */
-  async append(name: string, rows: arrow.Table | arrow.RecordBatch, opts: LoadOptions = {}): Promise<void> {
+  append(name: string, rows: arrow.Table | arrow.RecordBatch, opts: LoadOptions = {}): Promise<void> {
+    return this.oneAtATime(() => this.appendNow(name, rows, opts));
+  }
+
+  private async appendNow(name: string, rows: arrow.Table | arrow.RecordBatch, opts: LoadOptions): Promise<void> {
     this.assertOpen();
     const entry = this.tables.get(name);
     if (!entry) throw new LocalSqlError('ERR_LOCAL_ARGS', `append: no table registered as ${JSON.stringify(name)}`);
@@ -145,7 +155,9 @@ export class LocalSqlSession {
    */
   async query(sql: string, opts: QueryOptions = {}): Promise<arrow.Table> {
     this.assertOpen();
-    for (const t of this.tables.values()) if (!t.loaders) await this.create(t, []);
+    await this.oneAtATime(async () => {
+      for (const t of this.tables.values()) if (!t.loaders) await this.create(t, []);
+    });
     if (opts.signal?.aborted) throw new LocalSqlError('ERR_SQL_INTERRUPTED', 'query cancelled before it started');
     let why: string | undefined;
     const stop = (reason: string): void => {
@@ -197,6 +209,13 @@ export class LocalSqlSession {
       this.onClose(this);
     });
     return this.closing;
+  }
+
+  /** Runs `fn` after every load queued before it, so concurrent callers cannot interleave. */
+  private oneAtATime<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.loads.then(fn);
+    this.loads = next.catch(() => undefined);
+    return next;
   }
 
   private enter(): void {

@@ -84,14 +84,21 @@ rt('OR of sub-queries; an empty result is an empty table typed by the schema', a
   assert.ok(none.schema.fields.some((f) => f.name === 'dst_port'), 'typed by the schema');
 });
 
-rt('executeStream hands over each batch as it arrives', async () => {
+rt('executeStream hands over each batch as it arrives, one callback at a time across the nodes\' streams', async () => {
   await using q = client();
   const seen: string[] = [];
-  await q.executeStream({ batch_ids: ids.map((b) => b.toHex()) }, (batch, batchId) => {
+  let inside = 0;
+  let most = 0;
+  await q.executeStream({ batch_ids: ids.map((b) => b.toHex()) }, async (batch, batchId) => {
+    most = Math.max(most, ++inside);
     assert.is(batch.numRows, PER_BATCH);
+    // A slow consumer (hd_sql appends to DuckDB here): the other node's batches must wait.
+    await new Promise((r) => setTimeout(r, 20));
     seen.push(batchId);
+    inside--;
   });
   assert.equal(seen.sort(), ids.map((b) => b.toHex()).sort());
+  assert.is(most, 1, 'onBatch never runs twice at once');
 });
 
 rt('a batch nobody stores (an interval nobody ingested) is missing but not an error; the rest arrives', async () => {

@@ -235,6 +235,23 @@ sessions('batches as they arrive: register a schema, append, query; a foreign ba
   }
 });
 
+sessions('appends that arrive at once (one per Storage Node stream) all land, none replaces the table', async () => {
+  const batch = allTypesBatch();
+  // The second append starts 0, 1, 2... event-loop turns after the first, to land in each of its steps.
+  for (let turns = 0; turns < 24; turns++) {
+    const session = await local.openSession();
+    try {
+      session.register('flows', batch.schema).catch(() => undefined);
+      const first = session.append('flows', batch);
+      for (let i = 0; i < turns; i++) await new Promise((r) => setImmediate(r));
+      await Promise.all([first, session.append('flows', batch.slice(0, 2)), session.append('flows', batch)]);
+      assert.equal(columns(await session.query('SELECT count(*) AS n FROM flows')), { n: [`${2 * batch.numRows + 2}n`] }, `second append ${turns} turns later`);
+    } finally {
+      await session.close();
+    }
+  }
+});
+
 sessions('several datasets in one session join (enum labels against text)', async () => {
   const session = await local.openSession();
   try {
