@@ -22,6 +22,7 @@ import { vectorSearch } from './local/vectorSearch';
 import { registerClient } from './registration';
 import { QueryAccounting, verdictFromJson, type VerdictMismatch } from './queryAccounting';
 import { buildQuery } from './queryInput';
+import { pushableSubQueries } from './pushableFilters';
 import { ControlHeaders, counterText } from './controlHeaders';
 import { parseSccTargets, targetName, type SccTarget } from './sccTargets';
 
@@ -314,7 +315,10 @@ export class PlatformQueryClient {
     if (this.targets.length === 0) throw new Error('no SCC targets are set (setSccTargets)');
     const bound = await this.listening;
     const host = await this.returnHost();
-    return buildQuery(input, { schema, returnAddress: { host, port: bound.port }, targets: this.targets, ...(this.preparedId !== undefined ? { queryId: this.preparedId } : {}) });
+    const query = buildQuery(input, { schema, returnAddress: { host, port: bound.port }, targets: this.targets, ...(this.preparedId !== undefined ? { queryId: this.preparedId } : {}) });
+    const pushed = pushableSubQueries(schema, query.subQueries);
+    for (const note of pushed.notes) this.log(`query ${query.queryId}: ${note}`);
+    return pushed.notes.length === 0 ? query : { ...query, subQueries: pushed.subQueries };
   }
 
   /** The address Storage Nodes can reach this listener at. */

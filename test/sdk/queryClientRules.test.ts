@@ -60,6 +60,30 @@ t('bad input is refused with the key named', async () => {
   assert.throws(() => q.addControlHeader('a b', 'c'), /not an HTTP header name/);
 });
 
+t('a filter value the schema cannot encode is not pushed and the log says so; an emptied sub-query means no pushdown', async () => {
+  const lines: string[] = [];
+  await using q = new PlatformQueryClient('', '127.0.0.1', '', { ...quiet, log: (l) => lines.push(l) });
+  q.loadDatasetSchema(schemaJson);
+  q.setSccTargets(['127.0.0.1:6987']);
+  const port = { field: 'dst_port', op: 'eq', value: '443' };
+  // 70000 does not fit dst_port (uint16): that one filter is left out, the rest of the sub-query stays.
+  let parsed = parseHdQuery(await q.generateHdQuery({ batch_ids: [B(1)], sub_queries: [{ filters: [port, { field: 'src_port', op: 'eq', value: '70000' }] }] }));
+  assert.equal(parsed.subQueries.map((sq) => sq.filters.map((f) => f.field)), [['dst_port']]);
+  assert.is(lines.length, 1);
+  assert.match(lines[0] as string, /sub_queries\[0\]\.filters\[1\] \(src_port eq 70000\) is not pushed down: /);
+  // A sub-query left with nothing: it matches everything, so the whole query reads every record.
+  lines.length = 0;
+  parsed = parseHdQuery(await q.generateHdQuery({ batch_ids: [B(1)], sub_queries: [{ filters: [port] }, { filters: [{ field: 'proto', op: 'eq', value: 'no-such-label' }] }] }));
+  assert.equal(parsed.subQueries, []);
+  assert.match(lines.join('\n'), /sub_queries\[1\]\.filters\[0\] \(proto eq no-such-label\) is not pushed down/);
+  assert.match(lines.join('\n'), /sub_queries\[1\] has no filter the Storage Nodes can apply, .* without pushdown/);
+  // Filters that all encode are sent as given, with nothing logged.
+  lines.length = 0;
+  parsed = parseHdQuery(await q.generateHdQuery({ batch_ids: [B(1)], sub_queries: [{ filters: [port] }] }));
+  assert.is(parsed.subQueries.length, 1);
+  assert.equal(lines, []);
+});
+
 t('prepareQuery fixes the query id; health and metrics', async () => {
   await using q = new PlatformQueryClient('', '', '', quiet);
   q.loadDatasetSchema(schemaJson);
