@@ -14,6 +14,7 @@ import { PlatformQueryClient } from '../sdk/platformQueryClient';
 import type { SccTarget } from '../sdk/sccTargets';
 import { Catalog } from './catalog';
 import { QueryClientFetcher } from './datasetFetcher';
+import { FlightSqlServer } from './flight/flightServer';
 import { httpDoor } from './httpDoor';
 import { PgServer } from './pgwire/pgServer';
 import { connectHost, type ListenAddress } from './serverSettings';
@@ -45,6 +46,7 @@ export interface SqlServerSettings {
 export interface RunningSqlServer {
   readonly pgwire?: ListenAddress;
   readonly http?: ListenAddress;
+  readonly flightsql?: ListenAddress;
   readonly returnAddress: ListenAddress;
   readonly observability?: ListenAddress;
   close(): Promise<void>;
@@ -136,6 +138,13 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
       const a = app.server.address() as net.AddressInfo;
       out.http = { host: a.address, port: a.port };
     }
+    if (s.flightsql) {
+      const flight = new FlightSqlServer(engine, { host: s.flightsql.host, port: s.flightsql.port, log: s.log });
+      closers.push(() => flight.close());
+      out.flightsql = await flight.listen().catch((err: unknown) => {
+        throw new Error(`the Arrow Flight SQL door (HD_SQL_FLIGHTSQL_ADDRESS) cannot listen on ${s.flightsql?.host}:${s.flightsql?.port}: ${(err as Error).message}`);
+      });
+    }
     for (const line of startupLines(s, out as RunningSqlServer)) s.log(line);
     return { ...(out as RunningSqlServer), close: closeAll };
   } catch (err) {
@@ -151,7 +160,8 @@ function startupLines(s: SqlServerSettings, r: RunningSqlServer): string[] {
   else lines.push('PostgreSQL wire door disabled (HD_SQL_PGWIRE_ENABLED=false)');
   if (r.http) lines.push(`HTTP on http://${connectHost(r.http.host)}:${r.http.port}/v1/query — curl -s http://${connectHost(r.http.host)}:${r.http.port}/v1/query -H 'content-type: application/json' -d '{"sql":"SHOW TABLES"}'`);
   else lines.push('HTTP door disabled (HD_SQL_HTTP_ENABLED=false)');
-  if (s.flightsql) lines.push(`Arrow Flight SQL is not implemented yet: nothing listens on ${s.flightsql.host}:${s.flightsql.port} (HD_SQL_FLIGHTSQL_ADDRESS)`);
+  if (r.flightsql) lines.push(`Arrow Flight SQL on ${r.flightsql.host}:${r.flightsql.port} — grpc://${connectHost(r.flightsql.host)}:${r.flightsql.port} (e.g. ADBC: adbc_driver_flightsql.dbapi.connect("grpc://${connectHost(r.flightsql.host)}:${r.flightsql.port}"))`);
+  else lines.push('Arrow Flight SQL door disabled (HD_SQL_FLIGHTSQL_ENABLED=false)');
   lines.push(`results from the Storage Nodes arrive at ${r.returnAddress.host}:${r.returnAddress.port}${s.returnHost ? '' : ' (advertised: the local address toward the SCC)'}`);
   if (r.observability) lines.push(`/health and /metrics on http://${connectHost(r.observability.host)}:${r.observability.port}`);
   if (s.pgwire && s.pgwire.password === undefined) lines.push('WARNING: HD_SQL_PGWIRE_PASSWORD_FILE is not set: the PostgreSQL wire door accepts anyone who can reach it, without a password');

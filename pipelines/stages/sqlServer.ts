@@ -25,7 +25,7 @@ const settings = {
   pgwire_password_file: str({ doc: 'file whose first line is the SQL wire password; empty: no password — HD_SQL_PGWIRE_PASSWORD_FILE', default: '', allowEmpty: true }),
   http_enabled: bool({ doc: 'serve the HTTP door — HD_SQL_HTTP_ENABLED', default: true }),
   http_address: str({ doc: 'HTTP listener [host]:port — HD_SQL_HTTP_ADDRESS', default: ':8081' }),
-  flightsql_enabled: bool({ doc: 'serve Arrow Flight SQL (not implemented yet) — HD_SQL_FLIGHTSQL_ENABLED', default: true }),
+  flightsql_enabled: bool({ doc: 'serve Arrow Flight SQL (gRPC) — HD_SQL_FLIGHTSQL_ENABLED', default: true }),
   flightsql_address: str({ doc: 'Arrow Flight SQL listener [host]:port — HD_SQL_FLIGHTSQL_ADDRESS', default: ':31337' }),
   observability_host: str({ doc: '/health and /metrics bind address — OBSERVABILITY_INTERFACE', default: '0.0.0.0' }),
   observability_port: int({ doc: '/health and /metrics port; -1 turns them off — OBSERVABILITY_PORT', default: 8080, min: -1, max: 65535 }),

@@ -1,0 +1,348 @@
+/**
+ * hd_sql's Arrow Flight SQL door: the gRPC service arrow.flight.protocol.FlightService on
+ * @grpc/grpc-js, answering Flight SQL commands from the one engine. Statement queries are
+ * GetFlightInfo (schema by describing the statement, one endpoint whose ticket carries it) then
+ * DoGet (the result as Arrow IPC messages, one FlightData per message); prepared statements live
+ * in this server until closed (parameters bound by DoPut); the catalog commands answer from the
+ * datasets. Errors carry the reference's gRPC status; notices go to the service log.
+ */
+import { randomBytes } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import type * as arrow from 'apache-arrow';
+import { tableFromIPC } from 'apache-arrow';
+import { ProtoWireError } from '../../query/protoWire';
+import type { SqlParam } from '../../sdk/local/localSqlSession';
+import { paramCount } from '../pgwire/pgServer';
+import type { ListenAddress } from '../serverSettings';
+import type { SqlEngine } from '../sqlEngine';
+import { SqlError } from '../sqlError';
+import { decodeAction, decodeDescriptor, decodeFlightData, decodeHandshake, decodeTicket, encodeActionType, encodeBytesMessage, encodeFlightData, encodeFlightInfo, encodeHandshake, FlightWriter, packAny, type FlightData, type FlightDescriptor } from './flightProto';
+import { CATALOG_SCHEMAS, catalogsTable, dbSchemasTable, decodeCommand, selectTables, tablesTable, tableTypesTable, type FlightSqlCommand } from './flightSqlCommands';
+import { joinIpcMessages, serializeSchema, tableMessages } from './ipcMessages';
+import { serverSqlInfo, sqlInfoSchema, sqlInfoTable, type SqlInfoValue } from './sqlInfo';
+
+/** What FLIGHT_SQL_SERVER_VERSION reports. */
+export const FLIGHT_SERVER_VERSION = '1.0 (hd_sql)';
+/** Prepared statements one server keeps open; beyond it the oldest is closed. */
+const MAX_PREPARED = 10_000;
+
+/** Settings of the door. */
+export interface FlightSqlServerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly log: (line: string) => void;
+}
+
+interface Prepared {
+  readonly sql: string;
+  readonly schema: arrow.Schema;
+  params: SqlParam[];
+}
+
+const raw = (b: Buffer): Buffer => b;
+const method = (name: string, requestStream: boolean, responseStream: boolean): grpc.MethodDefinition<Buffer, Buffer> => ({
+  path: `/arrow.flight.protocol.FlightService/${name}`,
+  originalName: name,
+  requestStream,
+  responseStream,
+  requestSerialize: raw,
+  requestDeserialize: raw,
+  responseSerialize: raw,
+  responseDeserialize: raw,
+});
+
+/**
+ * The FlightService methods with raw byte (de)serializers: the door decodes each request itself so
+ * that malformed bytes answer InvalidArgument with a message instead of a transport error.
+ */
+export const flightServiceDefinition: grpc.ServiceDefinition = {
+  Handshake: method('Handshake', true, true),
+  ListFlights: method('ListFlights', false, true),
+  GetFlightInfo: method('GetFlightInfo', false, false),
+  GetSchema: method('GetSchema', false, false),
+  DoGet: method('DoGet', false, true),
+  DoPut: method('DoPut', true, true),
+  DoExchange: method('DoExchange', true, true),
+  DoAction: method('DoAction', false, true),
+  ListActions: method('ListActions', false, true),
+};
+
+/** A status for a failure: SqlError kinds map to the reference's gRPC codes; SQLSTATE in the message and `hd-sqlstate`. */
+function statusOf(err: unknown): Partial<grpc.StatusObject> {
+  const e = err instanceof SqlError ? err : err instanceof ProtoWireError ? new SqlError('invalid_statement', err.message) : new SqlError('internal', err instanceof Error ? err.message : String(err));
+  const metadata = new grpc.Metadata();
+  metadata.set('hd-sqlstate', e.codes.sqlstate);
+  metadata.set('hd-error-code', e.kind);
+  return { code: e.codes.grpc, details: `${e.message} (SQLSTATE ${e.codes.sqlstate})`, metadata };
+}
+
+/** The number of parameters of a statement: `$n` placeholders, or else `?` ones (outside quotes). */
+function placeholders(sql: string): number {
+  const n = paramCount(sql);
+  if (n > 0) return n;
+  return (sql.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"/g, '').match(/\?/g) ?? []).length;
+}
+
+/** A bound parameter value from an Arrow cell. */
+function paramOf(v: unknown, column: string): SqlParam {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'bigint' || typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean') return v;
+  if (v instanceof Date) return v.toISOString();
+  if (v instanceof Uint8Array) throw new SqlError('invalid_statement', `parameter ${column}: binary parameters are not supported; bind text or numbers`);
+  return String(v);
+}
+
+/** The Flight SQL listener over one engine. */
+export class FlightSqlServer {
+  private readonly server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024, 'grpc.max_send_message_length': -1 });
+  private readonly prepared = new Map<string, Prepared>();
+  private readonly info: ReadonlyMap<number, SqlInfoValue>;
+  private readonly tableSchemas = new Map<string, arrow.Schema>();
+
+  constructor(
+    private readonly engine: SqlEngine,
+    private readonly options: FlightSqlServerOptions,
+  ) {
+    this.info = serverSqlInfo(FLIGHT_SERVER_VERSION, engine.settings.timeoutMs);
+    this.server.addService(flightServiceDefinition, this.handlers());
+  }
+
+  /** Binds the listener; resolves with the bound address. */
+  listen(): Promise<ListenAddress> {
+    const host = this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host;
+    return new Promise((resolve, reject) => {
+      this.server.bindAsync(`${host}:${this.options.port}`, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve({ host: this.options.host, port })));
+    });
+  }
+
+  /** Stops accepting calls and ends those in flight (their queries are cancelled). */
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => this.server.forceShutdown(), 2000);
+      this.server.tryShutdown(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+  }
+
+  private handlers(): grpc.UntypedServiceImplementation {
+    return {
+      Handshake: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+        call.on('data', (b: Buffer) => {
+          try {
+            call.write(encodeHandshake({ protocolVersion: decodeHandshake(b).protocolVersion, payload: Buffer.alloc(0) }));
+          } catch (err) {
+            call.emit('error', statusOf(err));
+          }
+        });
+        call.on('end', () => call.end());
+      },
+      ListFlights: (call: grpc.ServerWritableStream<Buffer, Buffer>) => call.end(),
+      GetFlightInfo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        this.flightInfo(call.request).then((info) => cb(null, info), (err: unknown) => cb(statusOf(err)));
+      },
+      GetSchema: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        this.describeDescriptor(decodeDescriptorChecked(call.request)).then((r) => cb(null, encodeBytesMessage(serializeSchema(r.schema))), (err: unknown) => cb(statusOf(err)));
+      },
+      DoGet: (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+        const ac = new AbortController();
+        call.on('cancelled', () => ac.abort());
+        this.doGet(call, ac.signal).then(() => call.end(), (err: unknown) => (ac.signal.aborted ? undefined : call.emit('error', statusOf(err))));
+      },
+      DoPut: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+        const messages: FlightData[] = [];
+        let failed = false;
+        call.on('data', (b: Buffer) => {
+          if (failed) return;
+          try {
+            messages.push(decodeFlightData(b));
+          } catch (err) {
+            failed = true;
+            call.emit('error', statusOf(err));
+          }
+        });
+        call.on('end', () => {
+          if (failed) return;
+          try {
+            call.write(this.doPut(messages));
+            call.end();
+          } catch (err) {
+            call.emit('error', statusOf(err));
+          }
+        });
+      },
+      DoExchange: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'DoExchange is not supported by hd_sql; use GetFlightInfo and DoGet (Flight SQL statement queries)' }),
+      DoAction: (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+        this.doAction(call.request).then(
+          (results) => {
+            for (const r of results) call.write(encodeBytesMessage(r));
+            call.end();
+          },
+          (err: unknown) => call.emit('error', statusOf(err)),
+        );
+      },
+      ListActions: (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+        call.write(encodeActionType({ type: 'CreatePreparedStatement', description: 'Flight SQL: prepare a query (ActionCreatePreparedStatementRequest)' }));
+        call.write(encodeActionType({ type: 'ClosePreparedStatement', description: 'Flight SQL: close a prepared statement (ActionClosePreparedStatementRequest)' }));
+        call.end();
+      },
+    };
+  }
+
+  /** The schema a descriptor's command answers with, and the ticket that fetches it. */
+  private async describeDescriptor(d: FlightDescriptor): Promise<{ schema: arrow.Schema; ticket: Buffer }> {
+    const cmd = decodeCommand(d.cmd, 'FlightDescriptor.cmd');
+    switch (cmd.kind) {
+      case 'statementQuery': {
+        const schema = await this.engine.describe(cmd.query, placeholders(cmd.query));
+        return { schema, ticket: packAny('TicketStatementQuery', new FlightWriter().bytes(1, JSON.stringify({ sql: cmd.query })).finish()) };
+      }
+      case 'preparedStatementQuery':
+        return { schema: this.preparedOf(cmd.handle).schema, ticket: d.cmd };
+      case 'getCatalogs':
+        return { schema: CATALOG_SCHEMAS.getCatalogs, ticket: d.cmd };
+      case 'getDbSchemas':
+        return { schema: CATALOG_SCHEMAS.getDbSchemas, ticket: d.cmd };
+      case 'getTables':
+        return { schema: cmd.includeSchema ? CATALOG_SCHEMAS.getTablesWithSchema : CATALOG_SCHEMAS.getTables, ticket: d.cmd };
+      case 'getTableTypes':
+        return { schema: CATALOG_SCHEMAS.getTableTypes, ticket: d.cmd };
+      case 'getSqlInfo':
+        return { schema: sqlInfoSchema(), ticket: d.cmd };
+      default:
+        throw new SqlError('invalid_statement', `FlightDescriptor.cmd: ${cmd.kind} is an action or ticket, not a command for GetFlightInfo`);
+    }
+  }
+
+  private async flightInfo(request: Buffer): Promise<Buffer> {
+    const d = decodeDescriptorChecked(request);
+    const { schema, ticket } = await this.describeDescriptor(d);
+    return encodeFlightInfo({ schema: serializeSchema(schema), descriptor: d, ticket, totalRecords: -1 });
+  }
+
+  /** The answer a ticket stands for. */
+  private async answer(cmd: FlightSqlCommand, signal: AbortSignal): Promise<arrow.Table> {
+    switch (cmd.kind) {
+      case 'ticketStatementQuery': {
+        let sql: unknown;
+        try {
+          sql = (JSON.parse(cmd.handle.toString('utf8')) as { sql?: unknown }).sql;
+        } catch {
+          sql = undefined;
+        }
+        if (typeof sql !== 'string') throw new SqlError('invalid_statement', 'Ticket: the statement handle is not one this server issued; get tickets from GetFlightInfo');
+        return this.run(sql, [], signal);
+      }
+      case 'preparedStatementQuery': {
+        const p = this.preparedOf(cmd.handle);
+        return this.run(p.sql, p.params, signal);
+      }
+      case 'getCatalogs':
+        return catalogsTable();
+      case 'getDbSchemas':
+        return dbSchemasTable(cmd);
+      case 'getTables': {
+        const names = selectTables(this.engine.catalog.schemas.map((s) => s.id), cmd);
+        return tablesTable(names, cmd.includeSchema ? await Promise.all(names.map((n) => this.tableSchema(n))) : undefined);
+      }
+      case 'getTableTypes':
+        return tableTypesTable();
+      case 'getSqlInfo':
+        return sqlInfoTable(this.info, cmd.info);
+      default:
+        throw new SqlError('invalid_statement', `Ticket: ${cmd.kind} is not a ticket; get tickets from GetFlightInfo`);
+    }
+  }
+
+  private async run(sql: string, params: SqlParam[], signal: AbortSignal): Promise<arrow.Table> {
+    const r = await this.engine.execute(sql, { signal, ...(params.length > 0 ? { params } : {}) });
+    for (const n of r.notices) this.options.log(`Flight SQL notice: ${n} (statement: ${sql.length > 200 ? `${sql.slice(0, 200)}…` : sql})`);
+    return r.table;
+  }
+
+  /** A dataset's columns as a query answers them (the presented types, not the stored ones). */
+  private async tableSchema(id: string): Promise<arrow.Schema> {
+    let s = this.tableSchemas.get(id);
+    if (!s) {
+      s = await this.engine.describe(`SELECT * FROM "${id.replace(/"/g, '""')}"`, 0);
+      this.tableSchemas.set(id, s);
+    }
+    return s;
+  }
+
+  private async doGet(call: grpc.ServerWritableStream<Buffer, Buffer>, signal: AbortSignal): Promise<void> {
+    const table = await this.answer(decodeCommand(decodeTicket(call.request), 'Ticket'), signal);
+    for (const m of tableMessages(table)) {
+      if (signal.aborted) return;
+      if (!call.write(encodeFlightData(m))) await drained(call);
+    }
+  }
+
+  private async doAction(request: Buffer): Promise<Buffer[]> {
+    const action = decodeAction(request);
+    if (action.type === 'CreatePreparedStatement') {
+      const cmd = decodeCommand(action.body, 'Action.body');
+      if (cmd.kind !== 'createPreparedStatement') throw new SqlError('invalid_statement', `CreatePreparedStatement takes an ActionCreatePreparedStatementRequest, not ${cmd.kind}`);
+      const schema = await this.engine.describe(cmd.query, placeholders(cmd.query));
+      const handle = randomBytes(16);
+      if (this.prepared.size >= MAX_PREPARED) this.prepared.delete(this.prepared.keys().next().value as string);
+      this.prepared.set(handle.toString('hex'), { sql: cmd.query, schema, params: [] });
+      const result = new FlightWriter().bytes(1, handle).bytes(2, serializeSchema(schema)).finish();
+      return [packAny('ActionCreatePreparedStatementResult', result)];
+    }
+    if (action.type === 'ClosePreparedStatement') {
+      const cmd = decodeCommand(action.body, 'Action.body');
+      if (cmd.kind !== 'closePreparedStatement') throw new SqlError('invalid_statement', `ClosePreparedStatement takes an ActionClosePreparedStatementRequest, not ${cmd.kind}`);
+      this.prepared.delete(cmd.handle.toString('hex'));
+      return [];
+    }
+    throw new SqlError('unsupported_statement', `the action ${JSON.stringify(action.type)} is not supported by hd_sql (ListActions names those it is)`);
+  }
+
+  /** Binds the first row of the put batches as the prepared statement's parameters. */
+  private doPut(messages: readonly FlightData[]): Buffer {
+    const d = messages[0]?.descriptor;
+    if (!d) throw new SqlError('invalid_statement', 'DoPut: the first FlightData must carry the FlightDescriptor with a Flight SQL command');
+    const cmd = decodeCommand(d.cmd, 'FlightDescriptor.cmd');
+    if (cmd.kind !== 'preparedStatementQuery') throw new SqlError('unsupported_statement', `DoPut: ${cmd.kind} is not supported; hd_sql is read-only and takes DoPut only to bind parameters of a prepared query`);
+    const p = this.preparedOf(cmd.handle);
+    let table: arrow.Table;
+    try {
+      table = tableFromIPC(joinIpcMessages(messages));
+    } catch (err) {
+      throw new SqlError('invalid_statement', `DoPut: the parameters are not an Arrow IPC stream (${err instanceof Error ? err.message : String(err)})`, { cause: err });
+    }
+    if (table.numRows > 1) throw new SqlError('invalid_statement', `DoPut: ${table.numRows} rows of parameters; bind one row per query`);
+    p.params = table.numRows === 0 ? [] : table.schema.fields.map((f, i) => paramOf(table.getChildAt(i)?.get(0), f.name));
+    // PutResult.app_metadata is a bare DoPutPreparedStatementResult (not an Any): the handle stays valid.
+    return encodeBytesMessage(new FlightWriter().bytes(1, cmd.handle).finish());
+  }
+
+  private preparedOf(handle: Buffer): Prepared {
+    const p = this.prepared.get(handle.toString('hex'));
+    if (!p) throw new SqlError('invalid_statement', 'unknown prepared statement handle (closed, or from another server); prepare the statement again');
+    return p;
+  }
+}
+
+function decodeDescriptorChecked(b: Buffer): FlightDescriptor {
+  const d = decodeDescriptor(b);
+  if (d.type !== 2) throw new SqlError('invalid_statement', `FlightDescriptor: only CMD descriptors (type 2) carrying a Flight SQL command are served, not type ${d.type}${d.path.length ? ` (path ${d.path.join('/')})` : ''}`);
+  return d;
+}
+
+/** Resolves when the stream can take more, or is over. */
+function drained(call: grpc.ServerWritableStream<Buffer, Buffer>): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      call.off('drain', done);
+      call.off('cancelled', done);
+      call.off('close', done);
+      resolve();
+    };
+    call.on('drain', done);
+    call.on('cancelled', done);
+    call.on('close', done);
+  });
+}
