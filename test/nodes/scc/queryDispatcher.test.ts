@@ -165,6 +165,31 @@ disp('a large share goes to a node in several legs, one after the other (the nod
   assert.equal(run.counts(), { queued: 0, running: 0, done: 5, failed: 0 });
 });
 
+disp('placement keeps both replicas equally loaded; a time window nobody ingested (every batch missing everywhere) settles', async () => {
+  // A default lookback names thousands of intervals nobody ingested: each is asked of every replica once.
+  const n = 6_000;
+  for (const sn of w.sns) sn.plan = () => 'missing';
+  const { q, open } = query(n);
+  let finished = false;
+  const run = new QueryRun({
+    query: q,
+    targets: w.sns.map((sn) => ({ name: sn.name, host: '127.0.0.1', controlPort: sn.port, prodPort: 1 })),
+    recordSize: RS,
+    health: () => w.states,
+    maxQueryMs: 0,
+    onFinished: () => (finished = true),
+  });
+  run.start();
+  const firstLegs = w.sns.map(() => 0);
+  await until(() => w.sns.every((sn) => sn.queries.some((x) => x.auth.queryId === q.queryId)));
+  w.sns.forEach((sn, i) => (firstLegs[i] = (sn.queries.find((x) => x.auth.queryId === q.queryId) as { batchIds: string[] }).batchIds.length));
+  assert.equal(firstLegs, [n / 2, n / 2], 'half the batches each');
+  await until(() => finished);
+  assert.equal(run.counts(), { queued: 0, running: 0, done: 0, failed: n });
+  await until(() => open.batchErrors().length === n);
+  for (const sn of w.sns) assert.is(sn.queries.filter((x) => x.auth.queryId === q.queryId).reduce((a, x) => a + x.batchIds.length, 0), n, `${sn.name} was asked for every batch once`);
+});
+
 disp('max_query_ms: a query past it is cancelled on its nodes and the client is told (code 5)', async () => {
   const d = dispatcher({ maxQueryMs: 100 });
   try {
