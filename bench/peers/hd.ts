@@ -1,0 +1,83 @@
+/**
+ * HD in `npm run bench:peers`: an SCC and two Storage Nodes (`hd run`, test/support/cluster.ts),
+ * ingest through PlatformIngestClient (sha512 chain, both replicas durable at each eob), queries
+ * through hd_sql's PostgreSQL wire (`hd run pipelines/sql.yaml`) with node-postgres.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { PlatformIngestClient } from '../../sdk/platformIngestClient';
+import { startCluster } from '../../test/support/cluster';
+import { freePort, startHd, waitForPort } from '../../test/support/hdProcess';
+import { FLOW } from '../flows';
+import type { Dataset } from './dataset';
+import { runQueries, since, tsBound, workload, type SystemResult } from './workload';
+
+/** At most this many eobs unanswered while sending, as an ingester keeps them. */
+const MAX_UNACKED = 4;
+
+/** The flows schema under the table name every system uses. */
+export const FLOWS_SCHEMA = JSON.stringify({ ...FLOW, id: 'flows' });
+
+/** Sends every batch, at most MAX_UNACKED eobs unanswered; ms from the first byte to the last durable ack. */
+async function ingest(d: Dataset, sccAddress: string): Promise<number> {
+  await using client = new PlatformIngestClient();
+  client.loadDatasetSchema(FLOWS_SCHEMA);
+  client.setSccTargets([sccAddress]);
+  const pending = new Set<Promise<boolean>>();
+  const t = process.hrtime.bigint();
+  for (const b of d.batches) {
+    const id = client.generateBatchIdTime(b.start, b.start + 60);
+    if (!(await client.streamInsert(id, d.records.subarray(b.from * 150, b.to * 150)))) throw new Error(`HD ingest: ${String(client.lastError)}`);
+    const ack = client.sendEob(id).then((ok) => {
+      if (!ok) throw new Error(`HD eob refused: ${String(client.lastError)}`);
+      return ok;
+    });
+    pending.add(ack);
+    void ack.then(() => pending.delete(ack), () => undefined);
+    while (pending.size >= MAX_UNACKED) await Promise.race(pending);
+  }
+  await Promise.all(pending);
+  return since(t);
+}
+
+/** Runs HD's part of the bench. */
+export async function runHd(d: Dataset): Promise<SystemResult> {
+  const r: SystemResult = { system: 'HD', answers: {}, notes: [] };
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'hd-peers-sql-'));
+  mkdirSync(path.join(dir, 'schemas'));
+  writeFileSync(path.join(dir, 'schemas', 'flows.json'), FLOWS_SCHEMA);
+  const cluster = await startCluster({ recordSize: 150, schemas: [FLOWS_SCHEMA] });
+  let sql: ReturnType<typeof startHd> | undefined;
+  let c: pg.Client | undefined;
+  try {
+    r.ingestMs = await ingest(d, `${cluster.host}:${cluster.scc.productionPort}`);
+    const [pgPort, http, ret] = [await freePort(), await freePort(), await freePort()];
+    sql = startHd(['run', 'pipelines/sql.yaml', '--quiet'], {
+      HD_SQL_SCC_TARGETS: `${cluster.host}:${cluster.scc.productionPort}:${cluster.scc.queryGrpcPort}`,
+      HD_SQL_SCHEMA_DIR: path.join(dir, 'schemas'),
+      PLATFORM_DATA_RETURN_HOST: '127.0.0.1',
+      PLATFORM_DATA_RETURN_PORT: String(ret),
+      HD_SQL_PGWIRE_ADDRESS: `127.0.0.1:${pgPort}`,
+      HD_SQL_HTTP_ADDRESS: `127.0.0.1:${http}`,
+      HD_SQL_FLIGHTSQL_ENABLED: 'false',
+      OBSERVABILITY_PORT: '-1',
+      HD_SQL_QUERY_TIMEOUT_MS: '600000',
+    });
+    await waitForPort('127.0.0.1', pgPort, sql, 60_000);
+    c = new pg.Client({ host: '127.0.0.1', port: pgPort, user: 'hd', database: 'hd' });
+    await c.connect();
+    const client = c;
+    await runQueries(workload(d, tsBound), { query: async (q) => (await client.query({ text: q, rowMode: 'array' })).rows as unknown[][] }, r);
+    r.notes.push('cold: first query of a fresh hd_sql (the Storage Nodes read from the page cache)');
+  } catch (err) {
+    r.skipped = `failed: ${(err as Error).message}${sql ? `\n${sql.output().slice(-2000)}` : ''}`;
+  } finally {
+    await c?.end().catch(() => undefined);
+    await sql?.stop();
+    await cluster.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return r;
+}
