@@ -13,6 +13,7 @@ import { IngestCounters } from './ingestCounters';
 import { registerClient } from './registration';
 import { ControlHeaders } from './controlHeaders';
 import { parseSccTargets, targetName, type SccTarget } from './sccTargets';
+import { controlCallOptions, discoverTargets, type ControlTls } from './proxyClient';
 
 /** Options beyond the reference's two interface arguments. */
 export interface IngestClientOptions {
@@ -20,6 +21,10 @@ export interface IngestClientOptions {
   readonly tls?: tls.ConnectionOptions;
   /** Time to connect to an SCC and exchange hello; default 10 s. */
   readonly connectTimeoutMs?: number;
+  /** The HD Proxy discoverSccTargets asks (default HD_PROXY_ENDPOINT). */
+  readonly proxyUrl?: string;
+  /** TLS of the Proxy calls (CA bundle, client certificate); registerWithDms fills in what is not given. */
+  readonly controlTls?: ControlTls;
 }
 
 /**
@@ -100,6 +105,28 @@ export class PlatformIngestClient {
     if (r.scc_targets.length > 0) this.setSccTargets(r.scc_targets);
     if (r.schema_json) this.loadDatasetSchema(r.schema_json);
     return r.client_key_pem;
+  }
+
+  /**
+   * Asks the HD Proxy for its topology (`GET {proxyUrl}/v1/topology`, docs/proxy.md) and replaces
+   * the SCC targets with the primary cluster's. `proxyUrl` defaults to `options.proxyUrl`, then
+   * HD_PROXY_ENDPOINT. The request carries the control headers and, once registered, the client's
+   * certificate. False when the Proxy is unreachable, the answer does not parse or names no SCC
+   * (`lastError` says which); the targets are then left empty, so every send fails.
+   */
+  async discoverSccTargets(proxyUrl = this.options.proxyUrl ?? process.env.HD_PROXY_ENDPOINT ?? ''): Promise<boolean> {
+    const t = this.registeredTls;
+    const registered: ControlTls | undefined = t && { ca: t.ca as string, cert: t.cert as string, key: t.key as string };
+    try {
+      const topo = await discoverTargets(proxyUrl, controlCallOptions(this.controlHeaders.all, this.options.controlTls, registered, this.controlPlaneInterface));
+      this.setSccTargets(topo.targets);
+      this.error = undefined;
+      return true;
+    } catch (err) {
+      // The reference: after a failed discovery every send fails.
+      this.setSccTargets([]);
+      return this.refuse((err as Error).message);
+    }
   }
 
   /** Adds an HTTP header to every later control-plane request. */

@@ -1,19 +1,18 @@
 /**
- * PlatformQueryClient: the reference's query client (docs/sdk.md). Dispatches HDQueries to an SCC,
- * receives the Storage Nodes' result streams on its own data-plane listener and decodes them into
+ * PlatformQueryClient: the reference's query client (docs/sdk.md). Dispatches HDQueries to an SCC
+ * (direct mode) or places them at the HD Proxy (Proxy mode, sdk/proxyClient.ts), receives the Storage Nodes' result streams on its own data-plane listener and decodes them into
  * Arrow — incrementally: each batch is decoded (and handed to `executeStream`'s callback) as it arrives.
  */
 import net from 'node:net';
 import * as arrow from 'apache-arrow';
 import { BatchID, generateBatchIdsTime } from '../engine-rs/batchId';
 import { RecordCodec } from '../engine-rs/codec';
-import { arrowSchemaFor, decodeRecords } from '../engine-rs/decode';
+import { arrowSchemaFor } from '../engine-rs/decode';
 import type { Schema, SchemaJson } from '../engine-rs/schema';
 import { DEFAULT_QUERY_GRPC_PORT } from '../query/dispatchService';
-import { QueryDispatchClient } from '../query/dispatchClient';
 import { serializeHdQuery, type BatchError, type HdQuery } from '../query/hdQuery';
 import type { RegistrationResult } from '../control/registerWithDms';
-import { ResultListener, type QueryResult } from '../sources/resultListener';
+import { ResultListener } from '../sources/resultListener';
 import { runGraph } from './local/graph';
 import type { GraphArgsJson } from './local/graphArgs';
 import { LocalAggregations, type LocalAggregationConfig } from './local/localAggregations';
@@ -21,10 +20,17 @@ import { LocalSql } from './local/localSql';
 import { vectorSearch } from './local/vectorSearch';
 import { registerClient } from './registration';
 import { QueryAccounting, verdictFromJson, type VerdictMismatch } from './queryAccounting';
-import { buildQuery } from './queryInput';
+import { buildQueryInput } from './queryInput';
 import { pushableSubQueries } from './pushableFilters';
 import { ControlHeaders, counterText } from './controlHeaders';
-import { parseSccTargets, targetName, type SccTarget } from './sccTargets';
+import { parseSccTargets, type SccTarget } from './sccTargets';
+import { checkProxyUrl, controlCallOptions, discoverTargets, postQuery, type ControlTls, type ProxyCallOptions, type ProxyResultEvent } from './proxyClient';
+import { runQuery, type BatchCallback, type QueryCounters, type RunOutcome } from './queryRun';
+import { directRoute, proxyQueryBody, proxyRoute, recordMissing } from './queryRoutes';
+import { localAddressToward, urlHostPort } from './returnHost';
+
+export type { BatchCallback } from './queryRun';
+export { ProxyError, type ControlTls, type ProxyResultEvent } from './proxyClient';
 
 /** Options beyond the reference's three constructor arguments. */
 export interface QueryClientOptions {
@@ -34,19 +40,19 @@ export interface QueryClientOptions {
   readonly returnHost?: string;
   /** Log lines (a batch refused, a filter not pushed...); default stderr. */
   readonly log?: (line: string) => void;
+  /** TLS of the Proxy calls (CA bundle, client certificate); registerWithDms fills in what is not given. */
+  readonly controlTls?: ControlTls;
 }
-
-/** Called with each batch as it arrives, one call at a time (awaited: a slow callback slows every stream, nothing piles up). */
-export type BatchCallback = (batch: arrow.RecordBatch, batchId: string) => void | Promise<void>;
 
 interface Running {
   readonly query: HdQuery;
-  readonly release: (reason: 'cancelled' | 'timeout') => void;
-  readonly sccs: QueryDispatchClient[];
+  release(reason: 'cancelled' | 'timeout'): void;
 }
 
 /**
- * Queries HD: direct SCC mode (`setSccTargets`) now; Proxy mode through `proxyUrl` (docs/sdk.md).
+ * Queries HD: in direct SCC mode (empty `proxyUrl`; targets from `setSccTargets`) queries go to an
+ * SCC; in Proxy mode they go to the Proxy, which applies the policy and dispatches (docs/sdk.md).
+ * Results stream to this client's listener in both.
  *
  * @example
  * await using q = new PlatformQueryClient('', '', '', { listenPort: 0 });
@@ -66,7 +72,12 @@ export class PlatformQueryClient {
   private timeoutMs = 0;
   private preparedId: number | undefined;
   private running: Running | undefined;
-  private readonly counters = { queries: 0, batches: 0, records: 0, bytes: 0, batchErrors: 0 };
+  private readonly counters: QueryCounters = { queries: 0, batches: 0, records: 0, bytes: 0, batchErrors: 0 };
+  /** Node names of the targets, when the Proxy's topology gave them. */
+  private targetNames: string[] = [];
+  /** Registration material (mutual TLS toward the Proxy). */
+  private registered: ControlTls | undefined;
+  private error: Error | undefined;
   private stopped = false;
   private local: LocalSql | undefined;
   private aggregations: LocalAggregations | undefined;
@@ -82,11 +93,22 @@ export class PlatformQueryClient {
     readonly controlPlaneInterface = '',
     private readonly options: QueryClientOptions = {},
   ) {
+    if (proxyUrl) checkProxyUrl(proxyUrl);
     this.log = options.log ?? ((l) => process.stderr.write(`hd query client: ${l}\n`));
     this.listener = new ResultListener({ host: dataPlaneInterface || '0.0.0.0', port: options.listenPort ?? 6987 });
     this.listening = this.listener.listen();
     // Surfaces at the first call that needs the listener; here it would be an unhandled rejection.
     this.listening.catch(() => undefined);
+  }
+
+  /** Why the last discoverSccTargets returned false. */
+  get lastError(): Error | undefined {
+    return this.error;
+  }
+
+  /** The SCC targets (set, registered or discovered). */
+  get sccTargets(): readonly SccTarget[] {
+    return this.targets;
   }
 
   /** Resolves with the listener's address once it listens (rejects if the port is taken). */
@@ -101,6 +123,7 @@ export class PlatformQueryClient {
   async registerWithDms(dmsUrl: string, nodeName: string, overrideKeyPem = ''): Promise<RegistrationResult> {
     const r = await registerClient(dmsUrl, nodeName, overrideKeyPem);
     if (r.success) {
+      this.registered = { ca: r.ca_cert_pem, cert: r.signed_cert_pem, key: r.client_key_pem };
       if (r.scc_targets.length > 0) this.setSccTargets(r.scc_targets);
       if (r.schema_json) this.loadDatasetSchema(r.schema_json);
     }
@@ -115,6 +138,48 @@ export class PlatformQueryClient {
   /** Replaces the SCC targets; queries go to the first. */
   setSccTargets(targets: ReadonlyArray<SccTarget | string>): void {
     this.targets = parseSccTargets(targets);
+    this.targetNames = [];
+  }
+
+  /**
+   * Asks the Proxy (`proxyUrl`, default this client's, else HD_PROXY_ENDPOINT) for its topology and
+   * takes the primary cluster's SCCs as targets (ours: the reference has it on the ingest client;
+   * here it also tells a cancel in Proxy mode where to go). False, with `lastError`, when the Proxy is
+   * unreachable, the answer does not parse or names no SCC.
+   */
+  async discoverSccTargets(proxyUrl = this.proxyUrl || (process.env.HD_PROXY_ENDPOINT ?? '')): Promise<boolean> {
+    try {
+      const topo = await discoverTargets(proxyUrl, this.proxyCall());
+      this.targets = [...topo.targets];
+      this.targetNames = [...topo.names];
+      this.error = undefined;
+      return true;
+    } catch (err) {
+      this.error = err as Error;
+      return false;
+    }
+  }
+
+  /**
+   * Places a query at the Proxy (`POST /v1/query`) and records its verdict (setFilterVerdictJson)
+   * and the batches it names (setExpectedBatches). `query` is the HDQuery wire form with the return
+   * address and token (generateHdQuery's); a `start`/`end` window may replace `batch_ids`. Rejects
+   * with a ProxyError saying what to do when the Proxy refuses. The execute calls do this themselves
+   * in Proxy mode; this is for a caller that waits for results by its own route.
+   */
+  async submitQueryToProxy(query: string | Record<string, unknown>): Promise<ProxyResultEvent> {
+    if (!this.proxyUrl) throw new Error('this client is in direct SCC mode (no proxyUrl given to the constructor)');
+    let body: Record<string, unknown>;
+    try {
+      body = (typeof query === 'string' ? JSON.parse(query) : query) as Record<string, unknown>;
+    } catch (err) {
+      throw new Error(`submitQueryToProxy takes HDQuery JSON (generateHdQuery's): ${(err as Error).message}`);
+    }
+    const { event, json } = await postQuery(this.proxyUrl, body, this.proxyCall());
+    this.setFilterVerdictJson(json);
+    this.setExpectedBatches(event.batch_ids);
+    recordMissing(this.accounting, event);
+    return event;
   }
 
   /** Loads the dataset schema the results decode with. */
@@ -134,7 +199,7 @@ export class PlatformQueryClient {
 
   /** The HDQuery JSON wire form of `input` (QoS clamped), with this client's return address filled in. */
   async generateHdQuery(input: string | Record<string, unknown>): Promise<string> {
-    return serializeHdQuery(await this.build(input));
+    return serializeHdQuery((await this.build(input)).query);
   }
 
   /** Resets the accounting (and the verdict) and fixes the next query's id. */
@@ -309,101 +374,69 @@ export class PlatformQueryClient {
     return this.aggregations?.config ? this.aggregations.apply(table) : Promise.resolve(table);
   }
 
-  private async build(input: string | Record<string, unknown>): Promise<HdQuery> {
+  private proxyCall(): ProxyCallOptions {
+    return controlCallOptions(this.controlHeaders.all, this.options.controlTls, this.registered, this.controlPlaneInterface);
+  }
+
+  private async build(input: string | Record<string, unknown>): Promise<{ query: HdQuery; window: { start: number; end: number } | undefined }> {
     const schema = this.codec.schema;
     if (!schema) throw new Error('no dataset schema is loaded (loadDatasetSchema)');
-    if (this.targets.length === 0) throw new Error('no SCC targets are set (setSccTargets)');
+    if (!this.proxyUrl && this.targets.length === 0) throw new Error('no SCC targets are set (setSccTargets), and no proxyUrl was given');
     const bound = await this.listening;
     const host = await this.returnHost();
-    const query = buildQuery(input, { schema, returnAddress: { host, port: bound.port }, targets: this.targets, ...(this.preparedId !== undefined ? { queryId: this.preparedId } : {}) });
-    const pushed = pushableSubQueries(schema, query.subQueries);
-    for (const note of pushed.notes) this.log(`query ${query.queryId}: ${note}`);
-    return pushed.notes.length === 0 ? query : { ...query, subQueries: pushed.subQueries };
+    const built = buildQueryInput(input, { schema, returnAddress: { host, port: bound.port }, targets: this.targets, ...(this.preparedId !== undefined ? { queryId: this.preparedId } : {}) });
+    const pushed = pushableSubQueries(schema, built.query.subQueries);
+    for (const note of pushed.notes) this.log(`query ${built.query.queryId}: ${note}`);
+    return pushed.notes.length === 0 ? built : { ...built, query: { ...built.query, subQueries: pushed.subQueries } };
   }
 
   /** The address Storage Nodes can reach this listener at. */
-  private async returnHost(): Promise<string> {
-    if (this.options.returnHost) return this.options.returnHost;
-    if (this.dataPlaneInterface && net.isIP(this.dataPlaneInterface)) return this.dataPlaneInterface;
-    // The local address of a connection toward the SCC is the one on the path the nodes share with it.
+  private returnHost(): Promise<string> {
+    if (this.options.returnHost) return Promise.resolve(this.options.returnHost);
+    if (this.dataPlaneInterface && net.isIP(this.dataPlaneInterface)) return Promise.resolve(this.dataPlaneInterface);
     const t = this.targets[0] as SccTarget;
-    return new Promise((resolve) => {
-      const s = net.connect({ host: t.host, port: t.grpcPort ?? DEFAULT_QUERY_GRPC_PORT });
-      const done = (addr: string | undefined): void => {
-        s.destroy();
-        resolve(addr ?? '127.0.0.1');
-      };
-      s.once('connect', () => done(s.localAddress));
-      s.once('error', () => done(undefined));
-    });
+    const to = this.proxyUrl ? urlHostPort(this.proxyUrl) : { host: t.host, port: t.grpcPort ?? DEFAULT_QUERY_GRPC_PORT };
+    return localAddressToward(to.host, to.port);
   }
 
-  private dispatchClient(t: SccTarget): QueryDispatchClient {
-    return new QueryDispatchClient(`${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.grpcPort ?? DEFAULT_QUERY_GRPC_PORT}`);
+  /** Where a cancel goes in Proxy mode: the SCC the Proxy named, else every SCC of the topology. */
+  private async cancelTargets(scc: string | undefined): Promise<SccTarget[]> {
+    if (this.targetNames.length === 0 && !(await this.discoverSccTargets())) throw new Error(`no SCC to cancel at: ${this.error?.message ?? ''}`);
+    const i = scc === undefined ? -1 : this.targetNames.indexOf(scc);
+    return i >= 0 ? [this.targets[i] as SccTarget] : [...this.targets];
   }
 
-  /** Dispatches, feeds each arriving batch to `onBatch` and waits for every expected batch. */
-  private async execute(input: string | Record<string, unknown>, onBatch: BatchCallback): Promise<'complete' | 'cancelled' | 'timeout'> {
+  /** Places the query (at the first SCC, or the Proxy), feeds each arriving batch to `onBatch` and waits for every expected batch. */
+  private async execute(input: string | Record<string, unknown>, onBatch: BatchCallback): Promise<RunOutcome> {
     if (this.stopped) throw new Error('the query client is stopped');
     if (this.running) throw new Error(`query ${this.running.query.queryId} is still running on this client; one query at a time`);
     const prepared = this.preparedId !== undefined;
-    const query = await this.build(input);
+    const { query, window } = await this.build(input);
     this.preparedId = undefined;
     if (!prepared) this.accounting.reset();
-    const schema = this.codec.schema as Schema;
-    const sccs = [this.dispatchClient(this.targets[0] as SccTarget)];
-    let release!: (r: 'complete' | 'cancelled' | 'timeout') => void;
-    const finished = new Promise<'complete' | 'cancelled' | 'timeout'>((resolve) => (release = resolve));
-    this.running = { query, release, sccs };
-    this.accounting.watch(() => this.accounting.complete && release('complete'));
-    const handleOne = async (r: QueryResult): Promise<void> => {
-      if (r.kind === 'batch') {
-        const hex = r.batchId.toHex();
-        if (r.count > 0) {
-          const rb = await decodeRecords(schema, r.records.length === 1 ? (r.records[0] as Buffer) : Buffer.concat(r.records));
-          await onBatch(rb, hex);
-        }
-        this.counters.batches++;
-        this.counters.records += r.count;
-        this.counters.bytes += r.count * r.recordSize;
-        this.accounting.batchArrived(hex, r.count);
-      } else if (r.kind === 'batchError') {
-        this.counters.batchErrors++;
-        this.accounting.batchFailed(r.error);
-      } else {
-        this.log(`query ${r.queryId}: stream from ${r.node} ended with error ${r.code}: ${r.message}`);
-      }
-    };
-    // Each Storage Node streams on its own connection; results are handed on one at a time so
-    // `onBatch` never runs twice at once (callers append to one table). Each stream still waits for
-    // its own batch, so a slow callback slows every stream instead of piling batches up.
-    let inOrder: Promise<void> = Promise.resolve();
-    const handle = (r: QueryResult): Promise<void> => {
-      const next = inOrder.then(() => handleOne(r));
-      inOrder = next.catch(() => undefined);
-      return next;
-    };
-    const open = this.listener.open({ queryId: query.queryId, token: query.token }, handle);
-    const timer = this.timeoutMs > 0 ? setTimeout(() => release('timeout'), this.timeoutMs) : undefined;
+    const route = this.proxyUrl
+      ? proxyRoute({
+          submit: (q) => this.submitQueryToProxy(proxyQueryBody(q, window)),
+          cancelTargets: (scc) => this.cancelTargets(scc),
+        })
+      : directRoute(this.targets[0] as SccTarget, this.accounting);
     try {
-      this.counters.queries++;
-      if (!this.accounting.hasExpectation) this.accounting.expect(query.batchIds);
-      const reply = await (sccs[0] as QueryDispatchClient).dispatch(query);
-      for (const b of reply.missingBatchIds) this.accounting.batchFailed({ batchId: b, code: 13, message: 'no healthy replica holds this batch' });
-      if (query.batchIds.length === 0) release('complete');
-      const outcome = await finished;
-      if (outcome !== 'complete') {
-        this.log(`query ${query.queryId} ${outcome === 'timeout' ? `timed out after ${this.timeoutMs} ms` : 'cancelled'}; cancelling at ${this.targets.map(targetName).join(', ')}`);
-        await Promise.allSettled(sccs.map((c) => c.cancelQuery(query.queryId, query.token)));
-      }
-      for (const m of this.accounting.verdictMismatches()) this.log(`query ${query.queryId}: batch ${m.batchId} was excluded by the Proxy's verdict but delivered ${m.records} records`);
-      return outcome;
+      return await runQuery(
+        {
+          listener: this.listener,
+          accounting: this.accounting,
+          counters: this.counters,
+          schema: this.codec.schema as Schema,
+          timeoutMs: this.timeoutMs,
+          log: this.log,
+          onStart: (release) => (this.running = { query, release }),
+        },
+        query,
+        route,
+        onBatch,
+      );
     } finally {
-      if (timer) clearTimeout(timer);
-      open.close();
-      this.accounting.watch(undefined);
       this.running = undefined;
-      for (const c of sccs) c.close();
     }
   }
 }

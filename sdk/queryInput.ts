@@ -28,6 +28,11 @@ export interface BuildContext {
  * (the schema's time_index_interval). Throws QueryError naming the key.
  */
 export function buildQuery(input: string | Record<string, unknown>, ctx: BuildContext): HdQuery {
+  return buildQueryInput(input, ctx).query;
+}
+
+/** {@link buildQuery}, also giving the input's `start_time`/`end_time` window when it had one (Proxy mode sends the window). */
+export function buildQueryInput(input: string | Record<string, unknown>, ctx: BuildContext): { query: HdQuery; window: { start: number; end: number } | undefined } {
   let doc: unknown = input;
   if (typeof input === 'string') {
     try {
@@ -53,5 +58,6 @@ export function buildQuery(input: string | Record<string, unknown>, ctx: BuildCo
   o.token = newQueryToken().toString('hex');
   o.return_address = { host: ctx.returnAddress.host, port: ctx.returnAddress.port };
   o.targets = ctx.targets.map((t) => ({ host: t.host, port: t.port, ...(t.grpcPort ? { grpc_port: t.grpcPort } : {}) }));
-  return hdQueryFromJson(o);
+  const window = start === undefined ? undefined : { start: start as number, end: end as number };
+  return { query: hdQueryFromJson(o), window };
 }

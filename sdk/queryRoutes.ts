@@ -1,0 +1,93 @@
+/**
+ * The query client's two {@link QueryRoute}s: direct SCC mode (gRPC Dispatch to the first SCC
+ * target) and Proxy mode (`POST /v1/query` at the Proxy, which rewrites and dispatches; the client
+ * cancels at the SCC the Proxy names, or at every SCC the topology names).
+ */
+import { DEFAULT_QUERY_GRPC_PORT } from '../query/dispatchService';
+import { QueryDispatchClient } from '../query/dispatchClient';
+import { serializeHdQuery, type HdQuery } from '../query/hdQuery';
+import type { ProxyResultEvent } from './proxyClient';
+import type { QueryAccounting } from './queryAccounting';
+import type { QueryRoute } from './queryRun';
+import { targetName, type SccTarget } from './sccTargets';
+
+/** A gRPC QueryDispatch client for an SCC target. */
+export function dispatchClientFor(t: SccTarget): QueryDispatchClient {
+  return new QueryDispatchClient(`${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.grpcPort ?? DEFAULT_QUERY_GRPC_PORT}`);
+}
+
+/** Code of a BatchError for a batch the SCC found on no healthy replica. */
+const NO_REPLICA = 13;
+
+/** Direct SCC mode: the query goes to the first target's gRPC port; without an expectation, the query's own batches are waited for. */
+export function directRoute(target: SccTarget, accounting: QueryAccounting): QueryRoute {
+  const scc = dispatchClientFor(target);
+  return {
+    async dispatch(query) {
+      if (!accounting.hasExpectation) accounting.expect(query.batchIds);
+      const reply = await scc.dispatch(query);
+      for (const b of reply.missingBatchIds) accounting.batchFailed({ batchId: b, code: NO_REPLICA, message: 'no healthy replica holds this batch' });
+    },
+    async cancel(query) {
+      await scc.cancelQuery(query.queryId, query.token);
+      return targetName(target);
+    },
+    close: () => scc.close(),
+  };
+}
+
+/** Records a result event's dispatch failures: batches no healthy replica holds. */
+export function recordMissing(accounting: QueryAccounting, event: ProxyResultEvent): void {
+  for (const b of event.dispatch.missing_batch_ids) accounting.batchFailed({ batchId: b.toLowerCase(), code: NO_REPLICA, message: `no healthy replica holds this batch (SCC ${event.dispatch.scc})`, node: event.dispatch.scc });
+}
+
+/**
+ * The body of `POST /v1/query`: the query's wire form without the client-side target list; a
+ * `start_time`/`end_time` window is sent as `start`/`end`, so the Proxy names the batches with the
+ * DMS's schema.
+ */
+export function proxyQueryBody(query: HdQuery, window: { start: number; end: number } | undefined): Record<string, unknown> {
+  const body = JSON.parse(serializeHdQuery(query)) as Record<string, unknown>;
+  delete body.targets;
+  if (window) {
+    delete body.batch_ids;
+    Object.assign(body, window);
+  }
+  return body;
+}
+
+/** What Proxy mode needs from the client. */
+export interface ProxyRouteDeps {
+  /** Places the query at the Proxy and records verdict and expected batches (submitQueryToProxy). */
+  submit(query: HdQuery): Promise<ProxyResultEvent>;
+  /** The SCCs to cancel at: the one named `scc` when known, else every SCC of the topology. */
+  cancelTargets(scc: string | undefined): Promise<SccTarget[]>;
+}
+
+/** Proxy mode: the Proxy places the query; a cancel goes straight to the SCCs (the Proxy has no cancel route). */
+export function proxyRoute(deps: ProxyRouteDeps): QueryRoute {
+  let event: ProxyResultEvent | undefined;
+  return {
+    async dispatch(query) {
+      event = await deps.submit(query);
+    },
+    async cancel(query) {
+      const targets = await deps.cancelTargets(event?.dispatch.scc);
+      if (targets.length === 0) throw new Error('the Proxy names no SCC to cancel at (GET /v1/topology has no scc_targets)');
+      const results = await Promise.allSettled(
+        targets.map(async (t) => {
+          const c = dispatchClientFor(t);
+          try {
+            await c.cancelQuery(query.queryId, query.token);
+          } finally {
+            c.close();
+          }
+        }),
+      );
+      const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [`${targetName(targets[i] as SccTarget)}: ${(r.reason as Error).message}`] : []));
+      if (failed.length === targets.length) throw new Error(failed.join('; '));
+      return targets.map(targetName).join(', ');
+    },
+    close: () => undefined,
+  };
+}

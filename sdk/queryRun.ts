@@ -1,0 +1,128 @@
+/**
+ * One query's run on the query client, the same in both modes: open the query on the result
+ * listener, place it by a {@link QueryRoute} (an SCC directly, or the Proxy), hand each arriving
+ * batch to the callback, and wait until every expected batch arrived or failed, the timeout fired
+ * or the caller cancelled — then tell the SCCs to stop.
+ */
+import type * as arrow from 'apache-arrow';
+import { decodeRecords } from '../engine-rs/decode';
+import type { Schema } from '../engine-rs/schema';
+import type { HdQuery } from '../query/hdQuery';
+import type { QueryResult, ResultListener } from '../sources/resultListener';
+import type { QueryAccounting } from './queryAccounting';
+
+/** How a run ended. */
+export type RunOutcome = 'complete' | 'cancelled' | 'timeout';
+
+/** Called with each batch as it arrives, one call at a time (awaited: a slow callback slows every stream, nothing piles up). */
+export type BatchCallback = (batch: arrow.RecordBatch, batchId: string) => void | Promise<void>;
+
+/** The client's counters a run adds to. */
+export interface QueryCounters {
+  queries: number;
+  batches: number;
+  records: number;
+  bytes: number;
+  batchErrors: number;
+}
+
+/** Where a query is placed and cancelled: direct SCC mode or Proxy mode. */
+export interface QueryRoute {
+  /**
+   * Places the query. Before it resolves, the route sets what the accounting waits for (expected
+   * batches, the verdict, batches known to be failed); results may already be arriving.
+   */
+  dispatch(query: HdQuery): Promise<void>;
+  /** Tells the SCCs holding the query to stop; resolves with where the cancel went (for the log). */
+  cancel(query: HdQuery): Promise<string>;
+  /** Releases the route's connections. */
+  close(): void;
+}
+
+/** What a run works with. */
+export interface RunContext {
+  readonly listener: ResultListener;
+  readonly accounting: QueryAccounting;
+  readonly counters: QueryCounters;
+  readonly schema: Schema;
+  /** 0: no timeout. */
+  readonly timeoutMs: number;
+  readonly log: (line: string) => void;
+  /** Receives the function that ends the wait (cancelQuery and stop call it). */
+  readonly onStart: (release: (reason: 'cancelled' | 'timeout') => void) => void;
+}
+
+/** Runs `query` by `route`, feeding batches to `onBatch`; see the module doc. Rejects when the route refuses the query. */
+export async function runQuery(ctx: RunContext, query: HdQuery, route: QueryRoute, onBatch: BatchCallback): Promise<RunOutcome> {
+  const { accounting, counters, schema } = ctx;
+  let release!: (r: RunOutcome) => void;
+  const finished = new Promise<RunOutcome>((resolve) => (release = resolve));
+  ctx.onStart(release);
+  accounting.watch(() => accounting.complete && release('complete'));
+  const handleOne = async (r: QueryResult): Promise<void> => {
+    if (r.kind === 'batch') {
+      const hex = r.batchId.toHex();
+      if (r.count > 0) {
+        const rb = await decodeRecords(schema, r.records.length === 1 ? (r.records[0] as Buffer) : Buffer.concat(r.records));
+        await onBatch(rb, hex);
+      }
+      counters.batches++;
+      counters.records += r.count;
+      counters.bytes += r.count * r.recordSize;
+      accounting.batchArrived(hex, r.count);
+    } else if (r.kind === 'batchError') {
+      counters.batchErrors++;
+      accounting.batchFailed(r.error);
+    } else {
+      ctx.log(`query ${r.queryId}: stream from ${r.node} ended with error ${r.code}: ${r.message}`);
+    }
+  };
+  // Each Storage Node streams on its own connection; results are handed on one at a time so
+  // `onBatch` never runs twice at once (callers append to one table). Each stream still waits for
+  // its own batch, so a slow callback slows every stream instead of piling batches up.
+  let inOrder: Promise<void> = Promise.resolve();
+  const handle = (r: QueryResult): Promise<void> => {
+    const next = inOrder.then(() => handleOne(r));
+    inOrder = next.catch(() => undefined);
+    return next;
+  };
+  const open = ctx.listener.open({ queryId: query.queryId, token: query.token }, handle);
+  const timer = ctx.timeoutMs > 0 ? setTimeout(() => release('timeout'), ctx.timeoutMs) : undefined;
+  let placed = false;
+  let closeLater = false;
+  try {
+    counters.queries++;
+    const dispatched = route.dispatch(query).then(() => {
+      placed = true;
+    });
+    // A cancel or timeout while the query is being placed (a Proxy may take its dispatch deadline)
+    // releases the caller at once; a refusal rejects the call.
+    const first = await Promise.race([dispatched.then(() => 'placed' as const), finished]);
+    // Complete before placed (a query of no batches): the placing's answer still counts.
+    if (first === 'complete') await dispatched;
+    else if (first === 'placed' && accounting.complete) release('complete');
+    const outcome = await finished;
+    if (outcome !== 'complete') {
+      const why = outcome === 'timeout' ? `timed out after ${ctx.timeoutMs} ms` : 'cancelled';
+      const cancel = (): Promise<void> =>
+        route.cancel(query).then(
+          (where) => ctx.log(`query ${query.queryId} ${why}; cancelled at ${where}`),
+          (err: Error) => ctx.log(`query ${query.queryId} ${why}; the cancel failed: ${err.message}`),
+        );
+      if (placed) await cancel();
+      else {
+        // Still being placed: cancel once it is (an SCC cannot stop a query it has not got yet),
+        // without holding the caller.
+        closeLater = true;
+        void dispatched.then(cancel, () => undefined).finally(() => route.close());
+      }
+    }
+    for (const m of accounting.verdictMismatches()) ctx.log(`query ${query.queryId}: batch ${m.batchId} was excluded by the Proxy's verdict but delivered ${m.records} records`);
+    return outcome;
+  } finally {
+    if (timer) clearTimeout(timer);
+    open.close();
+    accounting.watch(undefined);
+    if (!closeLater) route.close();
+  }
+}
