@@ -39,8 +39,10 @@ const i16 = (n: number): Buffer => {
 /** The backend messages the server sends. */
 export const backend = {
   authOk: (): Buffer => msg('R', i32(0)),
-  authCleartext: (): Buffer => msg('R', i32(3)),
-  authMd5: (salt: Buffer): Buffer => msg('R', Buffer.concat([i32(5), salt])),
+  /** AuthenticationSASL: the mechanisms offered, an empty name last. */
+  authSasl: (mechanisms: readonly string[]): Buffer => msg('R', Buffer.concat([i32(10), ...mechanisms.map(cstr), Buffer.from([0])])),
+  authSaslContinue: (data: string): Buffer => msg('R', Buffer.concat([i32(11), Buffer.from(data, 'utf8')])),
+  authSaslFinal: (data: string): Buffer => msg('R', Buffer.concat([i32(12), Buffer.from(data, 'utf8')])),
   parameterStatus: (k: string, v: string): Buffer => msg('S', Buffer.concat([cstr(k), cstr(v)])),
   backendKeyData: (pid: number, secret: number): Buffer => msg('K', Buffer.concat([i32(pid), i32(secret)])),
   readyForQuery: (status: 'I' | 'T' | 'E' = 'I'): Buffer => msg('Z', Buffer.from(status, 'latin1')),

@@ -19,7 +19,8 @@ export type FrontendMessage =
   | { readonly kind: 'sslRequest' }
   | { readonly kind: 'gssencRequest' }
   | { readonly kind: 'cancelRequest'; readonly processId: number; readonly secretKey: number }
-  | { readonly kind: 'password'; readonly password: string } // 'p'
+  /** 'p': PasswordMessage, SASLInitialResponse or SASLResponse; which one depends on the auth step. */
+  | { readonly kind: 'authResponse'; readonly data: Buffer } // 'p'
   | { readonly kind: 'query'; readonly sql: string } // 'Q'
   | { readonly kind: 'parse'; readonly name: string; readonly sql: string; readonly paramTypes: readonly number[] } // 'P'
   | { readonly kind: 'bind'; readonly portal: string; readonly statement: string; readonly paramFormats: readonly number[]; readonly params: readonly (Buffer | null)[]; readonly resultFormats: readonly number[] } // 'B'
@@ -73,6 +74,16 @@ class Body {
     this.at += n;
     return Buffer.from(b);
   }
+  /** Everything not yet read. */
+  rest(): Buffer {
+    const b = Buffer.from(this.buf.subarray(this.at));
+    this.at = this.buf.length;
+    return b;
+  }
+  /** Throws unless every byte was read. */
+  end(): void {
+    if (this.at !== this.buf.length) throw new PgProtocolError(`${this.what}: ${this.buf.length - this.at} bytes after the end of the message`);
+  }
   count(): number {
     const n = this.int16();
     if (n < 0) throw new PgProtocolError(`${this.what}: negative count ${n}`);
@@ -86,7 +97,7 @@ class Body {
 function parseTyped(code: string, body: Body): FrontendMessage {
   switch (code) {
     case 'p':
-      return { kind: 'password', password: body.cstring() };
+      return { kind: 'authResponse', data: body.rest() };
     case 'Q':
       return { kind: 'query', sql: body.cstring() };
     case 'P': {
@@ -176,4 +187,21 @@ function parseStartup(body: Buffer): FrontendMessage {
     params[k] = b.cstring();
   }
   return { kind: 'startup', params };
+}
+
+/** A SASLInitialResponse: the mechanism chosen and its first message (null: none sent). */
+export interface SaslInitialResponse {
+  readonly mechanism: string;
+  readonly data: Buffer | null;
+}
+
+/** Reads the body of a 'p' message sent as SASLInitialResponse. @throws PgProtocolError */
+export function parseSaslInitialResponse(data: Buffer): SaslInitialResponse {
+  const b = new Body(data, 'SASLInitialResponse');
+  const mechanism = b.cstring();
+  const len = b.int32();
+  if (len < -1) throw new PgProtocolError(`SASLInitialResponse: bad data length ${len}`);
+  const out = len === -1 ? null : b.bytes(len);
+  b.end();
+  return { mechanism, data: out };
 }

@@ -1,17 +1,19 @@
 /**
- * hd_sql's PostgreSQL wire door: startup (SSLRequest answered 'N'), MD5 password auth when a
- * password is set, simple query, the extended protocol (Parse/Bind/Describe/Execute/Sync/Close,
+ * hd_sql's PostgreSQL wire door: startup (SSLRequest answered 'N'), SCRAM-SHA-256 password auth
+ * when a password is set, simple query, the extended protocol (Parse/Bind/Describe/Execute/Sync/Close,
  * text and binary parameters and results), CancelRequest, `COPY (query) TO STDOUT`, notices, and
  * ErrorResponse with the reference's SQLSTATEs. It reports itself as PostgreSQL 16 so drivers work.
  */
-import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import net from 'node:net';
 import type * as arrow from 'apache-arrow';
 import type { SqlParam } from '../../sdk/local/localSqlSession';
 import type { SqlEngine, SqlResult } from '../sqlEngine';
 import { SqlError } from '../sqlError';
 import { backend, type PgErrorFields } from './backend';
-import { FrontendParser, PgProtocolError, type FrontendMessage } from './frontend';
+import { FrontendParser, parseSaslInitialResponse, PgProtocolError, type FrontendMessage } from './frontend';
+import { SCRAM_SHA_256, ScramError, ScramExchange, scramVerifier, type ScramVerifier } from './scram';
+import { PgBinaryError } from './pgBinary';
 import { binaryOf, fieldsOf, paramOf, textOf } from './pgTypes';
 
 /** What the server reports as server_version (drivers parse the leading number). */
@@ -42,6 +44,7 @@ const SESSION_STATEMENT = /^\s*(SET|RESET|BEGIN|START\s+TRANSACTION|COMMIT|END|R
 const COPY_TO_STDOUT = /^\s*COPY\s*\(([\s\S]*)\)\s*TO\s+STDOUT\s*(?:\(?\s*(?:FORMAT\s+)?(?:TEXT|CSV)?\s*\)?)?\s*;?\s*$/i;
 
 function errorFields(err: unknown): PgErrorFields {
+  if (err instanceof PgBinaryError) return { severity: 'ERROR', code: '22P03', message: `invalid binary parameter: ${err.message}` };
   if (err instanceof SqlError) return { severity: 'ERROR', code: err.codes.sqlstate, message: err.message, ...(err.position !== undefined ? { position: err.position } : {}) };
   return { severity: 'ERROR', code: 'XX000', message: err instanceof Error ? err.message : String(err) };
 }
@@ -67,15 +70,19 @@ export function paramCount(sql: string): number {
 export class PgServer {
   private server: net.Server | undefined;
   private readonly connections = new Map<number, PgConnection>();
+  /** Derived once: what PostgreSQL would store for the password (the password itself is not kept per connection). */
+  private readonly verifier: ScramVerifier | undefined;
 
   constructor(
     private readonly engine: SqlEngine,
     private readonly options: PgServerOptions,
-  ) {}
+  ) {
+    this.verifier = options.password === undefined ? undefined : scramVerifier(options.password);
+  }
 
   /** Listens; resolves with the bound address. */
   async listen(): Promise<{ host: string; port: number }> {
-    const server = net.createServer((socket) => new PgConnection(socket, this.engine, this.options, this.connections));
+    const server = net.createServer((socket) => new PgConnection(socket, this.engine, this.options, this.verifier, this.connections));
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -97,9 +104,9 @@ class PgConnection {
   private readonly pid = randomInt(1, 0x7fffffff);
   private readonly secret = randomInt(1, 0x7fffffff);
   private queue: Promise<void> = Promise.resolve();
-  private state: 'startup' | 'auth' | 'ready' = 'startup';
+  private state: 'startup' | 'saslInitial' | 'saslResponse' | 'ready' | 'closed' = 'startup';
   private user = '';
-  private salt = randomBytes(4);
+  private scram: ScramExchange | undefined;
   private readonly statements = new Map<string, Statement>();
   private readonly portals = new Map<string, Portal>();
   private skipToSync = false;
@@ -109,15 +116,18 @@ class PgConnection {
     private readonly socket: net.Socket,
     private readonly engine: SqlEngine,
     private readonly options: PgServerOptions,
+    private readonly verifier: ScramVerifier | undefined,
     private readonly registry: Map<number, PgConnection>,
   ) {
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => {
+      if (this.state === 'closed') return;
       let msgs: FrontendMessage[];
       try {
         msgs = this.parser.push(chunk);
       } catch (err) {
         const m = err instanceof PgProtocolError ? err.message : String(err);
+        this.state = 'closed';
         this.socket.end(backend.error({ severity: 'FATAL', code: '08P01', message: `protocol violation: ${m}` }));
         return;
       }
@@ -147,13 +157,15 @@ class PgConnection {
   }
 
   private fatal(err: unknown): void {
+    this.state = 'closed';
     this.options.log?.(`pgwire: connection error: ${err instanceof Error ? err.message : String(err)}`);
     this.socket.end(backend.error({ severity: 'FATAL', code: 'XX000', message: err instanceof Error ? err.message : String(err) }));
   }
 
   private async handle(m: FrontendMessage): Promise<void> {
+    if (this.state === 'closed') return;
     if (this.state === 'startup') return this.startup(m);
-    if (this.state === 'auth') return this.auth(m);
+    if (this.state === 'saslInitial' || this.state === 'saslResponse') return this.auth(m);
     if (this.skipToSync && m.kind !== 'sync') return;
     switch (m.kind) {
       case 'query':
@@ -164,7 +176,12 @@ class PgConnection {
       case 'bind': {
         const st = this.statements.get(m.statement);
         if (!st) return this.extendedError(new SqlError('invalid_statement', `prepared statement ${JSON.stringify(m.statement)} does not exist`));
-        const params = m.params.map((raw, i) => paramOf(raw, (m.paramFormats.length === 1 ? m.paramFormats[0] : m.paramFormats[i]) ?? 0, st.paramTypes[i] ?? 0));
+        let params: SqlParam[];
+        try {
+          params = m.params.map((raw, i) => paramOf(raw, (m.paramFormats.length === 1 ? m.paramFormats[0] : m.paramFormats[i]) ?? 0, st.paramTypes[i] ?? 0));
+        } catch (err) {
+          return this.extendedError(err);
+        }
         this.portals.set(m.portal, { statement: st, params, resultFormats: m.resultFormats, sent: 0 });
         return this.send(backend.bindComplete());
       }
@@ -184,6 +201,9 @@ class PgConnection {
       case 'terminate':
         this.socket.end();
         return;
+      case 'authResponse':
+        // A password / SASL message after the login (a replayed SCRAM final, say) is not a second login.
+        return this.refuse('08P01', 'protocol violation: an authentication message arrived after authentication completed');
       case 'copyFail':
         return this.extendedError(new SqlError('unsupported_statement', 'COPY FROM is not supported: HD SQL is read-only'));
       default:
@@ -201,23 +221,43 @@ class PgConnection {
     }
     if (m.kind !== 'startup') return this.fatal(new Error('expected a startup message'));
     this.user = m.params['user'] ?? '';
-    if (this.options.password !== undefined) {
-      this.state = 'auth';
-      return this.send(backend.authMd5(this.salt));
+    if (this.verifier !== undefined) {
+      this.state = 'saslInitial';
+      return this.send(backend.authSasl([SCRAM_SHA_256]));
     }
     this.ready();
   }
 
+  /** Ends the connection with a FATAL error (authentication failures, protocol violations). */
+  private refuse(code: '28P01' | '08P01', message: string, hint?: string): void {
+    this.state = 'closed';
+    this.socket.end(backend.error({ severity: 'FATAL', code, message, ...(hint ? { hint } : {}) }));
+  }
+
+  /** One step of SCRAM-SHA-256: SASLInitialResponse, then SASLResponse. */
   private auth(m: FrontendMessage): void {
-    const pw = this.options.password as string;
-    const inner = createHash('md5').update(pw + this.user).digest('hex');
-    const want = Buffer.from(`md5${createHash('md5').update(inner).update(this.salt).digest('hex')}`);
-    const got = Buffer.from(m.kind === 'password' ? m.password : '');
-    if (m.kind !== 'password' || got.length !== want.length || !timingSafeEqual(got, want)) {
-      this.socket.end(backend.error({ severity: 'FATAL', code: '28P01', message: `password authentication failed for user "${this.user}"` }));
-      return;
+    if (m.kind !== 'authResponse') return this.refuse('08P01', `protocol violation: expected a SASL response during authentication, got ${m.kind === 'other' ? `message ${JSON.stringify(m.code)}` : m.kind}`);
+    try {
+      if (this.state === 'saslInitial') {
+        const init = parseSaslInitialResponse(m.data);
+        if (init.mechanism !== SCRAM_SHA_256) return this.refuse('08P01', `protocol violation: SASL mechanism ${JSON.stringify(init.mechanism)} is not offered; this server offers ${SCRAM_SHA_256} only`);
+        if (init.data === null) return this.refuse('08P01', 'protocol violation: SASLInitialResponse carries no SCRAM client-first-message');
+        this.scram = new ScramExchange(this.verifier as ScramVerifier);
+        const serverFirst = this.scram.first(init.data);
+        this.state = 'saslResponse';
+        return this.send(backend.authSaslContinue(serverFirst));
+      }
+      const serverFinal = (this.scram as ScramExchange).final(m.data);
+      this.send(backend.authSaslFinal(serverFinal));
+      this.ready();
+    } catch (err) {
+      if (err instanceof ScramError && err.kind === 'auth') {
+        this.options.log?.(`pgwire: password authentication failed for user "${this.user}"`);
+        return this.refuse('28P01', `password authentication failed for user "${this.user}"`, 'the password is the first line of the file named by HD_SQL_PGWIRE_PASSWORD_FILE on the server');
+      }
+      const why = err instanceof ScramError || err instanceof PgProtocolError ? err.message : String(err);
+      return this.refuse('08P01', `protocol violation: ${why}`);
     }
-    this.ready();
   }
 
   private ready(): void {

@@ -4,6 +4,7 @@
  */
 import * as arrow from 'apache-arrow';
 import type { PgField } from './backend';
+import { arrayBinary, dateBinary, dateFromBinary, numericBinary, numericFromBinary, PgBinaryError, timestampBinary, timestampFromBinary } from './pgBinary';
 
 /** PostgreSQL type OIDs used here. */
 export const OID = { bool: 16, bytea: 17, int8: 20, int2: 21, int4: 23, text: 25, float4: 700, float8: 701, numeric: 1700, date: 1082, timestamp: 1114, timestamptz: 1184, boolArray: 1000, int2Array: 1005, int4Array: 1007, textArray: 1009, int8Array: 1016, float4Array: 1021, float8Array: 1022, numericArray: 1231 } as const;
@@ -92,10 +93,37 @@ export function textOf(t: arrow.DataType, v: unknown): string | null {
   return String(v);
 }
 
+const ELEMENT_OF: Readonly<Record<number, number>> = Object.fromEntries(Object.entries(ARRAY_OF).map(([el, arr]) => [arr, Number(el)]));
+
+function msOf(v: unknown): number {
+  return Number(v instanceof Date ? v.getTime() : v);
+}
+
 /** The binary form of one value, for the types that have one here; undefined where none. */
 export function binaryOf(oid: number, t: arrow.DataType, v: unknown): Buffer | undefined {
   const b = Buffer.alloc(8);
+  const element = ELEMENT_OF[oid];
+  if (element !== undefined && (arrow.DataType.isList(t) || arrow.DataType.isFixedSizeList(t))) {
+    const ct = (t.children[0] as arrow.Field).type;
+    const items: (Buffer | null)[] = [];
+    for (const x of v as Iterable<unknown>) {
+      if (x === null || x === undefined) items.push(null);
+      else {
+        const e = binaryOf(element, ct, x);
+        if (!e) return undefined;
+        items.push(e);
+      }
+    }
+    return arrayBinary(element, items);
+  }
   switch (oid) {
+    case OID.timestamp:
+    case OID.timestamptz:
+      return timestampBinary(msOf(v));
+    case OID.date:
+      return dateBinary(msOf(v));
+    case OID.numeric:
+      return numericBinary(textOf(t, v) ?? '0');
     case OID.int2:
       b.writeInt16BE(Number(v));
       return b.subarray(0, 2);
@@ -122,31 +150,54 @@ export function binaryOf(oid: number, t: arrow.DataType, v: unknown): Buffer | u
   }
 }
 
-/** A bind parameter's value from its wire bytes: text, or binary for int2/4/8, float4/8, bool. */
+/**
+ * A bind parameter's value from its wire bytes: text, or binary for int2/4/8, float4/8, bool,
+ * numeric, timestamp/timestamptz and date (as text DuckDB casts); other binary values as UTF-8.
+ * @throws PgBinaryError when binary bytes do not fit their type
+ */
 export function paramOf(raw: Buffer | null, format: number, oid: number): null | boolean | number | bigint | string {
   if (raw === null) return null;
   if (format === 1) {
+    const fixed = (n: number, what: string): void => {
+      if (raw.length !== n) throw new PgBinaryError(`binary ${what} parameter must be ${n} bytes, got ${raw.length}`);
+    };
     switch (oid) {
       case OID.int2:
+        fixed(2, 'int2');
         return raw.readInt16BE(0);
       case OID.int4:
+        fixed(4, 'int4');
         return raw.readInt32BE(0);
       case OID.int8: {
+        fixed(8, 'int8');
         const n = raw.readBigInt64BE(0);
         return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
       }
       case OID.float4:
+        fixed(4, 'float4');
         return raw.readFloatBE(0);
       case OID.float8:
+        fixed(8, 'float8');
         return raw.readDoubleBE(0);
       case OID.bool:
+        fixed(1, 'bool');
         return raw[0] !== 0;
+      case OID.numeric: {
+        const s = numericFromBinary(raw);
+        return s === 'NaN' ? s : Number(s);
+      }
+      case OID.timestamp:
+      case OID.timestamptz:
+        return timestampFromBinary(raw, oid === OID.timestamptz);
+      case OID.date:
+        return dateFromBinary(raw);
       default:
         return raw.toString('utf8');
     }
   }
   const s = raw.toString('utf8');
-  if (oid === OID.bool) return s === 't' || s === 'true';
+  // PostgreSQL's boolean input: t/true/yes/on/1 (pgjdbc sends TRUE/FALSE), any case.
+  if (oid === OID.bool) return /^\s*(t|true|y|yes|on|1)\s*$/i.test(s);
   // Untyped (0) and integer parameters that look like integers bind as integers, so `ts >= $1` compares numbers.
   if ((oid === 0 || oid === OID.int2 || oid === OID.int4 || oid === OID.int8) && /^-?\d{1,30}$/.test(s)) {
     const n = BigInt(s);

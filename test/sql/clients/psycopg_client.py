@@ -1,0 +1,80 @@
+"""psycopg 3 against hd_sql's PostgreSQL wire door (test/sql/pgClients.test.ts runs it).
+
+Usage: python psycopg_client.py HOST PORT USER PASSWORD
+Connects with the password (SCRAM-SHA-256), runs the shared queries and prints one JSON object:
+{"driver", "results": {name: {"columns", "rows"}}, "errors": {name: {"sqlstate", "message"}}} with every value in
+the canonical form the test compares (integers and decimals as strings, timestamps as ISO UTC).
+"""
+import datetime
+import decimal
+import json
+import sys
+
+import psycopg
+from psycopg import ClientCursor
+
+T0 = 1_700_000_000
+
+
+def canon(v):
+    if v is None or isinstance(v, bool):
+        return v
+    if isinstance(v, (int, decimal.Decimal, float)):
+        return str(v)
+    if isinstance(v, datetime.datetime):
+        u = v.astimezone(datetime.timezone.utc)
+        return u.strftime("%Y-%m-%dT%H:%M:%S.") + f"{u.microsecond // 1000:03d}Z"
+    if isinstance(v, list):
+        return [canon(x) for x in v]
+    return str(v)
+
+
+def table(cur):
+    return {"columns": [d.name for d in cur.description], "rows": [[canon(v) for v in row] for row in cur.fetchall()]}
+
+
+def failure(fn):
+    """The SQLSTATE and message of the error `fn` raises. libpq keeps no SQLSTATE for a failed
+    connection attempt, so psycopg's is None there and the test reads the message instead."""
+    try:
+        fn()
+    except psycopg.Error as e:
+        return {"sqlstate": e.sqlstate, "message": str(e)}
+    return {"sqlstate": "none", "message": "no error"}
+
+
+def main():
+    host, port, user, password = sys.argv[1:5]
+    conninfo = dict(host=host, port=int(port), user=user, dbname="hd", connect_timeout=10)
+    out = {"driver": f"psycopg {psycopg.__version__} (libpq {psycopg.pq.version()})", "results": {}, "errors": {}}
+    with psycopg.connect(**conninfo, password=password, autocommit=True) as conn:
+        # The simple query protocol: a client-side cursor merges nothing and sends one Query message.
+        with ClientCursor(conn) as cur:
+            cur.execute(f"SELECT proto, count(*) AS n, sum(bytes) AS total FROM flows WHERE ts >= {T0} AND ts < {T0 + 30} GROUP BY proto ORDER BY proto")
+            out["results"]["simple"] = table(cur)
+        with conn.cursor() as cur:
+            # Server-side binding (the extended protocol) with int, text, bool and timestamptz parameters.
+            at = datetime.datetime.fromtimestamp(T0 + 12, tz=datetime.timezone.utc)
+            cur.execute(
+                "SELECT ts, proto, src_ip, dst_port, to_timestamp(ts) AS at FROM flows "
+                "WHERE ts >= %s AND proto = %s AND (dst_port = 53) = %s AND to_timestamp(ts) < %s::TIMESTAMPTZ ORDER BY ts",
+                (T0, "icmp", True, at),
+                prepare=True,
+            )
+            out["results"]["prepared"] = table(cur)
+            cur.execute("SELECT CAST(NULL AS INTEGER) AS a, %s::VARCHAR AS b, %s::INTEGER AS c, 'x' AS d", (None, None))
+            out["results"]["nulls"] = table(cur)
+            cur.execute(
+                "SELECT [1, 2]::INTEGER[] AS ints, ['x', 'y z', NULL]::VARCHAR[] AS texts, 2.50::DECIMAL(5,2) AS d, "
+                "true AS b, 0.5::DOUBLE AS f, 12345678901::BIGINT AS big, 7::SMALLINT AS small, 'é ü' AS utf"
+            )
+            out["results"]["types"] = table(cur)
+            out["errors"]["unknownTable"] = failure(lambda: cur.execute("SELECT * FROM nope"))
+            # The connection stays usable after an error.
+            cur.execute("SELECT 1 AS one")
+            out["results"]["afterError"] = table(cur)
+    out["errors"]["wrongPassword"] = failure(lambda: psycopg.connect(**conninfo, password=password + "-wrong").close())
+    print(json.dumps(out))
+
+
+main()
