@@ -5,11 +5,13 @@
  * dispatches; results stream to the client's listener as in direct mode. Error paths run against a
  * second Proxy (in this process) with a stand-in SCC, and a plain HTTP server for malformed answers.
  */
+import { createPrivateKey } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type * as arrow from 'apache-arrow';
+import { SignJWT } from 'jose';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { generateRsaKey } from '../../control/pki/x509';
@@ -332,6 +334,32 @@ edge('timeout and cancel release the caller with an empty table and cancel at th
   ctx.scc.hold = undefined;
   await until(() => ctx.scc.cancels.length === 3);
   assert.is(ctx.scc.cancels[2]?.queryId, ctx.scc.queries[2]?.query_id);
+});
+
+edge('a Proxy that verifies JWTs takes the bearer token from a control header; a bad token is 401 saying what to give', async (ctx) => {
+  const issuer = await generateRsaKey(2048);
+  const px = await startTestProxy(ctx.dms, 'proxy-jwt', { jwt: { issuer: 'https://idp.example', publicKeyPem: issuer.publicKeyPem, audience: 'hd', roleClaim: 'role', emailClaim: 'email' } });
+  try {
+    const sign = (claims: Record<string, unknown>, exp: string): Promise<string> =>
+      new SignJWT(claims).setProtectedHeader({ alg: 'RS256' }).setIssuer('https://idp.example').setAudience('hd').setIssuedAt().setExpirationTime(exp).sign(createPrivateKey(issuer.privateKeyPem));
+    const client = (token: string): PlatformQueryClient => {
+      const q = new PlatformQueryClient(px.url, '127.0.0.1', '', { listenPort: 0, log: () => undefined, controlTls: { ca: ctx.dms.server.caCertPem } });
+      q.loadDatasetSchema(schemaJson);
+      q.addControlHeader('Authorization', `Bearer ${token}`);
+      return q;
+    };
+    await using ok = client(await sign({ role: 'guest', email: 'j@example.com' }, '5m'));
+    ok.setQueryTimeoutMs(100);
+    const before = ctx.scc.queries.length;
+    assert.is((await ok.executeDataset({ ...WINDOW })).numRows, 0);
+    assert.is(ctx.scc.queries.length, before + 1, 'the query reached the SCC through the JWT Proxy');
+    await using expired = client(await sign({ role: 'guest', email: 'j@example.com' }, '-1m'));
+    const e = (await expired.executeDataset({ ...WINDOW }).catch((x: unknown) => x)) as ProxyError;
+    assert.is(e.status, 401);
+    assert.match(e.message, /the bearer token was refused: it has expired.*Authorization/);
+  } finally {
+    await px.close();
+  }
 });
 
 edge('malformed Proxy answers: discoverSccTargets false naming the fault; a query answer that is no result event rejects', async () => {
