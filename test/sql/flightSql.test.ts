@@ -14,14 +14,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
-import * as arrow from 'apache-arrow';
-import protobuf from 'protobufjs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { PlatformIngestClient } from '../../sdk/platformIngestClient';
-import { flightServiceDefinition } from '../../sql/flight/flightServer';
 import { startCluster, type Cluster } from '../support/cluster';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
+import * as fc from './flightClient';
+import { any, anyOf, cmdDescriptor, dec, enc, ticket, type Status } from './flightClient';
 
 const ROOT = path.resolve(__dirname, '../..');
 const schemaJson = readFileSync(path.join(ROOT, 'pipelines/examples/data/flows.schema.json'), 'utf8');
@@ -49,14 +48,6 @@ let python = '';
 const ports = { flight: 0, http: 0, ret: 0 };
 const run = promisify(execFile);
 
-// protobufjs over the door's .proto files: requests built and answers read independently of its codec.
-const root = new protobuf.Root().loadSync([path.join(ROOT, 'sql/flight/Flight.proto'), path.join(ROOT, 'sql/flight/FlightSql.proto')], { keepCase: true });
-protobuf.parse('syntax = "proto3"; package google.protobuf; message Any { string type_url = 1; bytes value = 2; }', root, { keepCase: true });
-const T = (name: string): protobuf.Type => root.lookupType(name);
-const enc = (name: string, v: Record<string, unknown>): Buffer => Buffer.from(T(name).encode(T(name).fromObject(v)).finish());
-const any = (name: string, v: Record<string, unknown>): Buffer => Buffer.from(T('google.protobuf.Any').encode({ type_url: `type.googleapis.com/arrow.flight.protocol.sql.${name}`, value: enc(`arrow.flight.protocol.sql.${name}`, v) }).finish());
-const cmdDescriptor = (cmd: Buffer): Buffer => enc('arrow.flight.protocol.FlightDescriptor', { type: 2, cmd });
-
 /** Runs the ADBC client with `steps`; answers one JSON value per step. */
 function adbc(steps: unknown[]): Promise<unknown[]> {
   return new Promise((resolve, reject) => {
@@ -65,8 +56,8 @@ function adbc(steps: unknown[]): Promise<unknown[]> {
     let err = '';
     c.stdout.on('data', (d: Buffer) => (out += d.toString()));
     c.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    c.on('error', reject);
-    c.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as unknown[]) : reject(new Error(`flightsql_client.py exited ${code}: ${err}\n${sql.output()}`))));
+    c.once('error', reject);
+    c.once('exit', (code: number | null) => (code === 0 ? resolve(JSON.parse(out) as unknown[]) : reject(new Error(`flightsql_client.py exited ${code}: ${err}\n${sql.output()}`))));
     c.stdin.end(JSON.stringify(steps));
   });
 }
@@ -205,77 +196,17 @@ fs('notices (here: the default lookback applied) go to the service log', async (
 
 // --- malformed input over @grpc/grpc-js ---------------------------------------------------------
 
-const Client = grpc.makeGenericClientConstructor(flightServiceDefinition, 'FlightService');
-type Status = { code: number; details: string };
-
-function unary(name: 'GetFlightInfo' | 'GetSchema', req: Buffer): Promise<{ ok?: Buffer; err?: Status }> {
-  const c = new Client(`127.0.0.1:${ports.flight}`, grpc.credentials.createInsecure()) as unknown as Record<string, (r: Buffer, cb: (e: Status | null, v?: Buffer) => void) => void> & grpc.Client;
-  return new Promise((resolve) => {
-    c[name]?.call(c, req, (e, v) => {
-      c.close();
-      resolve(e ? { err: e } : { ok: v as Buffer });
-    });
-  });
-}
-
-function serverStream(name: 'DoGet' | 'DoAction', req: Buffer): Promise<{ messages: Buffer[]; err?: Status }> {
-  const c = new Client(`127.0.0.1:${ports.flight}`, grpc.credentials.createInsecure()) as unknown as Record<string, (r: Buffer) => grpc.ClientReadableStream<Buffer>> & grpc.Client;
-  return new Promise((resolve) => {
-    const messages: Buffer[] = [];
-    const call = (c[name] as (r: Buffer) => grpc.ClientReadableStream<Buffer>).call(c, req);
-    call.on('data', (m: Buffer) => messages.push(m));
-    call.on('error', (e: Status) => {
-      c.close();
-      resolve({ messages, err: e });
-    });
-    call.on('end', () => {
-      c.close();
-      resolve({ messages });
-    });
-  });
-}
-
-function duplex(name: 'DoPut' | 'DoExchange', reqs: Buffer[]): Promise<{ messages: Buffer[]; err?: Status }> {
-  const c = new Client(`127.0.0.1:${ports.flight}`, grpc.credentials.createInsecure()) as unknown as Record<string, () => grpc.ClientDuplexStream<Buffer, Buffer>> & grpc.Client;
-  return new Promise((resolve) => {
-    const messages: Buffer[] = [];
-    const call = (c[name] as () => grpc.ClientDuplexStream<Buffer, Buffer>).call(c);
-    call.on('data', (m: Buffer) => messages.push(m));
-    call.on('error', (e: Status) => {
-      c.close();
-      resolve({ messages, err: e });
-    });
-    call.on('end', () => {
-      c.close();
-      resolve({ messages });
-    });
-    for (const r of reqs) call.write(r);
-    call.end();
-  });
-}
+const addr = (): string => `127.0.0.1:${ports.flight}`;
+const unary = (name: 'GetFlightInfo' | 'GetSchema', req: Buffer): Promise<{ ok?: Buffer; err?: Status }> => fc.unary(addr(), name, req);
+const serverStream = (name: 'DoGet' | 'DoAction', req: Buffer): Promise<{ messages: Buffer[]; err?: Status }> => fc.serverStream(addr(), name, req);
+const duplex = (name: 'DoPut' | 'DoExchange', reqs: Buffer[]): Promise<{ messages: Buffer[]; err?: Status }> => fc.duplex(addr(), name, reqs);
 
 fs('grpc-js: the door’s FlightInfo and DoGet stream decode with protobufjs and apache-arrow', async () => {
   const q = `SELECT ts, proto FROM flows WHERE ${WINDOW} ORDER BY ts LIMIT 5`;
-  const info = await unary('GetFlightInfo', cmdDescriptor(any('CommandStatementQuery', { query: q })));
-  assert.ok(info.ok, JSON.stringify(info.err));
-  const fi = T('arrow.flight.protocol.FlightInfo').toObject(T('arrow.flight.protocol.FlightInfo').decode(info.ok as Buffer)) as { schema: Uint8Array; endpoint: { ticket: { ticket: Uint8Array } }[]; total_records: unknown };
-  assert.equal(arrow.tableFromIPC(fi.schema).schema.fields.map((f) => f.name), ['ts', 'proto']);
-  assert.is(fi.endpoint.length, 1);
-  const got = await serverStream('DoGet', enc('arrow.flight.protocol.Ticket', { ticket: fi.endpoint[0]?.ticket.ticket }));
-  assert.equal(got.err, undefined);
-  // Each FlightData is one IPC message: frame them back into a stream and read it.
-  const frames = got.messages.map((m) => T('arrow.flight.protocol.FlightData').toObject(T('arrow.flight.protocol.FlightData').decode(m)) as { data_header?: Uint8Array; data_body?: Uint8Array });
-  const parts: Buffer[] = [];
-  for (const f of frames) {
-    const h = Buffer.from(f.data_header ?? []);
-    const pad = (8 - (h.length % 8)) % 8;
-    const pre = Buffer.alloc(8);
-    pre.writeUInt32LE(0xffffffff, 0);
-    pre.writeUInt32LE(h.length + pad, 4);
-    parts.push(pre, h, Buffer.alloc(pad), Buffer.from(f.data_body ?? []));
-  }
-  const t = arrow.tableFromIPC(Buffer.concat(parts));
-  assert.equal(t.toArray().map((r: { ts: bigint }) => Number(r.ts)), all.map((f) => f.ts).sort((a, b) => a - b).slice(0, 5));
+  const r = await fc.fetchCommand(addr(), any('CommandStatementQuery', { query: q }));
+  assert.equal(r.err, undefined);
+  assert.equal(r.schema?.fields.map((f) => f.name), ['ts', 'proto']);
+  assert.equal(r.table?.toArray().map((x: { ts: bigint; proto: string }) => `${Number(x.ts)}:${x.proto}`), all.map((f) => f).sort((a, b) => a.ts - b.ts).slice(0, 5).map((f) => `${f.ts}:${f.proto}`));
 });
 
 fs('grpc-js: garbage descriptors, Any, tickets, actions and DoPut streams answer InvalidArgument / Unimplemented naming the problem', async () => {
@@ -284,19 +215,22 @@ fs('grpc-js: garbage descriptors, Any, tickets, actions and DoPut streams answer
     ['descriptor not protobuf', unary('GetFlightInfo', Buffer.from([0x0a, 0xff, 0xff])), INVALID, /malformed protobuf/],
     ['PATH descriptor', unary('GetFlightInfo', enc('arrow.flight.protocol.FlightDescriptor', { type: 1, path: ['flows'] })), INVALID, /only CMD descriptors/],
     ['cmd not an Any', unary('GetFlightInfo', cmdDescriptor(Buffer.from('SELECT 1'))), INVALID, /not a Flight SQL command/],
-    ['Any of another type', unary('GetSchema', cmdDescriptor(Buffer.from(T('google.protobuf.Any').encode({ type_url: 'type.googleapis.com/foo.Bar', value: Buffer.from([1]) }).finish()))), INVALID, /foo\.Bar.*not a Flight SQL command/],
-    ['Any with a bad value', unary('GetFlightInfo', cmdDescriptor(Buffer.from(T('google.protobuf.Any').encode({ type_url: 'type.googleapis.com/arrow.flight.protocol.sql.CommandStatementQuery', value: Buffer.from([0x0a, 0x05, 0x41]) }).finish()))), INVALID, /malformed protobuf/],
-    ['unimplemented command', unary('GetFlightInfo', cmdDescriptor(Buffer.from(T('google.protobuf.Any').encode({ type_url: 'type.googleapis.com/arrow.flight.protocol.sql.CommandGetXdbcTypeInfo', value: Buffer.alloc(0) }).finish()))), grpc.status.UNIMPLEMENTED, /CommandGetXdbcTypeInfo is not implemented/],
+    ['Any of another type', unary('GetSchema', cmdDescriptor(anyOf('type.googleapis.com/foo.Bar', Buffer.from([1])))), INVALID, /foo\.Bar.*not a Flight SQL command/],
+    ['Any with a bad value', unary('GetFlightInfo', cmdDescriptor(anyOf('type.googleapis.com/arrow.flight.protocol.sql.CommandStatementQuery', Buffer.from([0x0a, 0x05, 0x41])))), INVALID, /malformed protobuf/],
+    ['unimplemented command', unary('GetFlightInfo', cmdDescriptor(anyOf('type.googleapis.com/arrow.flight.protocol.sql.CommandGetXdbcTypeInfo', Buffer.alloc(0)))), grpc.status.UNIMPLEMENTED, /CommandGetXdbcTypeInfo is not implemented/],
     ['update command', unary('GetFlightInfo', cmdDescriptor(any('CommandStatementUpdate', { query: 'DELETE FROM flows' }))), grpc.status.UNIMPLEMENTED, /read-only/],
-    ['garbage ticket', serverStream('DoGet', enc('arrow.flight.protocol.Ticket', { ticket: Buffer.from('not a ticket at all') })), INVALID, /Ticket: not a Flight SQL command/],
+    ['garbage ticket', serverStream('DoGet', ticket(Buffer.from('not a ticket at all'))), INVALID, /Ticket: not a Flight SQL command/],
     ['ticket not protobuf', serverStream('DoGet', Buffer.from([0xff])), INVALID, /malformed protobuf/],
-    ['forged statement handle', serverStream('DoGet', enc('arrow.flight.protocol.Ticket', { ticket: any('TicketStatementQuery', { statement_handle: Buffer.from('{nope') }) })), INVALID, /not one this server issued/],
-    ['unknown prepared handle', serverStream('DoGet', enc('arrow.flight.protocol.Ticket', { ticket: any('CommandPreparedStatementQuery', { prepared_statement_handle: Buffer.from('x') }) })), INVALID, /unknown prepared statement handle/],
+    ['forged statement handle', serverStream('DoGet', ticket(any('TicketStatementQuery', { statement_handle: Buffer.from('{nope') }))), INVALID, /not one this server issued/],
+    ['unknown prepared handle', serverStream('DoGet', ticket(any('CommandPreparedStatementQuery', { prepared_statement_handle: Buffer.from('x') }))), INVALID, /unknown prepared statement handle/],
     ['unknown action', serverStream('DoAction', enc('arrow.flight.protocol.Action', { type: 'DropEverything' })), grpc.status.UNIMPLEMENTED, /DropEverything/],
     ['action body not an Any', serverStream('DoAction', enc('arrow.flight.protocol.Action', { type: 'CreatePreparedStatement', body: Buffer.from([0x08]) })), INVALID, /malformed protobuf|not a Flight SQL command/],
     ['DoPut without a descriptor', duplex('DoPut', [enc('arrow.flight.protocol.FlightData', { data_header: Buffer.from([1, 2]) })]), INVALID, /FlightDescriptor/],
     ['DoPut not protobuf', duplex('DoPut', [Buffer.from([0x0a, 0x7f])]), INVALID, /malformed protobuf/],
     ['DoExchange', duplex('DoExchange', []), grpc.status.UNIMPLEMENTED, /DoExchange is not supported/],
+    ['SqlInfo ids truncated', unary('GetFlightInfo', cmdDescriptor(anyOf('type.googleapis.com/arrow.flight.protocol.sql.CommandGetSqlInfo', Buffer.from([0x0a, 0x01, 0x80])))), INVALID, /truncated packed varint/],
+    ['GetTables with a bad field type', unary('GetSchema', cmdDescriptor(anyOf('type.googleapis.com/arrow.flight.protocol.sql.CommandGetTables', Buffer.from([0x28, 0x01, 0x0a, 0x01])))), INVALID, /malformed protobuf/],
+    ['GetTables include_schema as bytes', unary('GetSchema', cmdDescriptor(anyOf('type.googleapis.com/arrow.flight.protocol.sql.CommandGetTables', Buffer.from([0x2a, 0x00])))), INVALID, /include_schema.*should be a varint/],
   ];
   for (const [what, p, code, message] of cases) {
     const r = await p;
@@ -306,9 +240,9 @@ fs('grpc-js: garbage descriptors, Any, tickets, actions and DoPut streams answer
   // DoPut with a prepared handle and a body that is not Arrow IPC.
   const created = await serverStream('DoAction', enc('arrow.flight.protocol.Action', { type: 'CreatePreparedStatement', body: any('ActionCreatePreparedStatementRequest', { query: 'SELECT count(*) FROM flows WHERE ts > $1' }) }));
   assert.equal(created.err, undefined);
-  const anyResult = T('google.protobuf.Any').decode(T('arrow.flight.protocol.Result').toObject(T('arrow.flight.protocol.Result').decode(created.messages[0] as Buffer)).body as Uint8Array) as unknown as { type_url: string; value: Uint8Array };
+  const anyResult = dec<{ type_url: string; value: Uint8Array }>('google.protobuf.Any', dec<{ body: Uint8Array }>('arrow.flight.protocol.Result', created.messages[0] as Buffer).body);
   assert.match(anyResult.type_url, /ActionCreatePreparedStatementResult$/);
-  const handle = (T('arrow.flight.protocol.sql.ActionCreatePreparedStatementResult').decode(anyResult.value) as unknown as { prepared_statement_handle: Uint8Array }).prepared_statement_handle;
+  const handle = dec<{ prepared_statement_handle: Uint8Array }>('arrow.flight.protocol.sql.ActionCreatePreparedStatementResult', anyResult.value).prepared_statement_handle;
   const badIpc = await duplex('DoPut', [enc('arrow.flight.protocol.FlightData', { flight_descriptor: { type: 2, cmd: any('CommandPreparedStatementQuery', { prepared_statement_handle: handle }) }, data_header: Buffer.from([1, 2, 3, 4]), data_body: Buffer.from([9]) })]);
   assert.is(badIpc.err?.code, INVALID, JSON.stringify(badIpc.err));
   assert.match(badIpc.err?.details ?? '', /not an Arrow IPC stream/);
