@@ -20,6 +20,8 @@ export interface VerdictMismatch {
 /** Accounting of the current query; reset by `reset` (prepareQuery, or the start of the next query). */
 export class QueryAccounting {
   private expected: Set<string> | undefined;
+  /** Expected batches not yet settled (arrived, failed or absent): completeness is its size, not a scan per event. */
+  private readonly pending = new Set<string>();
   private readonly found = new Map<string, number>();
   private readonly errors = new Map<string, BatchError>();
   /** Batches no replica stores (an interval nobody ingested): absent, not failed. */
@@ -30,6 +32,7 @@ export class QueryAccounting {
   /** Clears everything, the verdict included. */
   reset(): void {
     this.expected = undefined;
+    this.pending.clear();
     this.found.clear();
     this.errors.clear();
     this.absent.clear();
@@ -44,6 +47,8 @@ export class QueryAccounting {
   /** The batches the query is waiting for (hex ids). Without it, the query payload's list is used. */
   expect(batchIds: Iterable<string>): void {
     this.expected = new Set([...batchIds].map((b) => b.toLowerCase()));
+    this.pending.clear();
+    for (const b of this.expected) if (!this.found.has(b) && !this.errors.has(b) && !this.absent.has(b)) this.pending.add(b);
     this.onChange?.();
   }
 
@@ -55,6 +60,7 @@ export class QueryAccounting {
   /** Records one arrived batch (a later failure notice for it no longer counts). */
   batchArrived(batchId: string, records: number): void {
     this.found.set(batchId, records);
+    this.pending.delete(batchId);
     this.errors.delete(batchId);
     this.absent.delete(batchId);
     this.onChange?.();
@@ -66,6 +72,7 @@ export class QueryAccounting {
    */
   batchFailed(e: BatchError): void {
     if (this.found.has(e.batchId) || this.errors.has(e.batchId)) return this.onChange?.();
+    this.pending.delete(e.batchId);
     if (isNotHeld(e)) this.absent.add(e.batchId);
     else {
       this.absent.delete(e.batchId);
@@ -76,9 +83,7 @@ export class QueryAccounting {
 
   /** Every expected batch arrived or failed. */
   get complete(): boolean {
-    if (!this.expected) return false;
-    for (const b of this.expected) if (!this.found.has(b) && !this.errors.has(b) && !this.absent.has(b)) return false;
-    return true;
+    return this.expected !== undefined && this.pending.size === 0;
   }
 
   /** Batches that arrived, in arrival order. */

@@ -145,6 +145,26 @@ t('accounting: found, missing, one error per batch, verdict mismatches', () => {
   assert.is(a.filterVerdict, undefined);
 });
 
+t('accounting of a long window: completes exactly when the last of 50 000 batches settles; batches settled before the expectation count', () => {
+  // 8 days of 60 s intervals is 11 520 batch ids; the dispatch limit is 100 000. Completeness is checked
+  // after every notice, so it must not rescan the window each time.
+  const n = 50_000;
+  const a = new QueryAccounting();
+  a.batchArrived(B(0), 1); // an early stream can beat set_expected_batches
+  a.expect(Array.from({ length: n }, (_, i) => B(i)));
+  let completions = 0;
+  a.watch(() => void (a.complete && completions++));
+  for (let i = 1; i < n; i++) {
+    if (i % 3 === 0) a.batchArrived(B(i), 2);
+    else a.batchFailed({ batchId: B(i), code: 13, message: `batch ${B(i)} of 'flows' is not held by node 'sn1'` });
+    if (i === n - 2) assert.not.ok(a.complete, 'one batch still pending');
+  }
+  assert.ok(a.complete);
+  assert.is(completions, 1, 'complete once, at the last batch');
+  assert.is(a.batchErrors().length, 0, 'absent batches are not errors');
+  assert.is(a.missingBatchIds().length, n - 1 - Math.floor((n - 1) / 3));
+});
+
 t('verdict JSON: the result event or the bare verdict; anything else is refused', () => {
   assert.equal(verdictFromJson(JSON.stringify({ verdict: { would_exclude_batches: [B(7)], bloomrf_mode: 'exact' } })), { wouldExcludeBatches: [B(7)], bloomrfMode: 'exact' });
   assert.equal(verdictFromJson(JSON.stringify({ would_exclude_batches: [] })), { wouldExcludeBatches: [], bloomrfMode: 'none' });
