@@ -11,8 +11,9 @@ import type { SqlParam } from '../../sdk/local/localSqlSession';
 import type { SqlEngine, SqlResult } from '../sqlEngine';
 import { SqlError } from '../sqlError';
 import { backend, type PgErrorFields } from './backend';
-import { FrontendParser, parseSaslInitialResponse, PgProtocolError, type FrontendMessage } from './frontend';
-import { SCRAM_SHA_256, ScramError, ScramExchange, scramVerifier, type ScramVerifier } from './scram';
+import { FrontendParser, PgProtocolError, type FrontendMessage } from './frontend';
+import { SaslLogin } from './saslLogin';
+import { scramVerifier, type ScramVerifier } from './scram';
 import { PgBinaryError } from './pgBinary';
 import { binaryOf, fieldsOf, paramOf, textOf } from './pgTypes';
 
@@ -104,9 +105,9 @@ class PgConnection {
   private readonly pid = randomInt(1, 0x7fffffff);
   private readonly secret = randomInt(1, 0x7fffffff);
   private queue: Promise<void> = Promise.resolve();
-  private state: 'startup' | 'saslInitial' | 'saslResponse' | 'ready' | 'closed' = 'startup';
+  private state: 'startup' | 'login' | 'ready' | 'closed' = 'startup';
   private user = '';
-  private scram: ScramExchange | undefined;
+  private login: SaslLogin | undefined;
   private readonly statements = new Map<string, Statement>();
   private readonly portals = new Map<string, Portal>();
   private skipToSync = false;
@@ -127,8 +128,7 @@ class PgConnection {
         msgs = this.parser.push(chunk);
       } catch (err) {
         const m = err instanceof PgProtocolError ? err.message : String(err);
-        this.state = 'closed';
-        this.socket.end(backend.error({ severity: 'FATAL', code: '08P01', message: `protocol violation: ${m}` }));
+        this.refuse('08P01', `protocol violation: ${m}`);
         return;
       }
       for (const m of msgs) this.queue = this.queue.then(() => this.handle(m)).catch((err: unknown) => this.fatal(err));
@@ -165,7 +165,7 @@ class PgConnection {
   private async handle(m: FrontendMessage): Promise<void> {
     if (this.state === 'closed') return;
     if (this.state === 'startup') return this.startup(m);
-    if (this.state === 'saslInitial' || this.state === 'saslResponse') return this.auth(m);
+    if (this.state === 'login') return this.auth(m);
     if (this.skipToSync && m.kind !== 'sync') return;
     switch (m.kind) {
       case 'query':
@@ -222,42 +222,32 @@ class PgConnection {
     if (m.kind !== 'startup') return this.fatal(new Error('expected a startup message'));
     this.user = m.params['user'] ?? '';
     if (this.verifier !== undefined) {
-      this.state = 'saslInitial';
-      return this.send(backend.authSasl([SCRAM_SHA_256]));
+      this.state = 'login';
+      this.login = new SaslLogin(this.verifier, this.user);
+      return this.send(this.login.request());
     }
     this.ready();
   }
 
   /** Ends the connection with a FATAL error (authentication failures, protocol violations). */
-  private refuse(code: '28P01' | '08P01', message: string, hint?: string): void {
-    this.state = 'closed';
-    this.socket.end(backend.error({ severity: 'FATAL', code, message, ...(hint ? { hint } : {}) }));
+  private refuse(code: '28P01' | '08P01', message: string): void {
+    this.closeWith({ severity: 'FATAL', code, message });
   }
 
-  /** One step of SCRAM-SHA-256: SASLInitialResponse, then SASLResponse. */
+  private closeWith(error: PgErrorFields): void {
+    this.state = 'closed';
+    this.socket.end(backend.error(error));
+  }
+
+  /** One step of the SASL login. */
   private auth(m: FrontendMessage): void {
-    if (m.kind !== 'authResponse') return this.refuse('08P01', `protocol violation: expected a SASL response during authentication, got ${m.kind === 'other' ? `message ${JSON.stringify(m.code)}` : m.kind}`);
-    try {
-      if (this.state === 'saslInitial') {
-        const init = parseSaslInitialResponse(m.data);
-        if (init.mechanism !== SCRAM_SHA_256) return this.refuse('08P01', `protocol violation: SASL mechanism ${JSON.stringify(init.mechanism)} is not offered; this server offers ${SCRAM_SHA_256} only`);
-        if (init.data === null) return this.refuse('08P01', 'protocol violation: SASLInitialResponse carries no SCRAM client-first-message');
-        this.scram = new ScramExchange(this.verifier as ScramVerifier);
-        const serverFirst = this.scram.first(init.data);
-        this.state = 'saslResponse';
-        return this.send(backend.authSaslContinue(serverFirst));
-      }
-      const serverFinal = (this.scram as ScramExchange).final(m.data);
-      this.send(backend.authSaslFinal(serverFinal));
-      this.ready();
-    } catch (err) {
-      if (err instanceof ScramError && err.kind === 'auth') {
-        this.options.log?.(`pgwire: password authentication failed for user "${this.user}"`);
-        return this.refuse('28P01', `password authentication failed for user "${this.user}"`, 'the password is the first line of the file named by HD_SQL_PGWIRE_PASSWORD_FILE on the server');
-      }
-      const why = err instanceof ScramError || err instanceof PgProtocolError ? err.message : String(err);
-      return this.refuse('08P01', `protocol violation: ${why}`);
+    const step = (this.login as SaslLogin).step(m);
+    if (step.kind === 'refuse') {
+      if (step.error.code === '28P01') this.options.log?.(`pgwire: ${step.error.message}`);
+      return this.closeWith(step.error);
     }
+    this.send(step.send);
+    if (step.kind === 'done') this.ready();
   }
 
   private ready(): void {

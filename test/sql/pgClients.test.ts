@@ -122,7 +122,7 @@ clients('node-postgres answers the shared queries (the reference the other drive
   assert.is(expected.errors.unknownTable?.sqlstate, '42P01');
 });
 
-clients('psycopg 3 (libpq): SCRAM login, simple and server-side-bound queries equal node-postgres; 28P01 and 42P01', async () => {
+clients('psycopg 3 (libpq): SCRAM login, simple and server-side-bound queries, text and binary results equal node-postgres; 28P01 and 42P01', async () => {
   const { stdout } = await run(python, [path.join(__dirname, 'clients/psycopg_client.py'), '127.0.0.1', String(port), 'tester', PASSWORD], { timeout: 120_000 });
   const out = JSON.parse(stdout) as ClientOutput;
   assert.match(out.driver, /^psycopg 3\./);

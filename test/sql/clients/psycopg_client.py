@@ -1,7 +1,8 @@
 """psycopg 3 against hd_sql's PostgreSQL wire door (test/sql/pgClients.test.ts runs it).
 
 Usage: python psycopg_client.py HOST PORT USER PASSWORD
-Connects with the password (SCRAM-SHA-256), runs the shared queries and prints one JSON object:
+Connects with the password (SCRAM-SHA-256), runs the shared queries (the prepared and the types
+query a second time with binary results, which must agree) and prints one JSON object:
 {"driver", "results": {name: {"columns", "rows"}}, "errors": {name: {"sqlstate", "message"}}} with every value in
 the canonical form the test compares (integers and decimals as strings, timestamps as ISO UTC).
 """
@@ -33,6 +34,15 @@ def table(cur):
     return {"columns": [d.name for d in cur.description], "rows": [[canon(v) for v in row] for row in cur.fetchall()]}
 
 
+def same_in_binary(conn, name, out, query, params=None):
+    """Runs `query` again asking for every result column in binary; it must answer the same."""
+    with conn.cursor(binary=True) as cur:
+        cur.execute(query, params)
+        again = table(cur)
+    if again != out["results"][name]:
+        raise SystemExit(f"{name}: binary results {again} differ from text results {out['results'][name]}")
+
+
 def failure(fn):
     """The SQLSTATE and message of the error `fn` raises. libpq keeps no SQLSTATE for a failed
     connection attempt, so psycopg's is None there and the test reads the message instead."""
@@ -55,20 +65,22 @@ def main():
         with conn.cursor() as cur:
             # Server-side binding (the extended protocol) with int, text, bool and timestamptz parameters.
             at = datetime.datetime.fromtimestamp(T0 + 12, tz=datetime.timezone.utc)
-            cur.execute(
+            prepared = (
                 "SELECT ts, proto, src_ip, dst_port, to_timestamp(ts) AS at FROM flows "
-                "WHERE ts >= %s AND proto = %s AND (dst_port = 53) = %s AND to_timestamp(ts) < %s::TIMESTAMPTZ ORDER BY ts",
-                (T0, "icmp", True, at),
-                prepare=True,
+                "WHERE ts >= %s AND proto = %s AND (dst_port = 53) = %s AND to_timestamp(ts) < %s::TIMESTAMPTZ ORDER BY ts"
             )
+            cur.execute(prepared, (T0, "icmp", True, at), prepare=True)
             out["results"]["prepared"] = table(cur)
+            same_in_binary(conn, "prepared", out, prepared, (T0, "icmp", True, at))
             cur.execute("SELECT CAST(NULL AS INTEGER) AS a, %s::VARCHAR AS b, %s::INTEGER AS c, 'x' AS d", (None, None))
             out["results"]["nulls"] = table(cur)
-            cur.execute(
+            types = (
                 "SELECT [1, 2]::INTEGER[] AS ints, ['x', 'y z', NULL]::VARCHAR[] AS texts, 2.50::DECIMAL(5,2) AS d, "
                 "true AS b, 0.5::DOUBLE AS f, 12345678901::BIGINT AS big, 7::SMALLINT AS small, 'é ü' AS utf"
             )
+            cur.execute(types)
             out["results"]["types"] = table(cur)
+            same_in_binary(conn, "types", out, types)
             out["errors"]["unknownTable"] = failure(lambda: cur.execute("SELECT * FROM nope"))
             # The connection stays usable after an error.
             cur.execute("SELECT 1 AS one")
