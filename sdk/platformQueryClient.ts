@@ -399,9 +399,9 @@ export class PlatformQueryClient {
     return localAddressToward(to.host, to.port);
   }
 
-  /** Where a cancel goes in Proxy mode: the SCC the Proxy named, else every SCC of the topology. */
+  /** Where a cancel goes in Proxy mode: the SCC the Proxy named, else every target (the topology's when none are set). */
   private async cancelTargets(scc: string | undefined): Promise<SccTarget[]> {
-    if (this.targetNames.length === 0 && !(await this.discoverSccTargets())) throw new Error(`no SCC to cancel at: ${this.error?.message ?? ''}`);
+    if (this.targets.length === 0 && !(await this.discoverSccTargets())) throw new Error(`no SCC to cancel at: ${this.error?.message ?? ''}`);
     const i = scc === undefined ? -1 : this.targetNames.indexOf(scc);
     return i >= 0 ? [this.targets[i] as SccTarget] : [...this.targets];
   }
