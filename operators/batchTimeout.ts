@@ -1,7 +1,7 @@
 import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
 import type { BatchID } from '../engine-rs/batchId';
 import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
-import type { BbnElement, Chunk, ControlElement, EobElement } from './chunk';
+import type { AckResult, BbnElement, Chunk, ControlElement, EobElement } from './chunk';
 import { StageCounters } from './stageCounters';
 
 /** A batch's state in the reference's ingest state table. */
@@ -35,6 +35,12 @@ interface Entry {
   count: number;
   /** Why the batch left `open`, for messages about late elements. */
   why: string;
+  /**
+   * Set on a discarded batch once its sender sent a bbn for it (the bbn that discarded it, or one
+   * repeated after a timeout or refusal discarded it): the sender replaces the batch, so its next
+   * records or eob open the batch afresh under the same id.
+   */
+  replaceable?: boolean;
   timer?: Subscription;
 }
 
@@ -50,7 +56,15 @@ const keyOf = (dataset: string, batchId: BatchID): string => `${dataset}\n${batc
  *
  * Refused, never forwarded: records for a closed or discarded batch (counted dropped, reported);
  * an eob for a batch no longer open and a bbn for a closed one (their `ack` answers with an error
- * naming the state). A bbn repeated for a discarded batch is acknowledged again (idempotent).
+ * naming the state; a closed batch's answer says how many records it holds). A bbn repeated for a
+ * discarded batch is acknowledged again (idempotent); a bbn for a batch never seen is acknowledged
+ * here and not forwarded (no replica holds anything of it).
+ *
+ * Batch replace (docs/scc.md): a sender's bbn marks the discarded batch replaceable, and the next
+ * records or eob of that batch id open it afresh — so an ingester restarted after a crash discards
+ * the half-sent copy and sends the batch again. A closed batch is never replaced. An eob whose
+ * answer is a refusal (hash or count mismatch, no replica made it durable) turns the batch from
+ * closed to discarded, so it too can be replaced after a bbn.
  * When the input completes, open batches stay open (a stopping SCC commits nothing half-sent);
  * their timers are cancelled.
  *
@@ -76,14 +90,17 @@ export function batchTimeout(opts: BatchTimeoutOptions): OperatorFunction<Chunk,
         counters.errors++;
         opts.onProblem?.(message);
       };
+      const remembered = (key: string, e: Entry): void => {
+        ended.set(key, e);
+        if (ended.size > remember) ended.delete(ended.keys().next().value as string);
+      };
       const leave = (key: string, e: Entry, to: 'closed' | 'discarded', why: string): void => {
         e.timer?.unsubscribe();
         e.timer = undefined;
         e.state = to;
         e.why = why;
         open.delete(key);
-        ended.set(key, e);
-        if (ended.size > remember) ended.delete(ended.keys().next().value as string);
+        remembered(key, e);
         opts.onTransition?.(e.batchId, e.dataset, to, why);
       };
       const emitControl = (el: ControlElement): void => {
@@ -105,27 +122,51 @@ export function batchTimeout(opts: BatchTimeoutOptions): OperatorFunction<Chunk,
           }
         }, timeoutMs);
       };
-      const opened = (key: string, dataset: string, batchId: BatchID): Entry | undefined => {
+      /**
+       * The batch's entry, opened on its first element. A discarded batch its sender replaces (a
+       * bbn came for it) opens afresh: what arrives now is the batch sent again from its start.
+       */
+      const opened = (key: string, dataset: string, batchId: BatchID): Entry => {
         const known = open.get(key) ?? ended.get(key);
-        if (known) return known;
+        if (known && !(known.state === 'discarded' && known.replaceable)) return known;
+        if (known) ended.delete(key);
         const e: Entry = { dataset, batchId, state: 'open', count: 0, why: '' };
         if (open.size >= maxOpen) {
           // Refusing the batch as a whole keeps its fate clear: its eob will be answered with this reason.
           e.state = 'discarded';
           e.why = `refused: ${maxOpen} batches are open already`;
-          ended.set(key, e);
-          if (ended.size > remember) ended.delete(ended.keys().next().value as string);
+          remembered(key, e);
           opts.onTransition?.(batchId, dataset, 'discarded', e.why);
           return e;
         }
         open.set(key, e);
-        opts.onTransition?.(batchId, dataset, 'open', 'first element');
+        opts.onTransition?.(batchId, dataset, 'open', known ? 'sent again after its bbn (batch replaced)' : 'first element');
         return e;
       };
       const refuse = (el: EobElement | BbnElement, e: Entry): void => {
-        const message = `batch ${el.batchId.toString()} of '${el.dataset}' is ${e.state} (${e.why}); its ${el.kind} is refused`;
+        const holds = e.state === 'closed' ? `; the batch holds ${e.count} records` : '';
+        const message = `batch ${el.batchId.toString()} of '${el.dataset}' is ${e.state} (${e.why}); its ${el.kind} is refused${holds}`;
         problem(message);
         el.ack?.({ ok: false, code: e.why.includes('timeout') ? HDWP_ERROR_FRAME_CODES.timeout : HDWP_ERROR_FRAME_CODES.protocol, message });
+      };
+      /**
+       * The eob with its answer watched: a refused eob (hash or count mismatch downstream, no
+       * replica made it durable) leaves nothing durable, so the batch counts as discarded, not
+       * closed — a later resend of it is not mistaken for a duplicate of a stored batch.
+       */
+      const watched = (key: string, e: Entry, el: EobElement): EobElement => {
+        const senderAck = el.ack;
+        return {
+          ...el,
+          ack: (r: AckResult) => {
+            if (!r.ok && e.state === 'closed' && ended.get(key) === e) {
+              e.state = 'discarded';
+              e.why = `its eob was refused: ${r.message}`;
+              opts.onTransition?.(e.batchId, e.dataset, 'discarded', e.why);
+            }
+            senderAck?.(r);
+          },
+        };
       };
 
       const upstream = source.subscribe({
@@ -139,7 +180,7 @@ export function batchTimeout(opts: BatchTimeoutOptions): OperatorFunction<Chunk,
               }
               counters.received += el.count;
               const key = keyOf(el.dataset, el.batchId);
-              const e = opened(key, el.dataset, el.batchId) as Entry;
+              const e = opened(key, el.dataset, el.batchId);
               if (e.state !== 'open') {
                 counters.dropped += el.count;
                 problem(`${el.count} records for batch ${el.batchId.toString()} of '${el.dataset}' refused: the batch is ${e.state} (${e.why})`);
@@ -151,14 +192,32 @@ export function batchTimeout(opts: BatchTimeoutOptions): OperatorFunction<Chunk,
               arm(key, e);
               return;
             }
-            case 'eob':
+            case 'eob': {
+              const key = keyOf(el.dataset, el.batchId);
+              const e = opened(key, el.dataset, el.batchId);
+              if (e.state !== 'open') {
+                refuse(el, e);
+                return;
+              }
+              leave(key, e, 'closed', 'closed by its eob');
+              emitControl(watched(key, e, el));
+              return;
+            }
             case 'bbn': {
               const key = keyOf(el.dataset, el.batchId);
-              const e = opened(key, el.dataset, el.batchId) as Entry;
-              if (e.state === 'open') {
-                leave(key, e, el.kind === 'eob' ? 'closed' : 'discarded', el.kind === 'eob' ? 'closed by its eob' : `discarded by its bbn: ${el.reason}`);
+              const e = open.get(key) ?? ended.get(key);
+              if (!e) {
+                // Never seen (or forgotten long ago): no replica holds a partial copy, nothing to forward.
+                const fresh: Entry = { dataset: el.dataset, batchId: el.batchId, state: 'discarded', count: 0, why: `discarded by its bbn: ${el.reason}`, replaceable: true };
+                remembered(key, fresh);
+                opts.onTransition?.(el.batchId, el.dataset, 'discarded', fresh.why);
+                el.ack?.({ ok: true });
+              } else if (e.state === 'open') {
+                leave(key, e, 'discarded', `discarded by its bbn: ${el.reason}`);
+                e.replaceable = true;
                 emitControl(el);
-              } else if (el.kind === 'bbn' && e.state === 'discarded') {
+              } else if (e.state === 'discarded') {
+                e.replaceable = true;
                 el.ack?.({ ok: true });
               } else {
                 refuse(el, e);

@@ -62,6 +62,16 @@ interface PendingBatch {
 
 /** The SCC's refusal of an eob for a batch it has already closed (by an eob or its batch timeout). */
 const ALREADY_CLOSED = /is closed \(closed by (its eob|the batch timeout)/;
+/** The record count the SCC's refusal names for a closed batch (operators/batchTimeout.ts). */
+const HOLDS = /the batch holds (\d+) records/;
+
+/**
+ * The reason of the bbn sent before a batch's first records in a run: whatever an earlier run of
+ * the ingester left half-sent under this batch id is discarded, and the batch is sent afresh
+ * (batch replace, docs/scc.md). The SCC refuses it only for a batch it has closed: then the batch
+ * is durable already and the records sent now are duplicates it drops.
+ */
+export const REPLACE_REASON = 'ingester: sending the batch afresh; discard any partial copy';
 
 /**
  * True when an SCC refused an eob only because it had already closed the batch: records read again
@@ -70,6 +80,27 @@ const ALREADY_CLOSED = /is closed \(closed by (its eob|the batch timeout)/;
  */
 export function isClosedAtScc(err: unknown): boolean {
   return err instanceof HdwpStreamError && err.code === 'ERR_HDWP_PEER_ERROR' && (err.frameCode === 1 || err.frameCode === 5) && ALREADY_CLOSED.test(err.message);
+}
+
+/**
+ * What the sink says about an eob the SCC refused as closed: records sent again for a batch that
+ * is durable already. When the SCC's batch holds as many records as were sent now, the batch was
+ * acknowledged before a crash and only the commit was lost: a plain duplicate. Otherwise the
+ * batch was closed with other records — by the SCC's batch timeout while the ingester was down, or
+ * before records that came late for it — and the difference is not in HD.
+ */
+export function closedAtSccReport(where: string, sent: number, err: Error): string {
+  const held = HOLDS.exec(err.message);
+  const stored = held ? Number(held[1]) : undefined;
+  if (stored === sent) return `${where}: already durable at the SCC with the same ${sent} records (acknowledged before a restart, not yet committed); the ${sent} records sent again were dropped there as duplicates`;
+  const timeout = /closed by the batch timeout/.test(err.message);
+  return (
+    `${where}: the SCC had already closed it${stored === undefined ? '' : ` holding ${stored} records`}, so the ${sent} records sent now were dropped there` +
+    (timeout
+      ? ' — it was closed by the SCC\'s batch timeout while this batch was half sent (an ingester down longer than the SCC\'s BATCH_TIMEOUT_MS with TIMEOUT_ACTION=EOB): records of it that were not stored then are not in HD'
+      : ' (records read again after a restart, or late for their window)') +
+    `: ${err.message}`
+  );
 }
 
 function newBatch(): PendingBatch {
@@ -101,7 +132,9 @@ async function connectWithRetry(target: SccTarget, dataset: string, recordSize: 
 }
 
 /**
- * Sends `batched-records` to the SCC targets and completes once every batch was answered. A batch
+ * Sends `batched-records` to the SCC targets and completes once every batch was answered. Each
+ * batch starts with a bbn ({@link REPLACE_REASON}), so a copy an earlier run left half-sent at the
+ * SCC is replaced rather than mixed with the records sent now (docs/ingester.md). A batch
  * the SCC refuses fails the sink (and so the run), naming the batch, so nothing past it is
  * committed — except an eob refused because the SCC had already closed the batch (records read
  * again after a restart, or late for a window closed at a stop): those records are counted dropped,
@@ -171,7 +204,7 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
               counters.dropped += b.records;
               counters.errors++;
               if (el.kind === 'eob' && isClosedAtScc(err)) {
-                opts.report?.(`${where}: the SCC had already closed it, so its ${b.records} records (read again after a restart, or late for their window) were dropped there: ${(err as Error).message}`);
+                opts.report?.(closedAtSccReport(where, b.records, err as Error));
                 b.resolve();
                 return;
               }
@@ -194,6 +227,7 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
             counters.received += el.count;
             const key = keyOf(el.dataset, el.batchId.toHex());
             let b = batches.get(key);
+            const first = !b;
             if (!b) {
               b = newBatch();
               batches.set(key, b);
@@ -202,6 +236,12 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
             b.bytes += el.buf.length;
             const clients = await clientsFor(el, el.recordSize);
             const batchId = el.batchId;
+            if (first) {
+              // Batch replace: a half-sent copy from before a crash is discarded first. Its answer
+              // needs no wait (the stream keeps call order); a refusal means the SCC closed the
+              // batch already, which the eob's answer reports (isClosedAtScc).
+              for (const c of clients) c.sendBbn(batchId, REPLACE_REASON).catch(() => undefined);
+            }
             await Promise.all(clients.map((c) => c.sendRecords(batchId, el.buf)));
             return [];
           }

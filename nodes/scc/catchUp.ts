@@ -87,7 +87,9 @@ async function catchUpBatch(ctx: CatchUpContext, r: Replica, b: LoggedBatch, epo
   }
   if (b.end?.kind === 'bbn') {
     ctx.log.done(b, r.target.name);
-    r.behind.delete(b.key);
+    // Unless the batch was sent again meanwhile (batch replace): the new copy is still owed.
+    const now = ctx.log.get(b.dataset, b.batchId);
+    if (now === undefined || now === b) r.behind.delete(b.key);
     return;
   }
   if (!durableThere) {

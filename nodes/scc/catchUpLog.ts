@@ -67,11 +67,22 @@ export class CatchUpLog {
     return this.batches.get(batchKey(dataset, batchId));
   }
 
-  /** The batch, created with `replicas` waiting for it when new. */
+  /**
+   * The batch, created with `replicas` waiting for it when new. A logged batch that already ended
+   * with a bbn is replaced by a new entry: its sender discarded it and is sending it again (batch
+   * replace, docs/scc.md). Replicas still owed the old bbn are owed the new batch instead, whose
+   * catch-up starts with a bbn anyway.
+   */
   open(dataset: string, batchId: BatchID, recordSize: number, replicas: Iterable<string>): LoggedBatch {
     const key = batchKey(dataset, batchId);
     let b = this.batches.get(key);
-    if (!b) {
+    if (b?.end?.kind === 'bbn') {
+      const owed = b.waitingFor;
+      this.batches.delete(key);
+      this.recordBytes -= b.bytes;
+      b = { key, dataset, batchId, recordSize, chunks: [], bytes: 0, truncated: false, waitingFor: new Set([...replicas, ...owed]) };
+      this.batches.set(key, b);
+    } else if (!b) {
       b = { key, dataset, batchId, recordSize, chunks: [], bytes: 0, truncated: false, waitingFor: new Set(replicas) };
       this.batches.set(key, b);
       this.trimBatches();

@@ -17,7 +17,7 @@ const trace = (cs: Chunk[]): string[] =>
   cs.map((c) => (c.kind === 'records' ? `r ${num(c.batchId as BatchID)}:${c.count}` : c.kind === 'eob' ? `eob ${num(c.batchId)}:${c.recordCount}` : c.kind === 'bbn' ? `bbn ${num(c.batchId)}` : 'bytes'));
 
 /** Runs `fn` against the operator on virtual time; returns what came out. */
-const virtual = (o: { action: 'eob' | 'bbn'; timeoutMs?: number; counters?: StageCounters; problems?: string[]; states?: string[] }, fn: (src: Subject<Chunk>, at: (ms: number, f: () => void) => void) => void): Chunk[] => {
+const virtual = (o: { action: 'eob' | 'bbn'; timeoutMs?: number; counters?: StageCounters; problems?: string[]; states?: string[]; maxOpen?: number }, fn: (src: Subject<Chunk>, at: (ms: number, f: () => void) => void) => void): Chunk[] => {
   const scheduler = new VirtualTimeScheduler(undefined, 100_000);
   const src = new Subject<Chunk>();
   const got: Chunk[] = [];
@@ -27,6 +27,7 @@ const virtual = (o: { action: 'eob' | 'bbn'; timeoutMs?: number; counters?: Stag
         timeoutMs: o.timeoutMs ?? 100,
         action: o.action,
         scheduler,
+        maxOpenBatches: o.maxOpen,
         counters: o.counters,
         onProblem: (m) => o.problems?.push(m),
         onTransition: (b, _d, to: BatchState) => o.states?.push(`${num(b)} ${to}`),
@@ -60,28 +61,29 @@ st('open → closed on eob, open → discarded on bbn; elements pass through unc
 st('records after close or discard are refused, counted dropped and reported', () => {
   const counters = new StageCounters('records');
   const problems: string[] = [];
-  const got = virtual({ action: 'eob', timeoutMs: 0, counters, problems }, (src) => {
+  const got = virtual({ action: 'eob', timeoutMs: 0, counters, problems, maxOpen: 1 }, (src) => {
     src.next(recs(1, 2));
     src.next(eob(1, 2));
     src.next(recs(1, 5));
-    src.next(bbn(2));
-    src.next(recs(2, 7));
+    src.next(recs(2, 1));
+    src.next(recs(3, 7));
   });
-  assert.equal(trace(got), ['r 1:2', 'eob 1:2', 'bbn 2']);
-  assert.equal(counters.snapshot(), { unit: 'records', received: 14, sent: 2, dropped: 12, held: 0, errors: 2, controls: 2 });
+  assert.equal(trace(got), ['r 1:2', 'eob 1:2', 'r 2:1']);
+  assert.equal(counters.snapshot(), { unit: 'records', received: 15, sent: 3, dropped: 12, held: 0, errors: 2, controls: 1 });
   assert.match(problems[0], /5 records for batch .* refused: the batch is closed \(closed by its eob\)/);
-  assert.match(problems[1], /7 records .* the batch is discarded \(discarded by its bbn: sender gave up\)/);
+  assert.match(problems[1], /7 records .* the batch is discarded \(refused: 1 batches are open already\)/);
 });
 st('a second eob is refused through its ack; a repeated bbn is acknowledged again; bbn after close refused', () => {
   acks.length = 0;
   const got = virtual({ action: 'eob', timeoutMs: 0 }, (src) => {
     src.next(eob(1, 0));
     src.next(eob(1, 0));
+    src.next(recs(2, 1));
     src.next(bbn(2));
     src.next(bbn(2));
     src.next(bbn(1));
   });
-  assert.equal(trace(got), ['eob 1:0', 'bbn 2'], 'an empty batch closes with its eob alone');
+  assert.equal(trace(got), ['eob 1:0', 'r 2:1', 'bbn 2'], 'an empty batch closes with its eob alone');
   assert.is(acks.length, 3);
   assert.ok(!acks[0].ok && acks[0].code === 1 && /is closed \(closed by its eob\); its eob is refused/.test(acks[0].message));
   assert.equal(acks[1], { ok: true });
