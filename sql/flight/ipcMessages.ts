@@ -52,9 +52,37 @@ export function serializeSchema(schema: arrow.Schema): Buffer {
   return Buffer.from(arrow.tableToIPC(new arrow.Table(schema), 'stream'));
 }
 
-/** The IPC messages of a table, schema first (dictionaries and batches as apache-arrow writes them). */
-export function tableMessages(table: arrow.Table): IpcMessage[] {
-  return splitIpcStream(arrow.tableToIPC(table, 'stream'));
+/**
+ * The largest record batch body a FlightData should carry: gRPC clients refuse messages over their
+ * receive limit (4 MiB by default in Go's and Java's), so bigger batches are sent in row slices.
+ */
+export const MAX_BATCH_BYTES = 2 * 1024 * 1024;
+
+/** The bytes of a Data's buffers and its children's (dictionaries included). */
+function dataBytes(d: arrow.Data): number {
+  let n = (d.values?.byteLength ?? 0) + (d.valueOffsets?.byteLength ?? 0) + (d.nullBitmap?.byteLength ?? 0) + (d.typeIds?.byteLength ?? 0);
+  for (const c of d.children) n += dataBytes(c);
+  if (d.dictionary) for (const c of d.dictionary.data) n += dataBytes(c);
+  return n;
+}
+
+/** `batch`, or row slices of it each about `maxBytes` or less. */
+function sliced(batch: arrow.RecordBatch, maxBytes: number): arrow.RecordBatch[] {
+  const bytes = dataBytes(batch.data);
+  if (bytes <= maxBytes || batch.numRows <= 1) return [batch];
+  const rows = Math.max(1, Math.floor(batch.numRows / Math.ceil(bytes / maxBytes)));
+  const out: arrow.RecordBatch[] = [];
+  for (let at = 0; at < batch.numRows; at += rows) out.push(batch.slice(at, Math.min(batch.numRows, at + rows)));
+  return out;
+}
+
+/**
+ * The IPC messages of a table, schema first (dictionaries and batches as apache-arrow writes them),
+ * batches over `maxBytes` sent as row slices.
+ */
+export function tableMessages(table: arrow.Table, maxBytes = MAX_BATCH_BYTES): IpcMessage[] {
+  const batches = table.batches.flatMap((b) => sliced(b, maxBytes));
+  return splitIpcStream(arrow.tableToIPC(new arrow.Table(table.schema, batches), 'stream'));
 }
 
 /** Frames FlightData messages back into an IPC stream a reader takes (metadata padded to 8 bytes). */

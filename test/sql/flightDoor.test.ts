@@ -12,7 +12,7 @@ import { LocalSql } from '../../sdk/local/localSql';
 import { Catalog } from '../../sql/catalog';
 import type { DatasetFetcher } from '../../sql/datasetFetcher';
 import { FlightSqlServer } from '../../sql/flight/flightServer';
-import { IpcError, splitIpcStream, tableMessages } from '../../sql/flight/ipcMessages';
+import { IpcError, joinIpcMessages, splitIpcStream, tableMessages } from '../../sql/flight/ipcMessages';
 import { SqlEngine } from '../../sql/sqlEngine';
 import { SqlError } from '../../sql/sqlError';
 import { any, dec, duplex, enc, fetchCommand, serverStream, ticket, unary } from './flightClient';
@@ -128,6 +128,13 @@ door('IPC splitting: schema first, dictionaries before the batches that use them
   assert.is(kinds[1], arrow.MessageHeader.DictionaryBatch);
   assert.ok(kinds.slice(2).every((k) => k === arrow.MessageHeader.RecordBatch || k === arrow.MessageHeader.DictionaryBatch));
   assert.is(kinds.filter((k) => k === arrow.MessageHeader.RecordBatch).length, 2);
+  // A batch over the size limit goes as row slices, each message under it, the rows all there in order.
+  const big = new arrow.Table({ s: arrow.vectorFromArray(Array.from({ length: 1000 }, (_, i) => `${i}`.padEnd(100, 'x')), new arrow.Utf8()) });
+  const parts = tableMessages(big, 10_000);
+  assert.ok(parts.length > 10);
+  assert.ok(parts.every((m) => m.body.length <= 12_000), String(Math.max(...parts.map((m) => m.body.length))));
+  const back = arrow.tableFromIPC(joinIpcMessages(parts));
+  assert.equal(back.getChild('s')?.toArray(), big.getChild('s')?.toArray());
   const stream = arrow.tableToIPC(table, 'stream');
   assert.throws(() => splitIpcStream(stream.subarray(0, 12)), (e: unknown) => e instanceof IpcError);
   assert.throws(() => splitIpcStream(stream.subarray(0, stream.length - 20)), (e: unknown) => e instanceof IpcError);

@@ -115,6 +115,8 @@ fs('statement queries (GetFlightInfo + DoGet) answer the same rows as the HTTP d
     `SELECT proto, count(*) AS n, sum(bytes) AS b FROM flows WHERE ${WINDOW} GROUP BY proto ORDER BY proto`,
     `SELECT ts, bytes FROM "Network flows" WHERE ${WINDOW} ORDER BY ts, bytes`,
     'SHOW TABLES',
+    `SELECT ts FROM flows WHERE ${WINDOW} AND bytes < 0`,
+    "SELECT [1, 2] AS a, 'x' AS b, NULL AS c",
   ];
   const got = (await adbc(queries.map((q) => ({ op: 'query', sql: q })))) as { rows?: unknown[][]; columns?: string[][]; error?: unknown }[];
   for (const [i, q] of queries.entries()) {
