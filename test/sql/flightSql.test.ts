@@ -136,8 +136,12 @@ fs('a prepared statement binds parameters through DoPut and runs once per bindin
     [T0, T0 + 60, 443],
     [T0, T0 + BATCHES * 60, 22],
   ];
-  const [r] = (await adbc([{ op: 'prepared', sql: q, params: bindings }])) as { runs?: { rows: unknown[][] }[]; error?: unknown }[];
+  const [r, qmarks] = (await adbc([
+    { op: 'prepared', sql: q, params: bindings },
+    { op: 'prepared', sql: q.replace(/\$\d/g, '?'), params: bindings },
+  ])) as { runs?: { rows: unknown[][] }[]; error?: unknown }[];
   assert.equal(r?.error, undefined, JSON.stringify(r));
+  assert.equal(qmarks?.runs, r?.runs, JSON.stringify(qmarks));
   assert.equal(
     r?.runs?.map((x) => x.rows),
     bindings.map(([from, to, port]) => {
