@@ -36,7 +36,7 @@ const FILTER = { sub_queries: [{ filters: [{ field: 'dst_port', op: 'eq', value:
 function rows(t: arrow.Table, skip: string[] = []): string[] {
   return t
     .toArray()
-    .map((r: Record<string, unknown>) => JSON.stringify(Object.entries(r.toJSON ? (r.toJSON as () => Record<string, unknown>)() : r).filter(([k]) => !skip.includes(k)).map(([k, v]) => [k, String(v)])))
+    .map((r: { toJSON(): Record<string, unknown> }) => JSON.stringify(Object.entries(r.toJSON()).flatMap(([k, v]) => (skip.includes(k) ? [] : [[k, String(v)]]))))
     .sort();
 }
 
