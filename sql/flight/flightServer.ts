@@ -111,7 +111,11 @@ export class FlightSqlServer {
   listen(): Promise<ListenAddress> {
     const host = this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host;
     return new Promise((resolve, reject) => {
-      this.server.bindAsync(`${host}:${this.options.port}`, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve({ host: this.options.host, port })));
+      this.server.bindAsync(`${host}:${this.options.port}`, grpc.ServerCredentials.createInsecure(), (err, port) => {
+        // grpc-js says only "No address added" when the bind fails: the usual cause is a port in use.
+        if (err) reject(new Error(`${err.message} (is another process listening on port ${this.options.port}, or is the host not an address of this machine?)`, { cause: err }));
+        else resolve({ host: this.options.host, port });
+      });
     });
   }
 

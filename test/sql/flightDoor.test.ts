@@ -119,6 +119,19 @@ door('SqlInfo: the dense union reads back; asking for ids filters; catalog filte
   assert.equal((await serverStream(address, 'ListFlights', Buffer.alloc(0))).messages, []);
 });
 
+door('a port in use is refused at listen', async () => {
+  const address = await serve(hangingFetcher().fetcher, 1000);
+  const engine = new SqlEngine(new Catalog([flowsSchema]), local, hangingFetcher().fetcher, { lookbackSec: 3600, timeoutMs: 1000, maxRows: 0, qos: 1 });
+  const second = new FlightSqlServer(engine, { host: '127.0.0.1', port: Number(address.split(':')[1]), log: () => undefined });
+  const err = await second.listen().then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
+  await second.close();
+  assert.ok(err, 'a second server bound the same port');
+  assert.match(err?.message ?? '', /another process listening on port/);
+});
+
 door('IPC splitting: schema first, dictionaries before the batches that use them; truncated streams are refused', () => {
   const proto = arrow.vectorFromArray(['tcp', 'udp', 'tcp'], new arrow.Dictionary(new arrow.Utf8(), new arrow.Int32()));
   const table = new arrow.Table({ proto, n: arrow.vectorFromArray([1, 2, 3], new arrow.Int32()) });
