@@ -152,11 +152,12 @@ fs('a prepared statement binds parameters through DoPut and runs once per bindin
 });
 
 fs('catalog: get_objects, table schema, table types and SqlInfo describe the datasets', async () => {
-  const [objects, schema, types, info] = (await adbc([{ op: 'objects' }, { op: 'table_schema', table: 'flows' }, { op: 'table_types' }, { op: 'info' }])) as [
+  const [objects, schema, types, info, resultSchema] = (await adbc([{ op: 'objects' }, { op: 'table_schema', table: 'flows' }, { op: 'table_types' }, { op: 'info' }, { op: 'schema', sql: 'SELECT ts, proto, count(*) AS n FROM flows GROUP BY ALL' }])) as [
     { catalog_name: string; catalog_db_schemas: { db_schema_name: string; db_schema_tables: { table_name: string; table_type: string; table_columns: { column_name: string; ordinal_position: number }[] }[] }[] }[],
     string[][],
     string[],
     Record<string, unknown>,
+    string[][],
   ];
   const fields = (JSON.parse(schemaJson) as { fields: { name: string }[] }).fields.map((f) => f.name);
   assert.is(objects.length, 1, JSON.stringify(objects));
@@ -173,6 +174,8 @@ fs('catalog: get_objects, table schema, table types and SqlInfo describe the dat
   assert.equal(types, ['TABLE']);
   assert.is(info['vendor_name'], 'hd_sql');
   assert.type(info['vendor_version'], 'string');
+  assert.equal(resultSchema.map((c) => c[0]), ['ts', 'proto', 'n'], JSON.stringify(resultSchema));
+  assert.is(resultSchema[2]?.[1], 'int64');
 });
 
 fs('errors carry the reference gRPC status and SQLSTATE: unknown table, syntax error, a write', async () => {

@@ -5,6 +5,7 @@ stdin, runs each against the URI in argv[1] and prints one JSON answer per step 
 Steps: {"op": "query", "sql"}                        -> {"columns", "rows"} (a statement query, not prepared)
        {"op": "prepared", "sql", "params": [[...]]}   -> {"runs": [{"columns", "rows"}, ...]} (one prepared
                                                          statement executed once per parameter row)
+       {"op": "schema", "sql"}                        -> [[name, type], ...] of the result, not run
        {"op": "objects"}                              -> adbc_get_objects(depth="all") as a list
        {"op": "table_schema", "table"}                -> [[name, type], ...]
        {"op": "table_types"}                          -> [type, ...]
@@ -47,6 +48,10 @@ def run(conn, step):
                 cur.execute(step["sql"], row)
                 runs.append(result(cur))
         return {"runs": runs}
+    if op == "schema":
+        # The result schema without running the statement (GetSchema of CommandStatementQuery).
+        with conn.cursor() as cur:
+            return [[f.name, str(f.type)] for f in cur.adbc_execute_schema(step["sql"])]
     if op == "objects":
         return conn.adbc_get_objects(depth="all").read_all().to_pylist()
     if op == "table_schema":
