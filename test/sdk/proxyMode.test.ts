@@ -140,7 +140,8 @@ const proxyClient = (ctx: Ctx, role: string): PlatformQueryClient => {
 
 pm('the ingest client finds the SCCs with discoverSccTargets and ingests; Proxy-mode rows equal direct-mode rows', async (ctx) => {
   {
-    await using ingest = new PlatformIngestClient('', '', { proxyUrl: ctx.proxyUrl, controlTls: { ca: ctx.dms.server.caCertPem } });
+    // The control-plane interface is the local address of the topology request.
+    await using ingest = new PlatformIngestClient('', '127.0.0.1', { proxyUrl: ctx.proxyUrl, controlTls: { ca: ctx.dms.server.caCertPem } });
     ingest.loadDatasetSchema(schemaJson);
     assert.ok(await ingest.discoverSccTargets(), String(ingest.lastError));
     assert.equal(ingest.sccTargets, [{ host: ctx.cluster.host, port: ctx.cluster.scc.productionPort, grpcPort: ctx.cluster.scc.queryGrpcPort }]);
