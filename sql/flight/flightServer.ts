@@ -12,7 +12,6 @@ import type * as arrow from 'apache-arrow';
 import { tableFromIPC } from 'apache-arrow';
 import { ProtoWireError } from '../../query/protoWire';
 import type { SqlParam } from '../../sdk/local/localSqlSession';
-import { paramCount } from '../pgwire/pgServer';
 import type { ListenAddress } from '../serverSettings';
 import type { SqlEngine } from '../sqlEngine';
 import { SqlError } from '../sqlError';
@@ -76,11 +75,12 @@ function statusOf(err: unknown): Partial<grpc.StatusObject> {
   return { code: e.codes.grpc, details: `${e.message} (SQLSTATE ${e.codes.sqlstate})`, metadata };
 }
 
-/** The number of parameters of a statement: `$n` placeholders, or else `?` ones (outside quotes). */
+/** The number of parameters of a statement: the highest `$n`, or else the count of `?` (outside quotes). */
 function placeholders(sql: string): number {
-  const n = paramCount(sql);
-  if (n > 0) return n;
-  return (sql.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"/g, '').match(/\?/g) ?? []).length;
+  const bare = sql.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"/g, '');
+  let n = 0;
+  for (const m of bare.matchAll(/\$(\d+)/g)) n = Math.max(n, Number(m[1]));
+  return n > 0 ? n : (bare.match(/\?/g) ?? []).length;
 }
 
 /** A bound parameter value from an Arrow cell. */
