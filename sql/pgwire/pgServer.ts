@@ -8,11 +8,13 @@ import { randomInt } from 'node:crypto';
 import net from 'node:net';
 import type * as arrow from 'apache-arrow';
 import type { SqlParam } from '../../sdk/local/localSqlSession';
-import type { SqlEngine, SqlResult } from '../sqlEngine';
+import type { SqlEngine } from '../sqlEngine';
 import { SqlError } from '../sqlError';
 import { backend, type PgErrorFields } from './backend';
 import { FrontendParser, PgProtocolError, type FrontendMessage } from './frontend';
 import { SaslLogin } from './saslLogin';
+import { EXTRA_SETTINGS, sessionAnswer, SessionSettings } from './sessionQueries';
+import { COPY_TO_STDOUT, paramCount, SESSION_STATEMENT, tagOf } from './statementKinds';
 import { scramVerifier, type ScramVerifier } from './scram';
 import { PgBinaryError } from './pgBinary';
 import { binaryOf, fieldsOf, paramOf, textOf } from './pgTypes';
@@ -37,12 +39,15 @@ interface Portal {
   readonly statement: Statement;
   readonly params: SqlParam[];
   readonly resultFormats: readonly number[];
-  result?: SqlResult;
+  result?: Answer;
   sent: number;
 }
 
-const SESSION_STATEMENT = /^\s*(SET|RESET|BEGIN|START\s+TRANSACTION|COMMIT|END|ROLLBACK|DISCARD|DEALLOCATE|UNLISTEN|CLOSE)\b/i;
-const COPY_TO_STDOUT = /^\s*COPY\s*\(([\s\S]*)\)\s*TO\s+STDOUT\s*(?:\(?\s*(?:FORMAT\s+)?(?:TEXT|CSV)?\s*\)?)?\s*;?\s*$/i;
+/** What a statement answered: the engine's result, or a session question's (sessionQueries.ts). */
+interface Answer {
+  readonly table: arrow.Table;
+  readonly notices: readonly string[];
+}
 
 function errorFields(err: unknown): PgErrorFields {
   if (err instanceof PgBinaryError) return { severity: 'ERROR', code: '22P03', message: `invalid binary parameter: ${err.message}` };
@@ -50,22 +55,7 @@ function errorFields(err: unknown): PgErrorFields {
   return { severity: 'ERROR', code: 'XX000', message: err instanceof Error ? err.message : String(err) };
 }
 
-function tagOf(sql: string): string {
-  const w = /^\s*(\w+)(?:\s+(\w+))?/.exec(sql);
-  const first = (w?.[1] ?? '').toUpperCase();
-  if (first === 'START') return 'START TRANSACTION';
-  if (first === 'END') return 'COMMIT';
-  if (first === 'DISCARD' && w?.[2]) return `DISCARD ${w[2].toUpperCase()}`;
-  return first;
-}
-
-/** The number of `$n` placeholders of a statement (highest n, outside quotes). */
-export function paramCount(sql: string): number {
-  const bare = sql.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"/g, '');
-  let n = 0;
-  for (const m of bare.matchAll(/\$(\d+)/g)) n = Math.max(n, Number(m[1]));
-  return n;
-}
+export { paramCount } from './statementKinds';
 
 /** The PostgreSQL wire listener. */
 export class PgServer {
@@ -108,6 +98,8 @@ class PgConnection {
   private state: 'startup' | 'login' | 'ready' | 'closed' = 'startup';
   private user = '';
   private login: SaslLogin | undefined;
+  private applicationName = '';
+  private settings = new SessionSettings({});
   private readonly statements = new Map<string, Statement>();
   private readonly portals = new Map<string, Portal>();
   private skipToSync = false;
@@ -221,6 +213,7 @@ class PgConnection {
     }
     if (m.kind !== 'startup') return this.fatal(new Error('expected a startup message'));
     this.user = m.params['user'] ?? '';
+    this.applicationName = m.params['application_name'] ?? '';
     if (this.verifier !== undefined) {
       this.state = 'login';
       this.login = new SaslLogin(this.verifier, this.user);
@@ -263,12 +256,15 @@ class PgConnection {
       ['standard_conforming_strings', 'on'],
       ['is_superuser', 'off'],
       ['session_authorization', this.user],
-      ['application_name', ''],
+      ['application_name', this.applicationName],
     ];
+    this.settings = new SessionSettings({ ...EXTRA_SETTINGS, ...Object.fromEntries(params) });
     this.send(backend.authOk(), ...params.map(([k, v]) => backend.parameterStatus(k, v)), backend.backendKeyData(this.pid, this.secret), backend.readyForQuery());
   }
 
-  private async run(sql: string, params: SqlParam[]): Promise<SqlResult> {
+  private async run(sql: string, params: SqlParam[]): Promise<Answer> {
+    const session = sessionAnswer(sql, this.settings);
+    if (session) return { table: session, notices: [] };
     const ac = new AbortController();
     this.running = ac;
     try {
@@ -282,7 +278,10 @@ class PgConnection {
 
   private async simpleQuery(sql: string): Promise<void> {
     if (sql.trim().replace(/;\s*$/, '') === '') return this.send(backend.emptyQuery(), backend.readyForQuery());
-    if (SESSION_STATEMENT.test(sql)) return this.send(backend.commandComplete(tagOf(sql)), backend.readyForQuery());
+    if (SESSION_STATEMENT.test(sql)) {
+      this.settings.noteSet(sql);
+      return this.send(backend.commandComplete(tagOf(sql)), backend.readyForQuery());
+    }
     try {
       const copy = COPY_TO_STDOUT.exec(sql);
       if (copy) {
@@ -314,7 +313,7 @@ class PgConnection {
       if (SESSION_STATEMENT.test(st.sql)) return this.send(backend.noData());
       try {
         // Row shape without reading data: the statement over empty tables, parameters null.
-        const shape = await this.engine.describe(st.sql, n);
+        const shape = sessionAnswer(st.sql, this.settings)?.schema ?? (await this.engine.describe(st.sql, n));
         return this.send(backend.rowDescription(fieldsOf(shape)));
       } catch (err) {
         return this.extendedError(err);
@@ -334,7 +333,10 @@ class PgConnection {
   private async execute(name: string, maxRows: number): Promise<void> {
     const p = this.portals.get(name);
     if (!p) return this.extendedError(new SqlError('invalid_statement', `portal ${JSON.stringify(name)} does not exist`));
-    if (SESSION_STATEMENT.test(p.statement.sql)) return this.send(backend.commandComplete(tagOf(p.statement.sql)));
+    if (SESSION_STATEMENT.test(p.statement.sql)) {
+      this.settings.noteSet(p.statement.sql);
+      return this.send(backend.commandComplete(tagOf(p.statement.sql)));
+    }
     if (p.statement.sql.trim() === '') return this.send(backend.emptyQuery());
     try {
       p.result ??= await this.run(p.statement.sql, p.params);

@@ -66,6 +66,11 @@ async function nodePgOutput(port: number): Promise<ClientOutput> {
         rowMode: 'array',
       }),
     );
+    // Session questions drivers and BI tools ask (answered by the door, not DuckDB), extended protocol.
+    results.version = table(await c.query({ text: 'SELECT version()', values: [], rowMode: 'array' }));
+    await c.query({ text: "SET application_name = 'hd clients'", values: [] });
+    results.show = table(await c.query({ text: 'SHOW application_name', values: [], rowMode: 'array' }));
+    results.showIsolation = table(await c.query({ text: 'SHOW TRANSACTION ISOLATION LEVEL', values: [], rowMode: 'array' }));
     const unknownTable = await c.query('SELECT * FROM nope').then(
       () => ({ sqlstate: 'none', message: 'no error' }),
       (e: { code?: string; message: string }) => ({ sqlstate: e.code ?? null, message: e.message }),
@@ -120,6 +125,9 @@ clients('node-postgres answers the shared queries (the reference the other drive
   assert.equal(expected.results.nulls?.rows, [[null, null, null, 'x']]);
   assert.equal(expected.results.types?.rows, [[['1', '2'], ['x', 'y z', null], '2.50', true, '0.5', '12345678901', '7', 'é ü']]);
   assert.is(expected.errors.unknownTable?.sqlstate, '42P01');
+  assert.match(String(expected.results.version?.rows[0]?.[0]), /^PostgreSQL 16\.0 /);
+  assert.equal(expected.results.show, { columns: ['application_name'], rows: [['hd clients']] });
+  assert.equal(expected.results.showIsolation, { columns: ['transaction_isolation'], rows: [['read committed']] });
 });
 
 clients('psycopg 3 (libpq): SCRAM login, simple and server-side-bound queries, text and binary results equal node-postgres; 28P01 and 42P01', async () => {

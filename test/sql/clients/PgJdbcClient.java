@@ -131,7 +131,11 @@ public class PgJdbcClient {
       try (Statement st = c.createStatement()) {
         // What older pgjdbc versions (and BI tools on top of it) send after connecting.
         st.execute("SET extra_float_digits = 3");
-        st.execute("SET application_name = 'PgJdbcClient'");
+        st.execute("SET application_name = 'hd clients'");
+        // Session questions drivers and BI tools ask (answered by the door, not DuckDB).
+        results.put("version", table(st.executeQuery("SELECT version()")));
+        results.put("show", table(st.executeQuery("SHOW application_name")));
+        results.put("showIsolation", table(st.executeQuery("SHOW TRANSACTION ISOLATION LEVEL")));
         errors.put("unknownTable", failure(() -> st.executeQuery("SELECT * FROM nope")));
         // The connection stays usable after an error.
         results.put("afterError", table(st.executeQuery("SELECT 1 AS one")));

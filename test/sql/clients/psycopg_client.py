@@ -81,6 +81,14 @@ def main():
             cur.execute(types)
             out["results"]["types"] = table(cur)
             same_in_binary(conn, "types", out, types)
+            # Session questions drivers and BI tools ask (answered by the door, not DuckDB).
+            cur.execute("SELECT version()")
+            out["results"]["version"] = table(cur)
+            cur.execute("SET application_name = 'hd clients'")
+            cur.execute("SHOW application_name")
+            out["results"]["show"] = table(cur)
+            cur.execute("SHOW TRANSACTION ISOLATION LEVEL")
+            out["results"]["showIsolation"] = table(cur)
             out["errors"]["unknownTable"] = failure(lambda: cur.execute("SELECT * FROM nope"))
             # The connection stays usable after an error.
             cur.execute("SELECT 1 AS one")
