@@ -8,11 +8,12 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { PlatformIngestClient } from '../../sdk/platformIngestClient';
+import { PlatformQueryClient } from '../../sdk/platformQueryClient';
 import { startCluster } from '../../test/support/cluster';
 import { freePort, startHd, waitForPort } from '../../test/support/hdProcess';
 import { FLOW } from '../flows';
 import type { Dataset } from './dataset';
-import { runQueries, since, tsBound, workload, type SystemResult } from './workload';
+import { median, runQueries, since, tsBound, workload, type SystemResult, type Workload } from './workload';
 
 /** At most this many eobs unanswered while sending, as an ingester keeps them. */
 const MAX_UNACKED = 4;
@@ -42,6 +43,43 @@ async function ingest(d: Dataset, sccAddress: string): Promise<number> {
   return since(t);
 }
 
+/**
+ * Where HD's query time goes: the fetch alone (Dispatch → SCC → Storage Nodes scan with the pushed
+ * filters → records decoded to Arrow in this process), without hd_sql's parse, DuckDB load,
+ * evaluation and PostgreSQL wire. Median of 5 for Q2's read and of 3 for Q4a's (every record).
+ */
+async function fetchOnly(d: Dataset, w: Workload, scc: { host: string; productionPort: number; queryGrpcPort: number }): Promise<string> {
+  const q = new PlatformQueryClient('', '127.0.0.1', '', { listenPort: 0, log: () => undefined });
+  try {
+    q.loadDatasetSchema(FLOWS_SCHEMA);
+    q.setSccTargets([{ host: scc.host, port: scc.productionPort, grpcPort: scc.queryGrpcPort }]);
+    const time = async (query: Record<string, unknown>, runs: number): Promise<{ ms: number; rows: number }> => {
+      const ms: number[] = [];
+      let rows = 0;
+      for (let k = 0; k < runs; k++) {
+        rows = 0;
+        const t = process.hrtime.bigint();
+        await q.executeStream(query, async (b) => {
+          rows += b.numRows;
+        });
+        ms.push(since(t));
+      }
+      return { ms: median(ms), rows };
+    };
+    const filters = [
+      { field: 'ts', op: 'ge', value: String(w.q2Window[0]) },
+      { field: 'ts', op: 'lt', value: String(w.q2Window[1]) },
+      { field: 'proto', op: 'eq', value: '6' },
+      { field: 'dport', op: 'eq', value: '443' },
+    ];
+    const q2 = await time({ start_time: w.q2Window[0], end_time: w.q2Window[1] - 1, sub_queries: [{ filters }] }, 5);
+    const all = await time({ start_time: d.first, end_time: d.end - 1, sub_queries: [] }, 3);
+    return `fetch alone (PlatformQueryClient.executeStream, no SQL layer): Q2's read ${q2.ms.toFixed(1)} ms (${q2.rows} records), Q4a's read of every record ${all.ms.toFixed(0)} ms (${all.rows} records)`;
+  } finally {
+    await q.stop();
+  }
+}
+
 /** Runs HD's part of the bench. */
 export async function runHd(d: Dataset): Promise<SystemResult> {
   const r: SystemResult = { system: 'HD', answers: {}, notes: [] };
@@ -69,8 +107,14 @@ export async function runHd(d: Dataset): Promise<SystemResult> {
     c = new pg.Client({ host: '127.0.0.1', port: pgPort, user: 'hd', database: 'hd' });
     await c.connect();
     const client = c;
-    await runQueries(workload(d, tsBound), { query: async (q) => (await client.query({ text: q, rowMode: 'array' })).rows as unknown[][] }, r);
+    const w = workload(d, tsBound);
+    await runQueries(w, { query: async (q) => (await client.query({ text: q, rowMode: 'array' })).rows as unknown[][] }, r);
     r.notes.push('cold: first query of a fresh hd_sql (the Storage Nodes read from the page cache)');
+    await c.end();
+    c = undefined;
+    await sql.stop();
+    sql = undefined;
+    r.notes.push(await fetchOnly(d, w, { host: cluster.host, ...cluster.scc }));
   } catch (err) {
     r.skipped = `failed: ${(err as Error).message}${sql ? `\n${sql.output().slice(-2000)}` : ''}`;
   } finally {

@@ -15,6 +15,8 @@ export const tsBound: TimeBound = (a, b) => `ts >= ${a} AND ts < ${b}`;
 export interface Workload {
   /** 2: 10% of the time range, two predicates, an aggregate. */
   readonly q2: string;
+  /** Q2's time window [a, b) in seconds. */
+  readonly q2Window: readonly [number, number];
   /** 3: 200 one-batch (one-minute) windows with a selective predicate. */
   readonly q3: readonly string[];
   /** 4a: GROUP BY the enum label over all the data, ORDER BY. */
@@ -46,7 +48,7 @@ export function workload(d: Dataset, bound: TimeBound): Workload {
   const rowsWanted = Math.min(1_000_000, Math.floor(d.n / 10));
   const secs = Math.ceil(rowsWanted / PER_SECOND);
   const q4rows = `SELECT ts, proto, src, dport, bytes, host FROM flows WHERE ${bound(d.first, d.first + secs)} AND flow_id < ${rowsWanted * 7919}`;
-  return { q2, q3, q4group, q4rows, rowsWanted };
+  return { q2, q2Window: [a, b], q3, q4group, q4rows, rowsWanted };
 }
 
 /** What a system measured; times in ms, undefined where not run. */
