@@ -18,6 +18,8 @@ export { encodeArrowBatch, encodeArrowBatchAsync, ArrowEncodeError } from './eng
 export type { EncodeArrowOptions, UnknownColumns, ArrowEncodeErrorCode } from './engine-rs/index';
 export { PlatformIngestClient } from './sdk/platformIngestClient';
 export type { IngestClientOptions, IngestRecords } from './sdk/platformIngestClient';
+export { PlatformQueryClient, ProxyError } from './sdk/platformQueryClient';
+export type { QueryClientOptions, BatchCallback, ControlTls, ProxyResultEvent } from './sdk/platformQueryClient';
 export { parseSccTargets } from './sdk/sccTargets';
 export type { SccTarget } from './sdk/sccTargets';
 export { parseHdQuery, serializeHdQuery, clampQos, QueryError, FILTER_OPS, MAX_BRANCHES } from './query/hdQuery';

@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 # The ingester's tests need a Kafka broker and an S3 server; install (and cache) them up front. A
 # failure here is not fatal: those tests then skip with a loud message.
 for c in kafka s3; do bash "scripts/$c.sh" install || echo "test.sh: scripts/$c.sh install failed; its ingester tests will be SKIPPED" >&2; done
+# Clients from outside the project for the SQL doors' tests (ADBC's Flight SQL driver, psycopg 3, pgjdbc).
+for c in flightsql-client pg-clients; do bash "scripts/$c.sh" install || echo "test.sh: scripts/$c.sh install failed; the SQL client tests that need it will fail" >&2; done
 
 FILE_LIMIT_S=${HD_TEST_FILE_LIMIT_S:-600}
 strip() { sed -E 's/\x1b\[[0-9;]*m//g'; }
