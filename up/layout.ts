@@ -8,7 +8,7 @@ import { packageRoot } from './packageRoot';
 import type { NodeSpec } from './supervisor';
 
 /** The reference's standard ports. */
-export const PORTS = { production: 6987, command: 6986, observability: 8080, queryGrpc: 6990, pgwire: 5432, sqlHttp: 8081, sqlReturn: 6989 } as const;
+export const PORTS = { production: 6987, command: 6986, observability: 8080, queryGrpc: 6990, pgwire: 5432, sqlHttp: 8081, flightSql: 31337, sqlReturn: 6989 } as const;
 
 /** Settings of {@link platformLayout}. */
 export interface LayoutOptions {
@@ -28,8 +28,8 @@ export interface LayoutOptions {
 export interface PlatformLayout {
   readonly nodes: NodeSpec[];
   readonly scc: { readonly host: string; readonly port: number; readonly grpcPort: number };
-  /** hd_sql: the PostgreSQL wire and HTTP doors. */
-  readonly sql: { readonly host: string; readonly pgPort: number; readonly httpPort: number };
+  /** hd_sql: the PostgreSQL wire, HTTP and Arrow Flight SQL doors. */
+  readonly sql: { readonly host: string; readonly pgPort: number; readonly httpPort: number; readonly flightPort?: number };
 }
 
 /**
@@ -133,8 +133,7 @@ export function platformLayout(opts: LayoutOptions): PlatformLayout {
       PLATFORM_DATA_RETURN_PORT: String(PORTS.sqlReturn),
       HD_SQL_PGWIRE_ADDRESS: `${sql}:${PORTS.pgwire}`,
       HD_SQL_HTTP_ADDRESS: `${sql}:${PORTS.sqlHttp}`,
-      // Arrow Flight SQL is not implemented yet (docs/sql.md).
-      HD_SQL_FLIGHTSQL_ENABLED: 'false',
+      HD_SQL_FLIGHTSQL_ADDRESS: `${sql}:${PORTS.flightSql}`,
       // The demo spans up to a day: a query without a time bound reads all of it.
       HD_SQL_DEFAULT_LOOKBACK_SEC: String(2 * 86_400),
       OBSERVABILITY_INTERFACE: sql,
@@ -144,5 +143,5 @@ export function platformLayout(opts: LayoutOptions): PlatformLayout {
     readyPort: PORTS.pgwire,
     healthUrl: `http://${sql}:${PORTS.observability}/health`,
   });
-  return { nodes, scc: { host: scc, port: PORTS.production, grpcPort: PORTS.queryGrpc }, sql: { host: sql, pgPort: PORTS.pgwire, httpPort: PORTS.sqlHttp } };
+  return { nodes, scc: { host: scc, port: PORTS.production, grpcPort: PORTS.queryGrpc }, sql: { host: sql, pgPort: PORTS.pgwire, httpPort: PORTS.sqlHttp, flightPort: PORTS.flightSql } };
 }

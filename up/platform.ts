@@ -197,6 +197,8 @@ function printReady(out: UpOptions['out'], state: UpState, data: readonly Ingest
     'SQL:',
     `  psql -h ${state.sql.host} -p ${state.sql.pgPort} -U hd`,
     `  HTTP: curl -s http://${state.sql.host}:${state.sql.httpPort}/v1/query -H 'content-type: application/json' -d '{"sql":"SHOW TABLES"}'`,
+    // An up.json from before the Flight SQL door has no flightPort.
+    ...(state.sql.flightPort ? [`  Arrow Flight SQL: grpc://${state.sql.host}:${state.sql.flightPort}   (ADBC: adbc_driver_flightsql.dbapi.connect('grpc://${state.sql.host}:${state.sql.flightPort}'))`] : []),
     '',
     'Try:',
     ...EXAMPLE_QUERIES.flatMap((q) => [`  -- ${q.shows}`, `  ${q.sql}`]),

@@ -13,6 +13,7 @@ import { readUpState, type UpState } from '../../up/platform';
 import { startHd, type HdProcess } from '../support/hdProcess';
 
 const NET = '127.78';
+const ROOT = path.resolve(__dirname, '../..');
 
 async function until(what: string, p: HdProcess, test: () => boolean, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -71,6 +72,12 @@ up('starts every node on its own address, ingests the demo, status is ok, down s
       assert.ok(readme.includes(q.sql), `README.md shows ${q.sql}`);
       assert.ok(psql(q.sql).trim() !== '', `${q.sql} returns rows`);
     }
+    // And through Arrow Flight SQL with a client from outside the project (ADBC's driver), at the URI hd up prints.
+    assert.match(out, `Arrow Flight SQL: grpc://${NET}.0.1:31337`);
+    execFileSync('bash', [path.join(ROOT, 'scripts/flightsql-client.sh'), 'install'], { cwd: ROOT, stdio: 'ignore' });
+    const steps = EXAMPLE_QUERIES.map((q) => ({ op: 'query', sql: q.sql.replace(/;$/, '') }));
+    const answers = JSON.parse(execFileSync(path.join(ROOT, '.hd/test-deps/flightsql/bin/python'), [path.join(ROOT, 'test/sql/clients/flightsql_client.py'), `grpc://${NET}.0.1:31337`], { input: JSON.stringify(steps), encoding: 'utf8', timeout: 120_000 })) as { rows?: unknown[][]; error?: unknown }[];
+    answers.forEach((a, i) => assert.ok(a.rows && a.rows.length > 0, `Flight SQL: ${EXAMPLE_QUERIES[i]?.sql} returns rows: ${JSON.stringify(a).slice(0, 300)}`));
     const status = await hd(['status', '--data-dir', dataDir]);
     assert.is(status.code, 0, status.out);
     assert.match(status.out, /sn1 +storage-node +127\.78\.30\.1:6987 +ok/);
