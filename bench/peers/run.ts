@@ -119,8 +119,8 @@ function table(results: SystemResult[], n: number): void {
     table(results, N);
     console.log('\nAnswers (must agree):');
     for (const r of results.filter((x) => !x.skipped)) console.log(`  ${r.system}: Q2 ${r.answers.q2}; Q3 rows ${r.answers.q3rows}; Q4a ${r.answers.q4group}; Q4b rows ${r.answers.q4rows}`);
-    const q2s = new Set(results.filter((x) => !x.skipped).map((x) => x.answers.q2?.split('|').slice(0, 2).join('|')));
-    if (q2s.size > 1) console.log('WARNING: the systems disagree on Q2');
+    const distinct = new Set(results.filter((x) => !x.skipped).map((x) => JSON.stringify(x.answers)));
+    console.log(distinct.size > 1 ? 'WARNING: the systems disagree (see the answers above)' : 'All measured systems gave the same answers.');
     for (const r of results.filter((x) => x.skipped)) console.log(`skipped ${r.system}: ${r.skipped}`);
   } finally {
     rmSync(base, { recursive: true, force: true });
