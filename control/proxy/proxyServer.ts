@@ -21,7 +21,8 @@ import { IdentityReader } from './identity';
 import { PolicySlot, readPolicyConfig } from './policySlot';
 import { handleQuery } from './queryRoute';
 import type { ProxySettings } from './settings';
-import { NO_BATCH_FILTERS, type BatchFilterSource } from './verdict';
+import { StorageNodeFilters } from './storageNodeFilters';
+import type { BatchFilterSource } from './verdict';
 
 /** Largest request body (a query with 100 000 batch ids is about 13 MB; a policy far less). */
 export const PROXY_BODY_LIMIT = 16 * 1024 * 1024;
@@ -108,7 +109,6 @@ export class ProxyServer {
         ...(settings.dispatchTls && { credentials: grpc.credentials.createSsl(Buffer.from(identity.material.caPem), Buffer.from(identity.material.keyPem), Buffer.from(identity.material.certPem)) }),
       });
     const identities = new IdentityReader(settings.jwt);
-    const batchFilters = parts.batchFilters ?? NO_BATCH_FILTERS;
 
     let obs: Observability | undefined;
     let queries: Counter<'result'> | undefined;
@@ -123,6 +123,10 @@ export class ProxyServer {
     // The server object is made below; routes read the view through it.
     let server: ProxyServer | undefined;
     const currentView = (): ClusterView => (server ? server.view : viewFromRegistration(reg, log));
+    // By default the verdict reads the batch filters of the primary cluster's Storage Nodes (none
+    // declared with an observability address: no filter is known and the verdict is `off`).
+    const batchFilters =
+      parts.batchFilters ?? new StorageNodeFilters({ nodes: () => currentView().storageNodes, schema: (d) => currentView().datasets.get(d), timeoutMs: settings.batchFilterTimeoutMs, log });
 
     app.post('/v1/query', async (req) => {
       try {

@@ -30,4 +30,6 @@ export interface ProxySettings {
   readonly dispatchTimeoutMs: number;
   /** Dispatch to the SCCs' gRPC service over mutual TLS (PROXY_DISPATCH_TLS; the SCC must serve TLS). */
   readonly dispatchTls: boolean;
+  /** Deadline of the batch-filter reads of one query's verdict, over all Storage Nodes (default 1000 ms). */
+  readonly batchFilterTimeoutMs?: number;
 }

@@ -6,6 +6,7 @@
 import type { BatchID } from '../../engine-rs/batchId';
 import type { HashAlgorithmName, ZoneField } from '../../engine-rs/index';
 import { ingestMetrics, Observability, type IngestMetrics } from '../../lib/observability';
+import { BatchFilterCache, batchFiltersRoute } from './batchFilters';
 import { BatchIndex } from './batchIndex';
 import { BatchStore } from './batchStore';
 import type { StorageNodeConfig } from './config';
@@ -155,5 +156,8 @@ export class StorageNode {
       }
       return { status: 200, body: { dataset, batches: this.index.list(dataset).map((e) => BatchIndex.toJson(e)) } };
     });
+    // The Proxy's filter verdict reads batch filters here (docs/storage-node.md, "Batch filters").
+    const filters = new BatchFilterCache(this.index);
+    obs.addRoute('/v1/batch-filters', (q) => (this.recovery ? batchFiltersRoute(filters, q) : { status: 503, body: { error: 'initializing: recovery has not finished' } }));
   }
 }
