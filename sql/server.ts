@@ -1,17 +1,16 @@
 /**
- * hd_sql as a running service: the engine over the datasets of a schema directory, fetching through
- * one PlatformQueryClient (direct SCC mode, results on PLATFORM_DATA_RETURN_PORT), behind the
- * PostgreSQL wire and HTTP doors, with /health and /metrics on the observability port. The settings
- * come validated from the `sqlServer` pipeline stage (pipelines/stages/sqlServer.ts).
+ * hd_sql as a running service: the engine over the datasets of a schema directory or the DMS,
+ * fetching through one PlatformQueryClient (straight from the SCCs, or through the HD Proxy; results
+ * on PLATFORM_DATA_RETURN_PORT), behind the PostgreSQL wire, HTTP and Arrow Flight SQL doors, with
+ * /health and /metrics on the observability port. The settings come validated from the `sqlServer`
+ * pipeline stage (pipelines/stages/sqlServer.ts).
  */
-import net from 'node:net';
+import type net from 'node:net';
 import { Counter, Histogram } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import { Observability } from '../lib/observability';
 import type { Schema } from '../engine-rs/schema';
 import { LocalSql } from '../sdk/local/localSql';
-import { PlatformQueryClient } from '../sdk/platformQueryClient';
-import type { SccTarget } from '../sdk/sccTargets';
 import { Catalog } from './catalog';
 import { QueryClientFetcher } from './datasetFetcher';
 import { FlightSqlServer } from './flight/flightServer';
@@ -20,6 +19,7 @@ import { PgServer } from './pgwire/pgServer';
 import { connectHost, type ListenAddress } from './serverSettings';
 import { SqlEngine, type ExecuteOptions, type SqlEngineSettings, type SqlResult } from './sqlEngine';
 import { SqlError } from './sqlError';
+import { describeUpstream, queryClientFor, upstreamReachable, type SqlUpstream } from './upstream';
 
 /** Everything the service needs, validated. */
 export interface SqlServerSettings {
@@ -27,7 +27,8 @@ export interface SqlServerSettings {
   readonly schemas: readonly Schema[];
   /** Where the schemas came from (for /health and the start-up lines). */
   readonly schemaSource: string;
-  readonly sccTargets: readonly SccTarget[];
+  /** The SCCs (direct SCC mode) or the Proxy. */
+  readonly upstream: SqlUpstream;
   /** Advertised to the Storage Nodes (and bound); undefined: bind every interface, advertise the address toward the SCC. */
   readonly returnHost: string | undefined;
   readonly returnPort: number;
@@ -72,18 +73,6 @@ class MeteredSqlEngine extends SqlEngine {
   }
 }
 
-function reachable(t: SccTarget, timeoutMs = 2000): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: t.host, port: t.grpcPort ?? 6990 });
-    const done = (ok: boolean): void => {
-      s.destroy();
-      resolve(ok);
-    };
-    s.setTimeout(timeoutMs, () => done(false));
-    s.once('connect', () => done(true));
-    s.once('error', () => done(false));
-  });
-}
 
 /** Starts hd_sql; rejects (after closing what it opened) when a listener cannot bind. */
 export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlServer> {
@@ -92,12 +81,11 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
     for (const c of closers.reverse()) await c().catch((err: unknown) => s.log(`while stopping: ${(err as Error).message}`));
   };
   try {
-    const client = new PlatformQueryClient('', s.returnHost ?? '', '', { listenPort: s.returnPort, ...(s.returnHost ? { returnHost: s.returnHost } : {}), log: (l) => s.log(`query client: ${l}`) });
+    const client = queryClientFor(s.upstream, s.returnHost, s.returnPort, (l) => s.log(`query client: ${l}`));
     closers.push(() => client.stop());
     const ret = await client.ready().catch((err: unknown) => {
       throw new Error(`the results listener (PLATFORM_DATA_RETURN_PORT) cannot listen on ${s.returnHost ?? '0.0.0.0'}:${s.returnPort}: ${(err as Error).message}`);
     });
-    client.setSccTargets(s.sccTargets);
     const local = new LocalSql(s.threads !== undefined ? { threads: s.threads } : {});
     closers.push(() => local.close());
     const engine = new MeteredSqlEngine(new Catalog(s.schemas), local, new QueryClientFetcher(client), s.engine);
@@ -112,9 +100,8 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
       };
       obs.addHealthPart('schemas', () => ({ source: s.schemaSource, datasets: s.schemas.map((x) => x.id) }));
       obs.addHealthPart('upstream', async () => {
-        const ok = await Promise.all(s.sccTargets.map((t) => reachable(t)));
-        const targets = s.sccTargets.map((t, i) => ({ scc: `${t.host}:${t.port}`, grpc: t.grpcPort, reachable: ok[i] }));
-        return { mode: 'direct SCC', targets, ...(ok.some((x) => x) ? {} : { status: 'degraded' as const }) };
+        const targets = await upstreamReachable(s.upstream);
+        return { mode: s.upstream.kind === 'scc' ? 'direct SCC' : 'Proxy', targets, ...(targets.some((t) => t.reachable) ? {} : { status: 'degraded' as const }) };
       });
       out.observability = await obs.listen().catch((err: unknown) => {
         throw new Error(`the observability listener (OBSERVABILITY_PORT) cannot listen on ${s.observability?.host}:${s.observability?.port}: ${(err as Error).message}`);
@@ -155,14 +142,14 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
 
 /** What start-up prints: where each door listens and how to reach it. */
 function startupLines(s: SqlServerSettings, r: RunningSqlServer): string[] {
-  const lines = [`hd_sql '${s.nodeName}': ${s.schemas.length} dataset(s) (${s.schemas.map((x) => x.id).join(', ') || 'none'}) from ${s.schemaSource}; SCC ${s.sccTargets.map((t) => `${t.host}:${t.port} (gRPC ${t.grpcPort})`).join(', ')}`];
+  const lines = [`hd_sql '${s.nodeName}': ${s.schemas.length} dataset(s) (${s.schemas.map((x) => x.id).join(', ') || 'none'}) from ${s.schemaSource}; ${describeUpstream(s.upstream)}`];
   if (r.pgwire) lines.push(`PostgreSQL wire on ${r.pgwire.host}:${r.pgwire.port} — psql -h ${connectHost(r.pgwire.host)} -p ${r.pgwire.port} -U hd`);
   else lines.push('PostgreSQL wire door disabled (HD_SQL_PGWIRE_ENABLED=false)');
   if (r.http) lines.push(`HTTP on http://${connectHost(r.http.host)}:${r.http.port}/v1/query — curl -s http://${connectHost(r.http.host)}:${r.http.port}/v1/query -H 'content-type: application/json' -d '{"sql":"SHOW TABLES"}'`);
   else lines.push('HTTP door disabled (HD_SQL_HTTP_ENABLED=false)');
   if (r.flightsql) lines.push(`Arrow Flight SQL on ${r.flightsql.host}:${r.flightsql.port} — grpc://${connectHost(r.flightsql.host)}:${r.flightsql.port} (e.g. ADBC: adbc_driver_flightsql.dbapi.connect("grpc://${connectHost(r.flightsql.host)}:${r.flightsql.port}"))`);
   else lines.push('Arrow Flight SQL door disabled (HD_SQL_FLIGHTSQL_ENABLED=false)');
-  lines.push(`results from the Storage Nodes arrive at ${r.returnAddress.host}:${r.returnAddress.port}${s.returnHost ? '' : ' (advertised: the local address toward the SCC)'}`);
+  lines.push(`results from the Storage Nodes arrive at ${r.returnAddress.host}:${r.returnAddress.port}${s.returnHost ? '' : ` (advertised: the local address toward the ${s.upstream.kind === 'scc' ? 'SCC' : 'Proxy'})`}`);
   if (r.observability) lines.push(`/health and /metrics on http://${connectHost(r.observability.host)}:${r.observability.port}`);
   if (s.pgwire && s.pgwire.password === undefined) lines.push('WARNING: HD_SQL_PGWIRE_PASSWORD_FILE is not set: the PostgreSQL wire door accepts anyone who can reach it, without a password');
   return lines;

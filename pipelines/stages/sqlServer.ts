@@ -1,6 +1,9 @@
 import path from 'node:path';
 import { startSqlServer } from '../../sql/server';
+import type { Schema } from '../../engine-rs/schema';
+import { dmsTls, fetchDmsSchemas, type DmsSchemaSource } from '../../sql/dmsSchemas';
 import { loadSchemaDir, parseListenAddress, parseSccTargetList, readPasswordFile, returnAddress, type ListenAddress } from '../../sql/serverSettings';
+import type { SqlUpstream } from '../../sql/upstream';
 import type { SinkType } from '../registry';
 import { bool, int, str } from '../settings';
 import { schemaDirSetting } from './schemaDirSetting';
@@ -8,10 +11,16 @@ import { serviceSink } from './serviceSink';
 
 const settings = {
   node_name: str({ doc: 'the SQL server node name (/health) — NODE_NAME', default: 'hd-sql' }),
-  proxy_endpoint: str({ doc: 'URL of the HD Proxy (Proxy mode is not implemented yet: set scc_targets) — HD_PROXY_ENDPOINT', default: '', allowEmpty: true }),
-  dms_endpoint: str({ doc: 'the DMS as schema source (not implemented yet: set schema_dir) — HD_DMS_ENDPOINT', default: '', allowEmpty: true }),
+  proxy_endpoint: str({ doc: 'Proxy mode: URL of the HD Proxy (https://host:6986); queries go through its policy — HD_PROXY_ENDPOINT', default: '', allowEmpty: true }),
+  proxy_role: str({ doc: "Proxy mode: the service's identity at the Proxy, sent as X-Forwarded-Role — HD_SQL_PROXY_ROLE", default: '', allowEmpty: true }),
+  proxy_email: str({ doc: 'Proxy mode: sent as X-Forwarded-Email with the role — HD_SQL_PROXY_EMAIL', default: '', allowEmpty: true }),
+  proxy_token_file: str({ doc: 'Proxy mode: a file holding a JWT sent as Authorization: Bearer (a Proxy that verifies JWTs) — HD_SQL_PROXY_TOKEN_FILE', default: '', allowEmpty: true }),
+  dms_endpoint: str({ doc: 'the DMS as schema source (GET /v1/datasets over mutual TLS) — HD_DMS_ENDPOINT', default: '', allowEmpty: true }),
+  dms_ca_file: str({ doc: "the DMS's root certificate (PEM); also verifies the Proxy — HD_DMS_CA_FILE", default: '', allowEmpty: true }),
+  dms_client_cert_file: str({ doc: 'a certificate the DMS issued to this service (PEM); also presented to the Proxy — HD_DMS_CLIENT_CERT_FILE', default: '', allowEmpty: true }),
+  dms_client_key_file: str({ doc: 'its private key (PEM) — HD_DMS_CLIENT_KEY_FILE', default: '', allowEmpty: true }),
   scc_targets: str({ doc: 'direct SCC mode: host:port[:grpcPort], comma-separated — HD_SQL_SCC_TARGETS', default: '', allowEmpty: true }),
-  schema_dir: schemaDirSetting('direct SCC mode: a directory of dataset schema JSON files, one table each — HD_SQL_SCHEMA_DIR'),
+  schema_dir: schemaDirSetting('a directory of dataset schema JSON files, one table each (instead of the DMS) — HD_SQL_SCHEMA_DIR'),
   data_plane_subnet: str({ doc: 'CIDR whose local address is advertised to Storage Nodes — PLATFORM_DATA_PLANE_SUBNET', default: '10.150.0.0/24' }),
   return_host: str({ doc: 'address advertised to Storage Nodes, overriding discovery — PLATFORM_DATA_RETURN_HOST', default: '', allowEmpty: true }),
   return_port: int({ doc: 'where results arrive — PLATFORM_DATA_RETURN_PORT', default: 6989, min: 0, max: 65535 }),
@@ -37,38 +46,35 @@ export const sqlServerStage: SinkType<typeof settings> = {
   name: 'sqlServer',
   kind: 'sink',
   standalone: true,
-  doc: 'hd_sql: the read-only SQL server (PostgreSQL wire, HTTP) over the datasets of a schema directory, querying the SCCs directly, until the run stops.',
+  doc: 'hd_sql: the read-only SQL server (PostgreSQL wire, HTTP, Arrow Flight SQL) over the datasets of a schema directory or the DMS, querying through the HD Proxy or the SCCs directly, until the run stops.',
   unit: 'records',
   input: 'batched-records',
   settings,
   create: (c, ctx) => {
     const log = (line: string): void => void process.stderr.write(`hd_sql: ${line}\n`);
-    if (c.scc_targets === '') {
-      throw new Error(
-        c.proxy_endpoint !== ''
-          ? 'HD_PROXY_ENDPOINT is set, but Proxy mode is not implemented in hd_sql yet: set HD_SQL_SCC_TARGETS (host:port[:grpcPort],...) and HD_SQL_SCHEMA_DIR for direct SCC mode'
-          : 'HD_SQL_SCC_TARGETS is not set: hd_sql needs the SCCs to query (host:port[:grpcPort], comma-separated), and HD_SQL_SCHEMA_DIR for the dataset schemas',
-      );
+    const dms = dmsSource(c);
+    const upstream = upstreamOf(c, dms);
+    if (c.schema_dir === undefined && !dms) {
+      throw new Error('hd_sql needs its dataset schemas: set HD_SQL_SCHEMA_DIR (a directory of schema JSON files, one table each) or HD_DMS_ENDPOINT with HD_DMS_CA_FILE, HD_DMS_CLIENT_CERT_FILE and HD_DMS_CLIENT_KEY_FILE');
     }
-    const sccTargets = parseSccTargetList(c.scc_targets, 'HD_SQL_SCC_TARGETS');
-    if (sccTargets.length === 0) throw new Error('HD_SQL_SCC_TARGETS names no SCC');
-    if (c.schema_dir === undefined) {
-      throw new Error(c.dms_endpoint !== '' ? 'HD_DMS_ENDPOINT is set, but reading schemas from the DMS is not implemented in hd_sql yet: set HD_SQL_SCHEMA_DIR' : 'HD_SQL_SCHEMA_DIR is not set: hd_sql needs a directory of dataset schema JSON files (one table each)');
-    }
-    const schemas = loadSchemaDir(c.schema_dir, 'HD_SQL_SCHEMA_DIR');
-    for (const s of schemas) {
-      if (s.timeIndexInterval !== c.time_index_interval) log(`WARNING: dataset ${s.id} has time_index_interval ${s.timeIndexInterval} but HD_TIME_INDEX_INTERVAL is ${c.time_index_interval}; its batches are named with the dataset's own`);
-    }
+    const loadSchemas = async (): Promise<{ schemas: Schema[]; source: string }> => {
+      const schemas = c.schema_dir !== undefined ? loadSchemaDir(c.schema_dir, 'HD_SQL_SCHEMA_DIR') : await fetchDmsSchemas(dms as DmsSchemaSource);
+      for (const s of schemas) {
+        if (s.timeIndexInterval !== c.time_index_interval) log(`WARNING: dataset ${s.id} has time_index_interval ${s.timeIndexInterval} but HD_TIME_INDEX_INTERVAL is ${c.time_index_interval}; its batches are named with the dataset's own`);
+      }
+      return { schemas, source: c.schema_dir ?? `the DMS at ${(dms as DmsSchemaSource).endpoint}` };
+    };
     const at = (enabled: boolean, text: string, variable: string): ListenAddress | undefined => (enabled ? parseListenAddress(text, variable) : undefined);
     const pg = at(c.pgwire_enabled, c.pgwire_address, 'HD_SQL_PGWIRE_ADDRESS');
     const password = c.pgwire_password_file === '' ? undefined : readPasswordFile(path.resolve(c.pgwire_password_file), 'HD_SQL_PGWIRE_PASSWORD_FILE');
     const ret = returnAddress(c.return_host, c.data_plane_subnet);
-    const start = () =>
-      startSqlServer({
+    const start = async () => {
+      const { schemas, source } = await loadSchemas();
+      return startSqlServer({
         nodeName: c.node_name,
         schemas,
-        schemaSource: c.schema_dir as string,
-        sccTargets,
+        schemaSource: source,
+        upstream,
         returnHost: ret.host,
         returnPort: c.return_port,
         engine: { lookbackSec: c.default_lookback_sec, timeoutMs: c.query_timeout_ms, maxRows: c.max_rows, qos: c.query_qos },
@@ -79,6 +85,41 @@ export const sqlServerStage: SinkType<typeof settings> = {
         observability: c.observability_port < 0 ? undefined : { host: c.observability_host, port: c.observability_port },
         log,
       });
+    };
     return serviceSink(start, ctx);
   },
 };
+
+type StageConfig = Parameters<(typeof sqlServerStage)['create']>[0];
+
+/** The DMS as schema source when HD_DMS_ENDPOINT is set; every file it needs, or an error naming the missing one. */
+function dmsSource(c: StageConfig): DmsSchemaSource | undefined {
+  if (c.dms_endpoint === '') return undefined;
+  const missing = (['dms_ca_file', 'dms_client_cert_file', 'dms_client_key_file'] as const).filter((k) => c[k] === '').map((k) => `HD_${k.toUpperCase()}`);
+  if (missing.length > 0) throw new Error(`HD_DMS_ENDPOINT is set, but ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not: the DMS serves schemas over mutual TLS to a certificate it issued`);
+  return { endpoint: c.dms_endpoint, caFile: path.resolve(c.dms_ca_file), certFile: path.resolve(c.dms_client_cert_file), keyFile: path.resolve(c.dms_client_key_file) };
+}
+
+/** The Proxy (HD_PROXY_ENDPOINT) or the SCCs (HD_SQL_SCC_TARGETS); exactly one. */
+function upstreamOf(c: StageConfig, dms: DmsSchemaSource | undefined): SqlUpstream {
+  if (c.proxy_endpoint !== '' && c.scc_targets !== '') throw new Error('set HD_PROXY_ENDPOINT (queries through the Proxy) or HD_SQL_SCC_TARGETS (straight to the SCCs), not both');
+  if (c.proxy_endpoint === '') {
+    if (c.scc_targets === '') throw new Error('hd_sql needs where to send its reads: HD_PROXY_ENDPOINT (the HD Proxy) or HD_SQL_SCC_TARGETS (host:port[:grpcPort],... of the SCCs)');
+    const targets = parseSccTargetList(c.scc_targets, 'HD_SQL_SCC_TARGETS');
+    if (targets.length === 0) throw new Error('HD_SQL_SCC_TARGETS names no SCC');
+    return { kind: 'scc', targets };
+  }
+  let url: URL;
+  try {
+    url = new URL(c.proxy_endpoint);
+  } catch {
+    throw new Error(`HD_PROXY_ENDPOINT must be a URL such as https://hd-proxy:6986, got "${c.proxy_endpoint}"`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`HD_PROXY_ENDPOINT must be https:// (or http://), got "${c.proxy_endpoint}"`);
+  const headers: Record<string, string> = {};
+  if (c.proxy_role !== '') headers['x-forwarded-role'] = c.proxy_role;
+  if (c.proxy_email !== '') headers['x-forwarded-email'] = c.proxy_email;
+  if (c.proxy_token_file !== '') headers.authorization = `Bearer ${readPasswordFile(path.resolve(c.proxy_token_file), 'HD_SQL_PROXY_TOKEN_FILE')}`;
+  if (Object.keys(headers).length === 0) throw new Error('HD_PROXY_ENDPOINT is set without an identity for the Proxy: set HD_SQL_PROXY_ROLE (and HD_SQL_PROXY_EMAIL) for a Proxy behind an ingress, or HD_SQL_PROXY_TOKEN_FILE for one that verifies JWTs');
+  return { kind: 'proxy', url: c.proxy_endpoint, tls: dms ? dmsTls(dms) : {}, headers };
+}

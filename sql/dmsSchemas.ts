@@ -1,0 +1,73 @@
+/**
+ * hd_sql's schemas from the DMS (the reference's HD_DMS_ENDPOINT, HD_DMS_CA_FILE,
+ * HD_DMS_CLIENT_CERT_FILE, HD_DMS_CLIENT_KEY_FILE): `GET /v1/datasets` over mutual TLS with a
+ * certificate the DMS issued, verified against the DMS's root. Each schema is validated by engine-rs
+ * as a schema file would be; errors name the variable to fix.
+ */
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+import { Schema } from '../engine-rs/schema';
+
+/** Where the DMS is and the TLS material to reach it. */
+export interface DmsSchemaSource {
+  readonly endpoint: string;
+  readonly caFile: string;
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** Longest wait for the answer (default 15 s). */
+  readonly timeoutMs?: number;
+}
+
+function readPem(file: string, variable: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`${variable}: cannot read ${file}: ${(err as Error).message}`);
+  }
+}
+
+/** The TLS material of the source, read from its files (also presented to the Proxy). */
+export function dmsTls(src: DmsSchemaSource): { ca: string; cert: string; key: string } {
+  return { ca: readPem(src.caFile, 'HD_DMS_CA_FILE'), cert: readPem(src.certFile, 'HD_DMS_CLIENT_CERT_FILE'), key: readPem(src.keyFile, 'HD_DMS_CLIENT_KEY_FILE') };
+}
+
+/** Fetches and validates every dataset schema the DMS distributes. */
+export async function fetchDmsSchemas(src: DmsSchemaSource): Promise<Schema[]> {
+  const tls = dmsTls(src);
+  let url: URL;
+  try {
+    url = new URL('/v1/datasets', src.endpoint);
+  } catch {
+    throw new Error(`HD_DMS_ENDPOINT must be a URL such as https://dms-core:6986, got "${src.endpoint}"`);
+  }
+  if (url.protocol !== 'https:') throw new Error(`HD_DMS_ENDPOINT must be https:// (the DMS serves only TLS), got "${src.endpoint}"`);
+  const body = await new Promise<string>((resolve, reject) => {
+    const req = https.get(url, { ...tls, timeout: src.timeoutMs ?? 15_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        if (res.statusCode === 200) resolve(text);
+        else reject(new Error(`the DMS at ${src.endpoint} answered ${res.statusCode} to GET /v1/datasets: ${text.slice(0, 300)}${res.statusCode === 401 || res.statusCode === 403 ? ' (HD_DMS_CLIENT_CERT_FILE must be a certificate this DMS issued)' : ''}`));
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${src.timeoutMs ?? 15_000} ms`)));
+    req.on('error', (err) => reject(new Error(`cannot read the schemas from the DMS at ${src.endpoint} (HD_DMS_ENDPOINT): ${err.message}`)));
+  });
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body);
+  } catch {
+    throw new Error(`the DMS at ${src.endpoint} answered GET /v1/datasets with something that is not JSON`);
+  }
+  const list = (doc as { datasets?: unknown }).datasets;
+  if (!Array.isArray(list)) throw new Error(`the DMS at ${src.endpoint} answered GET /v1/datasets without a "datasets" list`);
+  return list.map((s, i) => {
+    try {
+      return Schema.parse(s as object);
+    } catch (err) {
+      throw new Error(`the DMS's dataset ${i + 1} (${JSON.stringify((s as { id?: unknown })?.id)}) is not a valid schema: ${(err as Error).message}`);
+    }
+  });
+}

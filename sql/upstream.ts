@@ -1,0 +1,63 @@
+/**
+ * Where hd_sql sends its reads: straight to the SCCs (direct SCC mode, HD_SQL_SCC_TARGETS) or
+ * through the HD Proxy (HD_PROXY_ENDPOINT), which applies the policy to the service's identity,
+ * names the batches and dispatches. Results reach the same listener either way.
+ */
+import net from 'node:net';
+import { PlatformQueryClient, type ControlTls } from '../sdk/platformQueryClient';
+import type { SccTarget } from '../sdk/sccTargets';
+
+/** The SCCs, or the Proxy with the TLS material and identity the service presents to it. */
+export type SqlUpstream =
+  | { readonly kind: 'scc'; readonly targets: readonly SccTarget[] }
+  | {
+      readonly kind: 'proxy';
+      readonly url: string;
+      readonly tls: ControlTls;
+      /** Control headers: the identity the policy sees (X-Forwarded-Role/-Email or Authorization). */
+      readonly headers: Readonly<Record<string, string>>;
+    };
+
+/** One line for start-up and /health. */
+export function describeUpstream(u: SqlUpstream): string {
+  if (u.kind === 'scc') return `SCC ${u.targets.map((t) => `${t.host}:${t.port} (gRPC ${t.grpcPort})`).join(', ')}`;
+  const who = u.headers['x-forwarded-role'] ?? (u.headers.authorization ? 'a bearer token' : 'no identity');
+  return `Proxy ${u.url} (as ${who}${u.tls.cert ? ', with its client certificate' : ''})`;
+}
+
+/** The query client of the service, pointed at its upstream. */
+export function queryClientFor(u: SqlUpstream, returnHost: string | undefined, returnPort: number, log: (line: string) => void): PlatformQueryClient {
+  const client = new PlatformQueryClient(u.kind === 'proxy' ? u.url : '', returnHost ?? '', '', {
+    listenPort: returnPort,
+    ...(returnHost ? { returnHost } : {}),
+    log,
+    ...(u.kind === 'proxy' ? { controlTls: u.tls } : {}),
+  });
+  if (u.kind === 'scc') client.setSccTargets(u.targets);
+  else for (const [name, value] of Object.entries(u.headers)) client.addControlHeader(name, value);
+  return client;
+}
+
+/** Whether each address of the upstream accepts a TCP connection (for /health). */
+export async function upstreamReachable(u: SqlUpstream): Promise<{ address: string; reachable: boolean }[]> {
+  const addresses = u.kind === 'scc' ? u.targets.map((t) => ({ host: t.host, port: t.grpcPort ?? 6990 })) : [hostPortOf(u.url)];
+  return Promise.all(addresses.map(async (a) => ({ address: `${a.host}:${a.port}`, reachable: await reachable(a.host, a.port) })));
+}
+
+function hostPortOf(url: string): { host: string; port: number } {
+  const u = new URL(url);
+  return { host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port) || (u.protocol === 'https:' ? 443 : 80) };
+}
+
+function reachable(host: string, port: number, timeoutMs = 2000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host, port });
+    const done = (ok: boolean): void => {
+      s.destroy();
+      resolve(ok);
+    };
+    s.setTimeout(timeoutMs, () => done(false));
+    s.once('connect', () => done(true));
+    s.once('error', () => done(false));
+  });
+}

@@ -1,0 +1,172 @@
+/**
+ * hd_sql behind the HD Proxy, as in a deployment: a DMS (in this process) holding the dataset schema,
+ * a real Proxy process registered with it, a real SCC and two Storage Nodes, and `hd run
+ * pipelines/sql.yaml` with HD_PROXY_ENDPOINT and the reference's HD_DMS_* variables. hd_sql reads its
+ * schemas from the DMS over mutual TLS and sends every read through the Proxy, whose policy applies
+ * to the service's identity: a role with a hidden field gets zeros there through SQL too.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { registerWithDms } from '../../control/registerWithDms';
+import { PlatformIngestClient } from '../../sdk/platformIngestClient';
+import { startCluster, type Cluster } from '../support/cluster';
+import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
+import { startTestDms, tempDir, type TestDms } from '../control/support';
+
+const schemaJson = readFileSync(path.resolve(__dirname, '../../pipelines/examples/data/flows.schema.json'), 'utf8');
+const T0 = 1_700_000_000 - (1_700_000_000 % 60);
+const POLICY = 'package hd.authz\nimport rego.v1\ndefault allow := true\nhidden_fields contains "src_ip" if input.role == "guest"\n';
+
+interface Ctx {
+  dms: TestDms;
+  cluster: Cluster;
+  proxy: HdProcess;
+  proxyUrl: string;
+  dir: string;
+  remove(): void;
+  files: { ca: string; cert: string; key: string };
+}
+
+/** Starts hd_sql in Proxy mode as `role`; resolves with it and its PostgreSQL port once it listens. */
+async function startSql(ctx: Ctx, role: string, extra: Record<string, string> = {}): Promise<{ sql: HdProcess; pgPort: number }> {
+  const [pgPort, ret] = [await freePort(), await freePort()];
+  const sql = startHd(['run', 'pipelines/sql.yaml', '--quiet'], {
+    HD_PROXY_ENDPOINT: ctx.proxyUrl,
+    HD_SQL_PROXY_ROLE: role,
+    HD_SQL_PROXY_EMAIL: `${role}@example.com`,
+    HD_DMS_ENDPOINT: ctx.dms.url,
+    HD_DMS_CA_FILE: ctx.files.ca,
+    HD_DMS_CLIENT_CERT_FILE: ctx.files.cert,
+    HD_DMS_CLIENT_KEY_FILE: ctx.files.key,
+    PLATFORM_DATA_RETURN_HOST: '127.0.0.1',
+    PLATFORM_DATA_RETURN_PORT: String(ret),
+    HD_SQL_PGWIRE_ADDRESS: `127.0.0.1:${pgPort}`,
+    HD_SQL_HTTP_ENABLED: 'false',
+    HD_SQL_FLIGHTSQL_ENABLED: 'false',
+    OBSERVABILITY_PORT: '-1',
+    HD_SQL_THREADS: '1',
+    ...extra,
+  });
+  await waitForPort('127.0.0.1', pgPort, sql, 60_000);
+  return { sql, pgPort };
+}
+
+async function query(pgPort: number, text: string): Promise<Record<string, unknown>[]> {
+  const c = new pg.Client({ host: '127.0.0.1', port: pgPort, user: 'hd', database: 'hd' });
+  await c.connect();
+  try {
+    return (await c.query(text)).rows as Record<string, unknown>[];
+  } finally {
+    await c.end();
+  }
+}
+
+const WINDOW = `ts >= ${T0} AND ts < ${T0 + 180}`;
+
+const pm = suite<Ctx>('hd_sql in Proxy mode: schemas from the DMS, reads through a real Proxy process');
+pm.before(async (ctx) => {
+  ctx.dms = await startTestDms();
+  ctx.cluster = await startCluster({ recordSize: 64, schemas: [schemaJson] });
+  const { dms, cluster } = ctx;
+  await dms.call('PUT', '/v1/clusters/c1', dms.admin, { primary: true });
+  await dms.call('PUT', '/v1/nodes/scc-sql', dms.admin, { role: 'scc', cluster: 'c1', addresses: { production: { host: cluster.host, port: cluster.scc.productionPort }, grpc: { host: cluster.host, port: cluster.scc.queryGrpcPort } } });
+  assert.is((await dms.call('PUT', '/v1/datasets/flows', dms.admin, { schema: JSON.parse(schemaJson) })).status, 200);
+  const t = tempDir();
+  ctx.dir = t.dir;
+  ctx.remove = t.remove;
+  const ca = path.join(t.dir, 'ca.pem');
+  writeFileSync(ca, dms.server.caCertPem);
+  // hd_sql's own certificate, issued by the DMS (registration v2 with a bootstrap token).
+  const sqlToken = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'hd-sql' })).body as { token: string }).token;
+  const reg = await registerWithDms({ dmsUrl: dms.url, nodeName: 'hd-sql', role: 'sqlServer', caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: sqlToken }, keyBits: 2048 });
+  assert.ok(reg.success, reg.error_message);
+  ctx.files = { ca, cert: path.join(t.dir, 'sql.crt'), key: path.join(t.dir, 'sql.key') };
+  writeFileSync(ctx.files.cert, reg.signed_cert_pem);
+  writeFileSync(ctx.files.key, reg.client_key_pem, { mode: 0o600 });
+
+  const proxyToken = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'proxy-sql' })).body as { token: string }).token;
+  const [port, obs] = [await freePort(), await freePort()];
+  ctx.proxy = startHd(['run', 'pipelines/proxy.yaml', '--quiet'], {
+    NODE_NAME: 'proxy-sql',
+    COMMAND_INTERFACE: '127.0.0.1',
+    COMMAND_PORT: String(port),
+    OBSERVABILITY_INTERFACE: '127.0.0.1',
+    OBSERVABILITY_PORT: String(obs),
+    DMS_URL: dms.url,
+    PLATFORM_CA_CERT_PEM: ca,
+    PLATFORM_BOOTSTRAP_TOKEN: proxyToken,
+    PLATFORM_KEY_BITS: '2048',
+    PROXY_TOPOLOGY_REFRESH_MS: '500',
+  });
+  await waitForPort('127.0.0.1', obs, ctx.proxy, 60_000);
+  ctx.proxyUrl = `https://127.0.0.1:${port}`;
+  assert.is((await dms.call('PUT', '/v1/policy', dms.admin, { rego: POLICY })).status, 200);
+
+  await using ingest = new PlatformIngestClient();
+  ingest.loadDatasetSchema(schemaJson);
+  ingest.setSccTargets([`${cluster.host}:${cluster.scc.productionPort}`]);
+  for (let b = 0; b < 3; b++) {
+    const id = ingest.generateBatchIdTime(T0 + b * 60, T0 + b * 60 + 60);
+    const recs = Array.from({ length: 100 }, (_, i) => ingest.convertRecordToBinary({ ts: String(T0 + b * 60 + (i % 60)), src_ip: `10.0.${b}.${i}`, dst_ip: '10.9.9.9', src_port: '1000', dst_port: i % 2 === 0 ? '443' : '53', proto: 'tcp', packets: '1', bytes: String(i), duration_ms: '5' }));
+    assert.ok(await ingest.streamInsert(id, recs), String(ingest.lastError));
+    assert.ok(await ingest.sendEob(id), String(ingest.lastError));
+  }
+});
+pm.after(async (ctx) => {
+  await ctx.proxy?.stop();
+  await ctx.cluster?.stop();
+  await ctx.dms?.close();
+  ctx.remove?.();
+});
+
+pm('an analyst role reads through the Proxy: the schema came from the DMS, filters and counts are right', async (ctx) => {
+  const { sql, pgPort } = await startSql(ctx, 'analyst');
+  try {
+    assert.match(sql.output(), /1 dataset\(s\) \(flows\) from the DMS at https:\/\/127\.0\.0\.1:\d+; Proxy https:\/\/127\.0\.0\.1:\d+ \(as analyst, with its client certificate\)/);
+    assert.equal(await query(pgPort, `SELECT count(*)::INTEGER AS n FROM flows WHERE ${WINDOW}`), [{ n: 300 }]);
+    assert.equal(await query(pgPort, `SELECT count(*)::INTEGER AS n, min(src_ip) AS lo FROM flows WHERE ${WINDOW} AND dst_port = 443`), [{ n: 150, lo: '10.0.0.0' }]);
+  } finally {
+    assert.is(await sql.stop(), 0, sql.output());
+  }
+});
+
+pm("the policy applies to the service's identity: a guest gets src_ip zeroed, every other column intact", async (ctx) => {
+  const { sql, pgPort } = await startSql(ctx, 'guest');
+  try {
+    const rows = await query(pgPort, `SELECT DISTINCT src_ip, dst_ip FROM flows WHERE ${WINDOW}`);
+    assert.equal(rows, [{ src_ip: '0.0.0.0', dst_ip: '10.9.9.9' }]);
+  } finally {
+    assert.is(await sql.stop(), 0, sql.output());
+  }
+});
+
+pm('a certificate the DMS did not issue: the start fails saying which variable to fix', async (ctx) => {
+  const other = await startTestDms();
+  try {
+    const foreignCa = path.join(ctx.dir, 'other-ca.pem');
+    writeFileSync(foreignCa, other.server.caCertPem);
+    const p = startHd(['run', 'pipelines/sql.yaml', '--quiet'], {
+      HD_PROXY_ENDPOINT: ctx.proxyUrl,
+      HD_SQL_PROXY_ROLE: 'analyst',
+      HD_DMS_ENDPOINT: ctx.dms.url,
+      HD_DMS_CA_FILE: foreignCa,
+      HD_DMS_CLIENT_CERT_FILE: ctx.files.cert,
+      HD_DMS_CLIENT_KEY_FILE: ctx.files.key,
+      HD_SQL_PGWIRE_ADDRESS: '127.0.0.1:0',
+      HD_SQL_HTTP_ENABLED: 'false',
+      HD_SQL_FLIGHTSQL_ENABLED: 'false',
+      PLATFORM_DATA_RETURN_PORT: '0',
+      OBSERVABILITY_PORT: '-1',
+    });
+    assert.is.not(await p.exited, 0);
+    assert.match(p.output(), /cannot read the schemas from the DMS at https:\/\/127\.0\.0\.1:\d+ \(HD_DMS_ENDPOINT\)/);
+  } finally {
+    await other.close();
+  }
+});
+
+pm.run();
