@@ -141,7 +141,7 @@ wire('errors carry the reference SQLSTATEs and the connection stays usable', asy
   }
 });
 
-wire('password: MD5 auth accepts the password and refuses a wrong one with 28P01', async () => {
+wire('password: SCRAM-SHA-256 auth accepts the password and refuses a wrong one with 28P01', async () => {
   const ok = await client({ port: pwPort, password: 's3cret' });
   assert.equal((await ok.query('SELECT 2 AS two')).rows, [{ two: 2 }]);
   await ok.end();
