@@ -42,6 +42,12 @@ export interface QueryClientOptions {
   readonly log?: (line: string) => void;
   /** TLS of the Proxy calls (CA bundle, client certificate); registerWithDms fills in what is not given. */
   readonly controlTls?: ControlTls;
+  /**
+   * Receive results on this other client's listener instead of opening one (`listenPort` is then
+   * not used). The listener tells queries apart by id and token, so clients sharing it run their
+   * queries at the same time, each with its own accounting, on one port. The owner closes it.
+   */
+  readonly shareListenerOf?: PlatformQueryClient;
 }
 
 interface Running {
@@ -66,6 +72,8 @@ export class PlatformQueryClient {
   private targets: SccTarget[] = [];
   private readonly listener: ResultListener;
   private readonly listening: Promise<{ host: string; port: number }>;
+  /** False when the listener is another client's (shareListenerOf). */
+  private readonly ownsListener: boolean;
   private readonly accounting = new QueryAccounting();
   private readonly controlHeaders = new ControlHeaders();
   private readonly log: (line: string) => void;
@@ -95,8 +103,10 @@ export class PlatformQueryClient {
   ) {
     if (proxyUrl) checkProxyUrl(proxyUrl);
     this.log = options.log ?? ((l) => process.stderr.write(`hd query client: ${l}\n`));
-    this.listener = new ResultListener({ host: dataPlaneInterface || '0.0.0.0', port: options.listenPort ?? 6987 });
-    this.listening = this.listener.listen();
+    const owner = options.shareListenerOf;
+    this.ownsListener = owner === undefined;
+    this.listener = owner ? owner.listener : new ResultListener({ host: dataPlaneInterface || '0.0.0.0', port: options.listenPort ?? 6987 });
+    this.listening = owner ? owner.listening : this.listener.listen();
     // Surfaces at the first call that needs the listener; here it would be an unhandled rejection.
     this.listening.catch(() => undefined);
   }
@@ -349,7 +359,7 @@ export class PlatformQueryClient {
     if (this.stopped) return;
     this.stopped = true;
     this.running?.release('cancelled');
-    await this.listening.then(() => this.listener.close(), () => undefined);
+    if (this.ownsListener) await this.listening.then(() => this.listener.close(), () => undefined);
     await this.local?.close();
   }
 
@@ -378,9 +388,7 @@ export class PlatformQueryClient {
     return controlCallOptions(this.controlHeaders.all, this.options.controlTls, this.registered, this.controlPlaneInterface);
   }
 
-  private async build(input: string | Record<string, unknown>): Promise<{ query: HdQuery; window: { start: number; end: number } | undefined }> {
-    const schema = this.codec.schema;
-    if (!schema) throw new Error('no dataset schema is loaded (loadDatasetSchema)');
+  private async build(input: string | Record<string, unknown>, schema = this.needSchema()): Promise<{ query: HdQuery; window: { start: number; end: number } | undefined }> {
     if (!this.proxyUrl && this.targets.length === 0) throw new Error('no SCC targets are set (setSccTargets), and no proxyUrl was given');
     const bound = await this.listening;
     const host = await this.returnHost();
@@ -411,7 +419,9 @@ export class PlatformQueryClient {
     if (this.stopped) throw new Error('the query client is stopped');
     if (this.running) throw new Error(`query ${this.running.query.queryId} is still running on this client; one query at a time`);
     const prepared = this.preparedId !== undefined;
-    const { query, window } = await this.build(input);
+    // Captured before the first await: a loadDatasetSchema after this call does not change this query.
+    const schema = this.needSchema();
+    const { query, window } = await this.build(input, schema);
     this.preparedId = undefined;
     if (!prepared) this.accounting.reset();
     const route = this.proxyUrl
@@ -426,7 +436,7 @@ export class PlatformQueryClient {
           listener: this.listener,
           accounting: this.accounting,
           counters: this.counters,
-          schema: this.codec.schema as Schema,
+          schema,
           timeoutMs: this.timeoutMs,
           log: this.log,
           onStart: (release) => (this.running = { query, release }),

@@ -1,6 +1,7 @@
 /**
  * Fetching a dataset's rows for a plan: one HDQuery per dataset read through the SDK's
- * PlatformQueryClient (direct SCC mode), each batch handed over as it arrives.
+ * PlatformQueryClient (straight to the SCCs or through the Proxy), each batch handed over as it
+ * arrives.
  */
 import type * as arrow from 'apache-arrow';
 import type { Schema } from '../engine-rs/schema';
@@ -27,23 +28,32 @@ export interface DatasetFetcher {
 }
 
 /**
- * A fetcher over one PlatformQueryClient. The client runs one query at a time, so reads queue
- * here (one result listener, one port: HD_SQL's PLATFORM_DATA_RETURN_PORT).
+ * A fetcher over a pool of PlatformQueryClients sharing one result listener (one port: HD_SQL's
+ * PLATFORM_DATA_RETURN_PORT). A client runs one query at a time with its own accounting, so the pool
+ * size is how many reads run at once; further reads wait for a free client, in arrival order.
  */
 export class QueryClientFetcher implements DatasetFetcher {
-  private tail: Promise<unknown> = Promise.resolve();
+  private readonly idle: PlatformQueryClient[];
+  private readonly waiting: ((c: PlatformQueryClient) => void)[] = [];
 
-  /** @param client a client with its SCC targets set; the schema is loaded per read. */
-  constructor(private readonly client: PlatformQueryClient) {}
-
-  fetch(read: DatasetRead, onBatch: (b: arrow.RecordBatch) => Promise<void>, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome> {
-    const run = this.tail.then(() => this.run(read, onBatch, opts));
-    this.tail = run.catch(() => undefined);
-    return run;
+  /** @param clients clients pointed at their upstream (SCC targets or Proxy); the schema is loaded per read. */
+  constructor(clients: PlatformQueryClient | readonly PlatformQueryClient[]) {
+    this.idle = Array.isArray(clients) ? [...clients] : [clients as PlatformQueryClient];
+    if (this.idle.length === 0) throw new RangeError('QueryClientFetcher needs at least one query client');
   }
 
-  private async run(read: DatasetRead, onBatch: (b: arrow.RecordBatch) => Promise<void>, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome> {
-    const c = this.client;
+  async fetch(read: DatasetRead, onBatch: (b: arrow.RecordBatch) => Promise<void>, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome> {
+    const c = this.idle.pop() ?? (await new Promise<PlatformQueryClient>((resolve) => this.waiting.push(resolve)));
+    try {
+      return await this.run(c, read, onBatch, opts);
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next(c);
+      else this.idle.push(c);
+    }
+  }
+
+  private async run(c: PlatformQueryClient, read: DatasetRead, onBatch: (b: arrow.RecordBatch) => Promise<void>, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome> {
     if (opts.signal?.aborted) throw new SqlError('query_timeout', 'canceling statement due to user request');
     const left = opts.deadline - Date.now();
     if (left <= 0) throw new SqlError('query_timeout', 'timed out before the Storage Nodes were asked (HD_SQL_QUERY_TIMEOUT_MS)');

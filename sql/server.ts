@@ -33,6 +33,8 @@ export interface SqlServerSettings {
   readonly returnHost: string | undefined;
   readonly returnPort: number;
   readonly engine: SqlEngineSettings;
+  /** Reads of the Storage Nodes running at once, over one results port (default 1). */
+  readonly concurrentReads?: number;
   /** DuckDB worker threads (default DuckDB's own). */
   readonly threads?: number;
   /** Undefined: the door is disabled. */
@@ -81,14 +83,19 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
     for (const c of closers.reverse()) await c().catch((err: unknown) => s.log(`while stopping: ${(err as Error).message}`));
   };
   try {
-    const client = queryClientFor(s.upstream, s.returnHost, s.returnPort, (l) => s.log(`query client: ${l}`));
+    const log = (l: string): void => s.log(`query client: ${l}`);
+    const client = queryClientFor(s.upstream, s.returnHost, s.returnPort, log);
     closers.push(() => client.stop());
+    // More clients on the same listener: that many reads run at once (HD_SQL_CONCURRENT_READS).
+    const clients = [client];
+    for (let i = 1; i < (s.concurrentReads ?? 1); i++) clients.push(queryClientFor(s.upstream, s.returnHost, s.returnPort, log, client));
+    closers.push(async () => void (await Promise.all(clients.slice(1).map((c) => c.stop()))));
     const ret = await client.ready().catch((err: unknown) => {
       throw new Error(`the results listener (PLATFORM_DATA_RETURN_PORT) cannot listen on ${s.returnHost ?? '0.0.0.0'}:${s.returnPort}: ${(err as Error).message}`);
     });
     const local = new LocalSql(s.threads !== undefined ? { threads: s.threads } : {});
     closers.push(() => local.close());
-    const engine = new MeteredSqlEngine(new Catalog(s.schemas), local, new QueryClientFetcher(client), s.engine);
+    const engine = new MeteredSqlEngine(new Catalog(s.schemas), local, new QueryClientFetcher(clients), s.engine);
     const out: { -readonly [K in keyof RunningSqlServer]?: RunningSqlServer[K] } = { returnAddress: ret };
 
     if (s.observability) {

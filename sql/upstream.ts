@@ -25,13 +25,14 @@ export function describeUpstream(u: SqlUpstream): string {
   return `Proxy ${u.url} (as ${who}${u.tls.cert ? ', with its client certificate' : ''})`;
 }
 
-/** The query client of the service, pointed at its upstream. */
-export function queryClientFor(u: SqlUpstream, returnHost: string | undefined, returnPort: number, log: (line: string) => void): PlatformQueryClient {
+/** A query client of the service, pointed at its upstream; with `owner`, it receives on the owner's listener. */
+export function queryClientFor(u: SqlUpstream, returnHost: string | undefined, returnPort: number, log: (line: string) => void, owner?: PlatformQueryClient): PlatformQueryClient {
   const client = new PlatformQueryClient(u.kind === 'proxy' ? u.url : '', returnHost ?? '', '', {
     listenPort: returnPort,
     ...(returnHost ? { returnHost } : {}),
     log,
     ...(u.kind === 'proxy' ? { controlTls: u.tls } : {}),
+    ...(owner ? { shareListenerOf: owner } : {}),
   });
   if (u.kind === 'scc') client.setSccTargets(u.targets);
   else for (const [name, value] of Object.entries(u.headers)) client.addControlHeader(name, value);

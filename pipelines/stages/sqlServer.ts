@@ -38,6 +38,7 @@ const settings = {
   flightsql_address: str({ doc: 'Arrow Flight SQL listener [host]:port — HD_SQL_FLIGHTSQL_ADDRESS', default: ':31337' }),
   observability_host: str({ doc: '/health and /metrics bind address — OBSERVABILITY_INTERFACE', default: '0.0.0.0' }),
   observability_port: int({ doc: '/health and /metrics port; -1 turns them off — OBSERVABILITY_PORT', default: 8080, min: -1, max: 65535 }),
+  concurrent_reads: int({ doc: 'reads of the Storage Nodes running at once (each SQL statement reads each of its datasets once); more wait their turn — HD_SQL_CONCURRENT_READS', default: 4, min: 1, max: 256 }),
   threads: int({ doc: 'DuckDB worker threads; 0: one per core — HD_SQL_THREADS', default: 0, min: 0, max: 1024 }),
 };
 
@@ -78,6 +79,7 @@ export const sqlServerStage: SinkType<typeof settings> = {
         returnHost: ret.host,
         returnPort: c.return_port,
         engine: { lookbackSec: c.default_lookback_sec, timeoutMs: c.query_timeout_ms, maxRows: c.max_rows, qos: c.query_qos },
+        concurrentReads: c.concurrent_reads,
         ...(c.threads > 0 ? { threads: c.threads } : {}),
         pgwire: pg ? { ...pg, ...(password !== undefined ? { password } : {}) } : undefined,
         http: at(c.http_enabled, c.http_address, 'HD_SQL_HTTP_ADDRESS'),
