@@ -29,6 +29,7 @@ const settings = {
   jwt_email_claim: str({ doc: 'JWT claim holding the email — PROXY_JWT_EMAIL_CLAIM', default: 'email' }),
   topology_refresh_ms: int({ doc: 'how often topology and schemas are re-read from the DMS — PROXY_TOPOLOGY_REFRESH_MS', default: 5000, min: 100, max: 3_600_000 }),
   dispatch_timeout_ms: int({ doc: 'deadline of one dispatch to an SCC — PROXY_DISPATCH_TIMEOUT_MS', default: 30_000, min: 100, max: 3_600_000 }),
+  batch_filter_timeout_ms: int({ doc: "how long a query waits for the Storage Nodes' batch filters before its verdict goes without them (partial or off, never a wrong exclusion) — PROXY_BATCH_FILTER_TIMEOUT_MS", default: 1000, min: 10, max: 60_000 }),
   dispatch_tls: bool({ doc: "dispatch over mutual TLS to the SCCs' gRPC service — PROXY_DISPATCH_TLS", default: false }),
 };
 
@@ -68,6 +69,7 @@ export const proxyServiceStage: SinkType<typeof settings> = {
       ...(c.jwt_key_file !== undefined && { jwt: { issuer: c.jwt_issuer, publicKeyPem: c.jwt_key_file, audience: c.jwt_audience, roleClaim: c.jwt_role_claim, emailClaim: c.jwt_email_claim } }),
       topologyRefreshMs: c.topology_refresh_ms,
       dispatchTimeoutMs: c.dispatch_timeout_ms,
+      batchFilterTimeoutMs: c.batch_filter_timeout_ms,
       dispatchTls: c.dispatch_tls,
     };
     return serviceSink(() => ProxyServer.start(s), ctx);
