@@ -93,6 +93,8 @@ export function planStatement(serialized: string, catalog: Catalog, opts: PlanOp
         return;
       }
       if (schemaName === 'pg_catalog' || (schemaName === '' && cteNames.has(table.toLowerCase()))) return;
+      // Drivers name pg_catalog tables unqualified (pg_namespace, pg_type...): the engine's own, unless a dataset has that name.
+      if (schemaName === '' && /^pg_/i.test(table) && !catalog.resolve(table)) return;
       if (schemaName !== '' && schemaName !== 'main' && schemaName !== 'public') throw new SqlError('unknown_dataset', `unknown table ${schemaName}.${table}: datasets are tables of the public schema`);
       const s = catalog.resolve(table);
       if (!s) throw new SqlError('unknown_dataset', `unknown table ${JSON.stringify(table)}: SHOW TABLES lists the datasets (${catalog.schemas.map((x) => x.id).join(', ') || 'none loaded'})`);

@@ -115,6 +115,18 @@ plan('catalog statements read no dataset and are rewritten to our catalog tables
   assert.equal(t.table.toArray().map((x) => x.name), ['flows', 'events']);
 });
 
+plan('pg_catalog tables named without their schema (as drivers send them) are the engine\'s, not datasets', async () => {
+  const p = await engine.plan('SELECT nspname FROM pg_namespace ORDER BY nspname');
+  assert.is(p.reads.length, 0);
+  const r = await engine.execute('SELECT count(*) > 0 AS any FROM pg_namespace');
+  assert.equal(r.table.toArray().map((x) => x.any), [true]);
+  // A name that is neither a dataset nor a pg_ table is still an unknown table.
+  await engine.plan('SELECT * FROM pgx_nothing').then(
+    () => assert.unreachable('planned'),
+    (err: SqlError) => assert.is(err.kind, 'unknown_dataset'),
+  );
+});
+
 const errors = suite('sql planner errors');
 errors.after(() => local.close());
 const kindOf = async (sql: string): Promise<string> => {
