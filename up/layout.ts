@@ -22,11 +22,50 @@ export interface LayoutOptions {
   readonly recordSize?: number;
   /** Dataset schema files beyond the demo's (`--schema`): the Storage Nodes and the SQL server know them too. */
   readonly schemaFiles?: readonly string[];
+  /** Where hd_sql sends its reads: through the HD Proxy (default) or straight to the SCC. */
+  readonly sqlUpstream?: 'proxy' | 'scc';
 }
+
+/** The DMS's files under the data directory (`DMS_DATA_DIR` = `<dataDir>/dms`). */
+export interface DmsFiles {
+  readonly dir: string;
+  /** The root certificate (DMS-CA): clients verify the DMS and the Proxy with it. */
+  readonly caCert: string;
+  /** The administrator credential the DMS issues on its first start (mode 0600). */
+  readonly adminCert: string;
+  readonly adminKey: string;
+}
+
+/** Where the DMS of `dataDir` keeps its CA and the administrator credential (docs/control-plane.md). */
+export function dmsFiles(dataDir: string): DmsFiles {
+  const dir = path.join(dataDir, 'dms');
+  return { dir, caCert: path.join(dir, 'ca', 'ca.cert.pem'), adminCert: path.join(dir, 'admin', 'admin.cert.pem'), adminKey: path.join(dir, 'admin', 'admin.key.pem') };
+}
+
+/** hd_sql's DMS certificate and key, which `hd up` has the DMS issue (node `hd-sql`, role `sqlServer`). */
+export function sqlCredentialFiles(dataDir: string): { readonly cert: string; readonly key: string } {
+  const dir = path.join(dataDir, 'sql');
+  return { cert: path.join(dir, 'hd-sql.cert.pem'), key: path.join(dir, 'hd-sql.key.pem') };
+}
+
+/** The identity hd_sql presents to the Proxy; the default policy lets every identity see everything. */
+export const SQL_PROXY_IDENTITY = { role: 'admin', email: 'hd-sql@localhost' } as const;
 
 /** The nodes of one platform, in start order, plus the addresses clients use. */
 export interface PlatformLayout {
   readonly nodes: NodeSpec[];
+  /** DMS-Core + DMS-CA: control plane URL, its files, and the schema files it is given. */
+  readonly dms: { readonly url: string; readonly host: string; readonly files: DmsFiles };
+  /** The HD Proxy: queries for an identity (`POST /v1/query`), topology for SDK clients. */
+  readonly proxy: { readonly url: string; readonly host: string; readonly nodeName: string };
+  /** The storage nodes as the DMS is told about them (cluster c1). */
+  readonly storageNodes: readonly { readonly name: string; readonly host: string }[];
+  /** The SCC's node name in the DMS. */
+  readonly sccName: string;
+  /** `<dataDir>/schemas`: one schema file per dataset (demo and --schema). */
+  readonly schemaDir: string;
+  /** Whether hd_sql reads through the Proxy. */
+  readonly sqlUpstream: 'proxy' | 'scc';
   readonly scc: { readonly host: string; readonly port: number; readonly grpcPort: number };
   /** hd_sql: the PostgreSQL wire, HTTP and Arrow Flight SQL doors. */
   readonly sql: { readonly host: string; readonly pgPort: number; readonly httpPort: number; readonly flightPort?: number };
@@ -62,6 +101,30 @@ export function platformLayout(opts: LayoutOptions): PlatformLayout {
   const at = (role: number, n: number): string => `${net}.${role}.${n}`;
   const nodes: NodeSpec[] = [];
   const schemaDir = writeSchemaDir(opts.dataDir, opts.schemaFiles ?? []);
+  const sqlUpstream = opts.sqlUpstream ?? 'proxy';
+  // The DMS first: everything else is declared to it, and the Proxy and hd_sql register with it.
+  const dmsHost = at(10, 1);
+  const files = dmsFiles(opts.dataDir);
+  const dmsUrl = `https://${dmsHost}:${PORTS.command}`;
+  nodes.push({
+    name: 'dms',
+    role: 'dms',
+    args: ['run', 'pipelines/dms.yaml', '--quiet'],
+    env: {
+      NODE_NAME: 'dms-core',
+      DMS_DATA_DIR: files.dir,
+      COMMAND_INTERFACE: dmsHost,
+      COMMAND_PORT: String(PORTS.command),
+      OBSERVABILITY_INTERFACE: dmsHost,
+      OBSERVABILITY_PORT: String(PORTS.observability),
+      // Clients reach it by address: its certificate must name that address.
+      DMS_SERVER_NAMES: `dms-core,localhost,${dmsHost}`,
+      RECORD_SIZE: recordSize,
+    },
+    host: dmsHost,
+    readyPort: PORTS.command,
+    healthUrl: `http://${dmsHost}:${PORTS.observability}/health`,
+  });
   const sns: { name: string; host: string }[] = [];
   for (let i = 1; i <= (opts.storageNodes ?? 2); i++) {
     const name = `sn${i}`;
@@ -99,12 +162,13 @@ export function platformLayout(opts: LayoutOptions): PlatformLayout {
     });
   }
   const scc = at(20, 1);
+  const sccName = 'scc1';
   nodes.push({
     name: 'scc',
     role: 'scc',
     args: ['run', 'pipelines/scc.yaml', '--quiet'],
     env: {
-      NODE_NAME: 'scc1',
+      NODE_NAME: sccName,
       PRODUCTION_IP: scc,
       PRODUCTION_PORT: String(PORTS.production),
       COMMAND_INTERFACE: scc,
@@ -119,16 +183,48 @@ export function platformLayout(opts: LayoutOptions): PlatformLayout {
     readyPort: PORTS.production,
     healthUrl: `http://${scc}:${PORTS.observability}/health`,
   });
-  // hd_sql, started after the SCC: direct SCC mode over the same schema directory.
+  // The Proxy registers with the DMS (a fresh bootstrap token per start: platform.ts) and dispatches to the SCC.
+  const proxyHost = at(11, 1);
+  const proxyName = 'hd-proxy';
+  nodes.push({
+    name: 'proxy',
+    role: 'proxy',
+    args: ['run', 'pipelines/proxy.yaml', '--quiet'],
+    env: {
+      NODE_NAME: proxyName,
+      COMMAND_INTERFACE: proxyHost,
+      COMMAND_PORT: String(PORTS.command),
+      OBSERVABILITY_INTERFACE: proxyHost,
+      OBSERVABILITY_PORT: String(PORTS.observability),
+      DMS_URL: dmsUrl,
+      PLATFORM_CA_CERT_PEM: files.caCert,
+    },
+    host: proxyHost,
+    readyPort: PORTS.command,
+    healthUrl: `http://${proxyHost}:${PORTS.observability}/health`,
+  });
+  // hd_sql, started last: behind the Proxy (schemas from the DMS), or straight to the SCC over the schema directory.
   const sql = at(0, 1);
+  const sqlCreds = sqlCredentialFiles(opts.dataDir);
+  const upstream: Record<string, string> =
+    sqlUpstream === 'proxy'
+      ? {
+          HD_PROXY_ENDPOINT: `https://${proxyHost}:${PORTS.command}`,
+          HD_DMS_ENDPOINT: dmsUrl,
+          HD_DMS_CA_FILE: files.caCert,
+          HD_DMS_CLIENT_CERT_FILE: sqlCreds.cert,
+          HD_DMS_CLIENT_KEY_FILE: sqlCreds.key,
+          HD_SQL_PROXY_ROLE: SQL_PROXY_IDENTITY.role,
+          HD_SQL_PROXY_EMAIL: SQL_PROXY_IDENTITY.email,
+        }
+      : { HD_SQL_SCC_TARGETS: `${scc}:${PORTS.production}:${PORTS.queryGrpc}`, HD_SQL_SCHEMA_DIR: schemaDir };
   nodes.push({
     name: 'sql',
     role: 'sql',
     args: ['run', 'pipelines/sql.yaml', '--quiet'],
     env: {
       NODE_NAME: 'hd-sql',
-      HD_SQL_SCC_TARGETS: `${scc}:${PORTS.production}:${PORTS.queryGrpc}`,
-      HD_SQL_SCHEMA_DIR: schemaDir,
+      ...upstream,
       PLATFORM_DATA_RETURN_HOST: sql,
       PLATFORM_DATA_RETURN_PORT: String(PORTS.sqlReturn),
       HD_SQL_PGWIRE_ADDRESS: `${sql}:${PORTS.pgwire}`,
@@ -143,5 +239,15 @@ export function platformLayout(opts: LayoutOptions): PlatformLayout {
     readyPort: PORTS.pgwire,
     healthUrl: `http://${sql}:${PORTS.observability}/health`,
   });
-  return { nodes, scc: { host: scc, port: PORTS.production, grpcPort: PORTS.queryGrpc }, sql: { host: sql, pgPort: PORTS.pgwire, httpPort: PORTS.sqlHttp, flightPort: PORTS.flightSql } };
+  return {
+    nodes,
+    dms: { url: dmsUrl, host: dmsHost, files },
+    proxy: { url: `https://${proxyHost}:${PORTS.command}`, host: proxyHost, nodeName: proxyName },
+    storageNodes: sns,
+    sccName,
+    schemaDir,
+    sqlUpstream,
+    scc: { host: scc, port: PORTS.production, grpcPort: PORTS.queryGrpc },
+    sql: { host: sql, pgPort: PORTS.pgwire, httpPort: PORTS.sqlHttp, flightPort: PORTS.flightSql },
+  };
 }

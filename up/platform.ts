@@ -8,9 +8,10 @@ import path from 'node:path';
 import { Progress, type ProgressStream } from '../lib/progress';
 import { chessDataset, flowsDataset, type DemoDataset } from './demoData';
 import { ingestNdjson, type IngestSummary } from './demoIngest';
-import { EXAMPLE_QUERIES } from './exampleQueries';
+import { DmsAdmin, declarePlatform, ensurePolicy, registerSqlServer } from './controlPlane';
 import { platformLayout, type PlatformLayout } from './layout';
 import { hdCommand, packageRoot } from './packageRoot';
+import { readyMessage } from './readyMessage';
 import { Supervisor, type NodeSpec } from './supervisor';
 
 /** Options of {@link runUp}. */
@@ -37,9 +38,20 @@ export interface UpState {
   readonly nodes: readonly { readonly name: string; readonly role: string; readonly host: string; readonly port: number; readonly healthUrl: string; readonly log: string }[];
   readonly scc: PlatformLayout['scc'];
   readonly sql: PlatformLayout['sql'];
+  /** The DMS and the files to administer it with (CA, administrator certificate and key). */
+  readonly dms: { readonly url: string; readonly caCert: string; readonly adminCert: string; readonly adminKey: string };
+  /** The HD Proxy. */
+  readonly proxy: { readonly url: string };
+  /** Where hd_sql sends its reads. */
+  readonly sqlUpstream: 'proxy' | 'scc';
 }
 
 const STATE = 'up.json';
+/**
+ * Where hd_sql sends its reads: `proxy` once hd_sql has its Proxy mode (HD_PROXY_ENDPOINT and the
+ * HD_DMS_* settings), else `scc` (direct SCC mode over the schema directory).
+ */
+const SQL_UPSTREAM: 'proxy' | 'scc' = 'scc';
 const DEMO = 'demo.json';
 
 /** Reads `<dataDir>/up.json`, or undefined when no platform was started there. */
@@ -101,7 +113,19 @@ export async function runUp(opts: UpOptions): Promise<number> {
     opts.err.write(`hd up: a platform is already running from ${dataDir} (pid ${previous.pid}); 'hd status' shows it, 'hd down' stops it\n`);
     return 1;
   }
-  const layout = platformLayout({ dataDir, ...(opts.net ? { net: opts.net } : {}), ...(opts.ingest ? { schemaFiles: [opts.ingest.schema] } : {}) });
+  const layout = platformLayout({ dataDir, sqlUpstream: SQL_UPSTREAM, ...(opts.net ? { net: opts.net } : {}), ...(opts.ingest ? { schemaFiles: [opts.ingest.schema] } : {}) });
+  // Set once the DMS is up; the Proxy and hd_sql get fresh credentials from it before every start.
+  let admin: DmsAdmin | undefined;
+  const dms = (): DmsAdmin => {
+    if (!admin) throw new Error('the DMS is not up yet');
+    return admin;
+  };
+  const nodes: NodeSpec[] = layout.nodes.map((n) => {
+    // Bootstrap tokens are single-use: each start of the Proxy (a crash restart too) gets a new one.
+    if (n.role === 'proxy') return { ...n, prepare: async () => ({ PLATFORM_BOOTSTRAP_TOKEN: await dms().bootstrapToken(layout.proxy.nodeName) }) };
+    if (n.role === 'sql' && layout.sqlUpstream === 'proxy') return { ...n, prepare: async () => (await registerSqlServer(dms(), dataDir), {}) };
+    return n;
+  });
   const root = packageRoot();
   const sup = new Supervisor(hdCommand(root), root, path.join(dataDir, 'logs'), (e) => {
     if (e.kind === 'crashed') opts.err.write(`hd up: ${e.node} exited (${e.code}); restarting in ${e.restartInMs} ms — log: ${sup.logFile(e.node)}\n`);
@@ -113,6 +137,9 @@ export async function runUp(opts: UpOptions): Promise<number> {
     nodes: layout.nodes.map((n) => ({ name: n.name, role: n.role, host: n.host, port: n.readyPort, healthUrl: n.healthUrl, log: sup.logFile(n.name) })),
     scc: layout.scc,
     sql: layout.sql,
+    dms: { url: layout.dms.url, caCert: layout.dms.files.caCert, adminCert: layout.dms.files.adminCert, adminKey: layout.dms.files.adminKey },
+    proxy: { url: layout.proxy.url },
+    sqlUpstream: layout.sqlUpstream,
   };
   writeFileSync(path.join(dataDir, STATE), `${JSON.stringify(state, null, 2)}\n`);
   const until = opts.until ?? new Promise((resolve) => {
@@ -121,16 +148,27 @@ export async function runUp(opts: UpOptions): Promise<number> {
   });
   try {
     opts.err.write(`hd up: starting ${layout.nodes.length} nodes (data in ${dataDir}, logs in ${path.join(dataDir, 'logs')})\n`);
-    // Storage Nodes first: the SCC connects to them as it starts.
-    for (const n of layout.nodes) {
-      // The SQL server after the SCC: it queries it.
-      if (n.role === 'sql') await Promise.all(layout.nodes.filter((x) => x.role === 'scc').map((x) => waitReady(x, sup, 60_000)));
-      sup.start(n);
-      if (n.role === 'scc') await Promise.all(layout.nodes.filter((x) => x.role === 'storage-node').map((x) => waitReady(x, sup, 60_000)));
-    }
-    for (const n of layout.nodes) await waitReady(n, sup, 60_000);
+    const ready = (role: string): Promise<unknown> => Promise.all(nodes.filter((x) => x.role === role).map((x) => waitReady(x, sup, 60_000)));
+    const startRole = (role: string): void => nodes.filter((x) => x.role === role).forEach((x) => sup.start(x));
+    // The DMS beside the Storage Nodes and the SCC, which do not talk to it (the SCC connects to the
+    // Storage Nodes as it starts). Once the DMS is up (its CA and the administrator credential are
+    // made on its first start), what the Proxy and hd_sql need from it: the topology, the schemas
+    // and a policy. Then the Proxy and hd_sql, each registering with a fresh bootstrap token.
+    startRole('dms');
+    startRole('storage-node');
+    await ready('storage-node');
+    startRole('scc');
+    await ready('dms');
+    admin = DmsAdmin.open(layout);
+    const declared = await declarePlatform(admin, layout);
+    const policy = await ensurePolicy(admin);
+    opts.err.write(`hd up: DMS ready: cluster c1 with ${layout.storageNodes.length} Storage Nodes, datasets ${declared.datasets.join(', ')}; policy version ${policy.version}${policy.installed ? ' (the default: allow everything)' : ''}\n`);
+    await ready('scc');
+    startRole('proxy');
+    startRole('sql');
+    for (const n of nodes) await waitReady(n, sup, 60_000);
     const summaries = await ingestOnFirstStart(dataDir, layout, opts);
-    printReady(opts.out, state, summaries);
+    opts.out.write(readyMessage(state, summaries));
     opts.onReady?.(state);
     await until;
     opts.err.write('hd up: stopping...\n');
@@ -182,32 +220,6 @@ async function ingestOnFirstStart(dataDir: string, layout: PlatformLayout, opts:
     writeFileSync(marker, `${JSON.stringify(done, null, 2)}\n`);
   }
   return done;
-}
-
-function printReady(out: UpOptions['out'], state: UpState, data: readonly IngestSummary[]): void {
-  const lines = [
-    '',
-    'HD is up.',
-    '',
-    ...state.nodes.map((n) => `  ${n.name.padEnd(5)} ${n.role.padEnd(13)} ${n.host}:${n.port}   health ${n.healthUrl}`),
-    '',
-    `  ingest (HDWP):  ${state.scc.host}:${state.scc.port}   (PlatformIngestClient: setSccTargets(['${state.scc.host}:${state.scc.port}']))`,
-    `  query (gRPC):   ${state.scc.host}:${state.scc.grpcPort}`,
-    '',
-    'SQL:',
-    `  psql -h ${state.sql.host} -p ${state.sql.pgPort} -U hd`,
-    `  HTTP: curl -s http://${state.sql.host}:${state.sql.httpPort}/v1/query -H 'content-type: application/json' -d '{"sql":"SHOW TABLES"}'`,
-    // An up.json from before the Flight SQL door has no flightPort.
-    ...(state.sql.flightPort ? [`  Arrow Flight SQL: grpc://${state.sql.host}:${state.sql.flightPort}   (ADBC: adbc_driver_flightsql.dbapi.connect('grpc://${state.sql.host}:${state.sql.flightPort}'))`] : []),
-    '',
-    'Try:',
-    ...EXAMPLE_QUERIES.flatMap((q) => [`  -- ${q.shows}`, `  ${q.sql}`]),
-    '',
-    ...(data.length > 0 ? ['Data:', ...data.map((d) => `  ${d.dataset}: ${d.records.toLocaleString('en-US')} records in ${d.batches} batches`), ''] : []),
-    "'hd status' shows the nodes, 'hd down' (or Ctrl-C here) stops everything.",
-    '',
-  ];
-  out.write(`${lines.join('\n')}\n`);
 }
 
 /** One row of `hd status`. */

@@ -19,6 +19,11 @@ export interface NodeSpec {
   readonly readyPort: number;
   /** Its /health URL. */
   readonly healthUrl: string;
+  /**
+   * Run before every launch (the first and each restart); its answer is added to `env`. For what
+   * must be fresh per process, such as a single-use bootstrap token. A failure counts as an exit.
+   */
+  readonly prepare?: () => Promise<Readonly<Record<string, string>>>;
 }
 
 /** What the supervisor reports. */
@@ -101,23 +106,44 @@ export class Supervisor {
   }
 
   private launch(r: Running): void {
+    if (!r.spec.prepare) return this.spawn(r, {});
+    const started = Date.now();
+    r.spec.prepare().then(
+      (extra) => {
+        if (!this.stopping) this.spawn(r, extra);
+      },
+      (err: unknown) => {
+        if (this.stopping) return;
+        r.log.write(`--- ${new Date().toISOString()} could not prepare the start: ${err instanceof Error ? err.message : String(err)}\n`);
+        this.exited(r, 'prepare failed', started);
+      },
+    );
+  }
+
+  private spawn(r: Running, extra: Readonly<Record<string, string>>): void {
     const [cmd, ...lead] = this.hdCommand;
-    const proc = spawn(cmd as string, [...lead, ...r.spec.args], { cwd: this.cwd, env: { ...process.env, ...r.spec.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(cmd as string, [...lead, ...r.spec.args], { cwd: this.cwd, env: { ...process.env, ...r.spec.env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
     r.proc = proc;
-    r.log.write(`--- ${new Date().toISOString()} start: hd ${r.spec.args.join(' ')}\n`);
+    // The pid in the log: how an operator (or a test) finds the process of a node.
+    r.log.write(`--- ${new Date().toISOString()} start: hd ${r.spec.args.join(' ')} (pid ${proc.pid ?? '?'})\n`);
     proc.stdout?.pipe(r.log, { end: false });
     proc.stderr?.pipe(r.log, { end: false });
     const started = Date.now();
     proc.once('spawn', () => this.onEvent({ kind: 'started', node: r.spec.name, pid: proc.pid ?? -1 }));
     proc.once('exit', (code, signal) => {
       r.log.write(`--- ${new Date().toISOString()} exit: ${code ?? signal}\n`);
-      r.exits++;
-      if (this.stopping) return;
-      // A node that ran a while before dying starts over at the shortest backoff.
-      if (Date.now() - started > 60_000) r.restarts = 0;
-      const wait = Math.min(MAX_BACKOFF_MS, 500 * 2 ** r.restarts++);
-      this.onEvent({ kind: 'crashed', node: r.spec.name, code: code ?? signal ?? 'unknown', restartInMs: wait });
-      r.timer = setTimeout(() => this.launch(r), wait);
+      this.exited(r, code ?? signal ?? 'unknown', started);
     });
+  }
+
+  /** Counts an exit and, unless stopping, schedules the restart. */
+  private exited(r: Running, code: number | string, started: number): void {
+    r.exits++;
+    if (this.stopping) return;
+    // A node that ran a while before dying starts over at the shortest backoff.
+    if (Date.now() - started > 60_000) r.restarts = 0;
+    const wait = Math.min(MAX_BACKOFF_MS, 500 * 2 ** r.restarts++);
+    this.onEvent({ kind: 'crashed', node: r.spec.name, code, restartInMs: wait });
+    r.timer = setTimeout(() => this.launch(r), wait);
   }
 }

@@ -1,13 +1,17 @@
 /**
- * `hd up` as a user runs it: real processes on their own loopback addresses, demo data through the
- * ingest path, `hd status`, `hd down`, a restart that keeps the data, a crashed node restarted.
+ * `hd up` as a user runs it: real processes on their own loopback addresses (the DMS with its CA,
+ * the Proxy, the SCC, two Storage Nodes, hd_sql), demo data through the ingest path, queries for an
+ * identity through the Proxy, `hd status`, `hd down`, a restart that keeps the data and the DMS's
+ * state, crashed nodes restarted.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { requestJson, type ClientTls } from '../../control/http/jsonClient';
+import { PlatformQueryClient } from '../../sdk/platformQueryClient';
 import { EXAMPLE_QUERIES } from '../../up/exampleQueries';
 import { readUpState, type UpState } from '../../up/platform';
 import { startHd, type HdProcess } from '../support/hdProcess';
@@ -44,6 +48,46 @@ function psql(sql: string): string {
   }
 }
 
+/** The administrator's TLS material, from the files hd up names. */
+function adminTls(state: UpState): ClientTls {
+  return { ca: readFileSync(state.dms.caCert, 'utf8'), cert: readFileSync(state.dms.adminCert, 'utf8'), key: readFileSync(state.dms.adminKey, 'utf8') };
+}
+
+/** `SELECT count(*) FROM flows` through the Proxy with the SDK in Proxy mode, as `role`. */
+async function countThroughProxy(state: UpState, role: string): Promise<number> {
+  await using q = new PlatformQueryClient(state.proxy.url, '127.0.0.1', '', { listenPort: 0, log: () => undefined, controlTls: { ca: readFileSync(state.dms.caCert, 'utf8') } });
+  q.loadDatasetSchema(readFileSync(path.join(ROOT, 'up/demo/flows.schema.json'), 'utf8'));
+  q.addControlHeader('X-Forwarded-Role', role);
+  q.addControlHeader('X-Forwarded-Email', `${role}@example.com`);
+  const now = Math.floor(Date.now() / 1000);
+  const t = await q.executeToSql({ start_time: now - 3 * 3600, end_time: now + 60 }, 'SELECT count(*) AS n FROM flows');
+  return Number(t.toArray()[0].n);
+}
+
+/** The pid of a node's latest start, from its log. */
+function lastPid(log: string): number {
+  const pids = [...readFileSync(log, 'utf8').matchAll(/start: hd run .* \(pid (\d+)\)/g)].map((m) => Number(m[1]));
+  const pid = pids.at(-1);
+  if (pid === undefined) throw new Error(`no start line with a pid in ${log}`);
+  return pid;
+}
+
+/** Waits until a node's /health says ok. */
+async function healthy(url: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await fetch(url, { signal: AbortSignal.timeout(2000) }).then(
+      async (r) => ((await r.json()) as { status?: string }).status === 'ok',
+      () => false,
+    );
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`${url} not ok within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+let caBefore = '';
+
 const up = suite('hd up');
 let dataDir: string;
 up.before(() => {
@@ -62,8 +106,39 @@ up('starts every node on its own address, ingests the demo, status is ok, down s
     assert.match(out, /flows: 20,000 records in \d+ batches/);
     assert.match(out, /chess: [\d,]+ records in \d+ batches/);
     const state = readUpState(dataDir) as UpState;
-    assert.equal(state.nodes.map((n) => n.name), ['sn1', 'sn2', 'scc', 'sql']);
+    assert.equal(state.nodes.map((n) => n.name), ['dms', 'sn1', 'sn2', 'scc', 'proxy', 'sql']);
     assert.match(out, `psql -h ${NET}.0.1 -p 5432 -U hd`);
+
+    // The control plane: where the DMS and the Proxy are, the administrator credential (0600) and the policy route.
+    assert.match(out, `DMS:    https://${NET}.10.1:6986`);
+    assert.match(out, `Proxy:  https://${NET}.11.1:6986/v1/query`);
+    assert.match(out, `admin credential: ${state.dms.adminCert} and ${state.dms.adminKey}`);
+    assert.match(out, /policy: allow everything .*PUT \/v1\/policy/);
+    assert.match(out, /policy version 1 \(the default: allow everything\)/);
+    for (const f of [state.dms.adminKey, state.dms.adminCert]) assert.is(statSync(f).mode & 0o777, 0o600, f);
+    caBefore = readFileSync(state.dms.caCert, 'utf8');
+    // The administrator sees what hd up declared: cluster c1, the SCC and the Storage Nodes with
+    // their addresses (observability too: the Proxy reads batch filters there), both datasets, and the registered Proxy.
+    const admin = adminTls(state);
+    type NodeView = { name: string; role: string; addresses: Record<string, { host: string; port: number }> };
+    const topo = (await requestJson('GET', `${state.dms.url}/v1/topology`, admin)).body as { primary_cluster: string; nodes: NodeView[]; clusters: { sccs: NodeView[]; storage_nodes: NodeView[]; datasets: string[] }[] };
+    assert.is(topo.primary_cluster, 'c1');
+    const byName = new Map([...topo.nodes, ...(topo.clusters[0]?.sccs ?? []), ...(topo.clusters[0]?.storage_nodes ?? [])].map((n) => [n.name, n]));
+    assert.equal(byName.get('scc1')?.addresses.grpc, { host: `${NET}.20.1`, port: 6990 });
+    assert.equal(byName.get('sn2')?.addresses.observability, { host: `${NET}.30.2`, port: 8080 });
+    assert.equal(byName.get('sn1')?.addresses.production, { host: `${NET}.30.1`, port: 6987 });
+    assert.is(byName.get('hd-proxy')?.role, 'proxy');
+    assert.equal([...(topo.clusters[0]?.datasets ?? [])].sort(), ['chess', 'flows']);
+    // Without the administrator certificate the DMS refuses administration.
+    const anon = await requestJson('PUT', `${state.dms.url}/v1/policy`, { ca: admin.ca }, { rego: 'package hd.authz' });
+    assert.is(anon.status, 401);
+
+    // The Proxy answers a query for an identity: the SDK in Proxy mode gets every demo row (the default policy allows all).
+    assert.is(await countThroughProxy(state, 'analyst'), 20_000);
+    // No identity: refused, saying which headers to send.
+    const noWho = await requestJson('POST', `${state.proxy.url}/v1/query`, { ca: admin.ca }, { query_id: 1, dataset: 'flows', start: 1, end: 2, return_address: { host: '127.0.0.1', port: 9 }, token: 'ab'.repeat(16) });
+    assert.is(noWho.status, 401);
+    assert.match(JSON.stringify(noWho.body), /X-Forwarded-Role/);
 
     // The README's example queries (the ones hd up prints) run through psql on the first start and return rows.
     const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
@@ -83,6 +158,8 @@ up('starts every node on its own address, ingests the demo, status is ok, down s
     assert.match(status.out, /sn1 +storage-node +127\.78\.30\.1:6987 +ok/);
     assert.match(status.out, /scc +scc +127\.78\.20\.1:6987 +ok/);
     assert.match(status.out, /sql +sql +127\.78\.0\.1:5432 +ok/);
+    assert.match(status.out, /dms +dms +127\.78\.10\.1:6986 +ok/);
+    assert.match(status.out, /proxy +proxy +127\.78\.11\.1:6986 +ok/);
     // Both replicas hold every batch.
     const n1 = segments(path.join(dataDir, 'sn1'));
     assert.ok(n1 > 0);
@@ -94,6 +171,13 @@ up('starts every node on its own address, ingests the demo, status is ok, down s
     for (const pid of pids) process.kill(pid, 'SIGKILL');
     await until('the restart line', p, () => /sn2 exited \(SIGKILL\); restarting/.test(p.output()));
     await until('sn2 healthy again', p, () => readFileSync(sn2?.log as string, 'utf8').split('start: hd run').length >= 3, 30_000);
+    await healthy(sn2?.healthUrl as string);
+    // So is the Proxy: its bootstrap token was used, so hd up issues a new one for the restart.
+    const proxyLog = state.nodes.find((n) => n.name === 'proxy')?.log as string;
+    process.kill(lastPid(proxyLog), 'SIGKILL');
+    await until('the Proxy restart line', p, () => /proxy exited \(SIGKILL\); restarting/.test(p.output()));
+    await until('the Proxy listening again', p, () => readFileSync(proxyLog, 'utf8').split('listening on https://').length >= 3, 60_000);
+    assert.is(await countThroughProxy(state, 'analyst'), 20_000);
 
     const down = await hd(['down', '--data-dir', dataDir]);
     assert.is(down.code, 0, down.out);
@@ -117,6 +201,10 @@ up('a second start finds the data and does not ingest again; status without a pl
   try {
     await until('HD is up', p, () => p.output().includes('HD is up.'));
     assert.match(p.output(), /data from an earlier start found/);
+    // The DMS found its state: same CA, the policy kept (not installed again), the declarations accepted as they are.
+    assert.match(p.output(), /DMS ready: cluster c1 with 2 Storage Nodes, datasets chess, flows; policy version 1\n/);
+    const state = readUpState(dataDir) as UpState;
+    assert.is(readFileSync(state.dms.caCert, 'utf8'), caBefore);
     assert.is(segments(path.join(dataDir, 'sn1')), before);
     const again = await hd(['up', '--data-dir', dataDir, '--net', NET]);
     assert.is(again.code, 1);
@@ -140,6 +228,10 @@ up('after a restart psql and the HTTP door answer from the recovered data', asyn
     assert.ok(psql(EXAMPLE_QUERIES[0]!.sql).trim() !== '', 'the first example returns rows after a restart');
     const http = await fetch(`http://${NET}.0.1:8081/v1/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql: 'SELECT count(*) AS n FROM flows' }) });
     assert.equal(((await http.json()) as { rows: unknown[][] }).rows, [[20_000]]);
+    // The restarted Proxy registered with a new token and answers from the recovered data; the DMS kept its policy.
+    const state = readUpState(dataDir) as UpState;
+    assert.is(await countThroughProxy(state, 'analyst'), 20_000);
+    assert.is(((await requestJson('GET', `${state.dms.url}/v1/policy`, adminTls(state))).body as { version: number }).version, 1);
   } finally {
     await p.stop();
   }

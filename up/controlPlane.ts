@@ -1,0 +1,118 @@
+/**
+ * What `hd up` does on the DMS as its administrator (with the credential the DMS issued into its
+ * data directory): declares the cluster, the SCC and the Storage Nodes with their addresses, puts
+ * the dataset schemas, installs the default policy on the first start, issues the Proxy's
+ * bootstrap tokens and registers hd_sql. Every step is idempotent, so a second `hd up` over the same
+ * data directory finds the state and changes nothing it does not have to.
+ */
+import { readFileSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { writeFileAtomic } from '../control/atomicFile';
+import { requestJson, type ClientTls, type JsonAnswer } from '../control/http/jsonClient';
+import { registerWithDms } from '../control/registerWithDms';
+import { PORTS, sqlCredentialFiles, type PlatformLayout } from './layout';
+
+/** The cluster `hd up` declares (the primary one). */
+export const CLUSTER = 'c1';
+
+/**
+ * The policy `hd up` installs when the DMS has none: every identity may query every dataset and
+ * see every field. Replace it with `PUT /v1/policy` (docs/proxy.md, "The policy"); a later
+ * `hd up` keeps whatever policy the DMS holds.
+ */
+export const DEFAULT_POLICY = 'package hd.authz\nimport rego.v1\n\n# hd up\'s default: every identity sees everything. Replace with PUT /v1/policy.\ndefault allow := true\n';
+
+/** Lifetime of the bootstrap tokens `hd up` issues: they are used within seconds. */
+const TOKEN_TTL_S = 300;
+
+/** The DMS, reached with the administrator credential. */
+export class DmsAdmin {
+  private constructor(
+    readonly url: string,
+    private readonly tls: ClientTls,
+  ) {}
+
+  /** Reads the CA and the administrator credential the DMS wrote under its data directory. */
+  static open(layout: PlatformLayout): DmsAdmin {
+    const f = layout.dms.files;
+    return new DmsAdmin(layout.dms.url, { ca: readFileSync(f.caCert, 'utf8'), cert: readFileSync(f.adminCert, 'utf8'), key: readFileSync(f.adminKey, 'utf8') });
+  }
+
+  /** The DMS-CA root certificate (PEM). */
+  get caPem(): string {
+    return this.tls.ca as string;
+  }
+
+  /** One call, whatever its answer. */
+  request(method: 'GET' | 'POST' | 'PUT' | 'DELETE', route: string, body?: unknown): Promise<JsonAnswer> {
+    return requestJson(method, `${this.url}${route}`, this.tls, body);
+  }
+
+  /** One call; throws with the DMS's error code and message unless the answer is 2xx. */
+  async call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', route: string, body?: unknown): Promise<JsonAnswer> {
+    const a = await this.request(method, route, body);
+    if (a.status >= 200 && a.status < 300) return a;
+    const b = a.body as { error?: unknown; message?: unknown } | undefined;
+    throw new Error(`the DMS answered ${a.status} to ${method} ${route}: ${typeof b === 'object' && b !== null ? `${String(b.error)}: ${String(b.message)}` : String(a.body)}`);
+  }
+
+  /** A single-use bootstrap token for `nodeName`. */
+  async bootstrapToken(nodeName: string): Promise<string> {
+    const a = await this.call('POST', '/v1/bootstrap-tokens', { node_name: nodeName, ttl_s: TOKEN_TTL_S });
+    return (a.body as { token: string }).token;
+  }
+}
+
+/**
+ * Declares cluster c1 (primary), the SCC (production, gRPC, control, observability) and the
+ * Storage Nodes (production, control, observability: the Proxy reads batch filters there), and
+ * puts every schema of the schema directory. PUTs, so a second start only rewrites the same values.
+ */
+export async function declarePlatform(dms: DmsAdmin, layout: PlatformLayout): Promise<{ datasets: string[] }> {
+  const hp = (host: string, port: number): { host: string; port: number } => ({ host, port });
+  await dms.call('PUT', `/v1/clusters/${CLUSTER}`, { primary: true });
+  const s = layout.scc.host;
+  await dms.call('PUT', `/v1/nodes/${layout.sccName}`, {
+    role: 'scc',
+    cluster: CLUSTER,
+    addresses: { production: hp(s, PORTS.production), grpc: hp(s, PORTS.queryGrpc), control: hp(s, PORTS.command), observability: hp(s, PORTS.observability) },
+  });
+  for (const sn of layout.storageNodes) {
+    await dms.call('PUT', `/v1/nodes/${sn.name}`, {
+      role: 'storageNode',
+      cluster: CLUSTER,
+      addresses: { production: hp(sn.host, PORTS.production), control: hp(sn.host, PORTS.command), observability: hp(sn.host, PORTS.observability) },
+    });
+  }
+  const datasets: string[] = [];
+  for (const f of (await readdir(layout.schemaDir)).filter((n) => n.endsWith('.json')).sort()) {
+    const schema = JSON.parse(await readFile(path.join(layout.schemaDir, f), 'utf8')) as { id: string };
+    await dms.call('PUT', `/v1/datasets/${encodeURIComponent(schema.id)}`, { schema });
+    datasets.push(schema.id);
+  }
+  return { datasets };
+}
+
+/** Installs {@link DEFAULT_POLICY} unless the DMS holds a policy; answers the active version and whether it was installed now. */
+export async function ensurePolicy(dms: DmsAdmin): Promise<{ version: number; installed: boolean }> {
+  const current = await dms.request('GET', '/v1/policy');
+  if (current.status === 200) return { version: (current.body as { version: number }).version, installed: false };
+  if (current.status !== 404) throw new Error(`the DMS answered ${current.status} to GET /v1/policy: ${JSON.stringify(current.body)}`);
+  const a = await dms.call('PUT', '/v1/policy', { rego: DEFAULT_POLICY });
+  return { version: (a.body as { version: number }).version, installed: true };
+}
+
+/**
+ * Registers hd_sql (node `hd-sql`, role `sqlServer`) with a fresh bootstrap token and writes its
+ * key and certificate (mode 0600) where the sql node's HD_DMS_CLIENT_*_FILE point. Run before each
+ * start of hd_sql, so a restarted one always holds an unexpired certificate.
+ */
+export async function registerSqlServer(dms: DmsAdmin, dataDir: string, nodeName = 'hd-sql'): Promise<void> {
+  const token = await dms.bootstrapToken(nodeName);
+  const reg = await registerWithDms({ dmsUrl: dms.url, nodeName, role: 'sqlServer', caCertPem: dms.caPem, credentials: { bootstrapToken: token } });
+  if (!reg.success) throw new Error(`registering ${nodeName} with the DMS failed: ${reg.error_message}`);
+  const files = sqlCredentialFiles(dataDir);
+  await writeFileAtomic(files.key, reg.client_key_pem, 0o600);
+  await writeFileAtomic(files.cert, reg.signed_cert_pem, 0o600);
+}
