@@ -237,6 +237,21 @@ export async function fetchTopology(proxyUrl: string, opts: ProxyCallOptions): P
   return parseTopology(r.text);
 }
 
+/** `GET {proxyUrl}/v1/datasets`: the dataset schemas the Proxy holds (the DMS's), as JSON objects. Throws ProxyError. */
+export async function fetchDatasets(proxyUrl: string, opts: ProxyCallOptions): Promise<unknown[]> {
+  const r = await call('GET', proxyUrl, '/v1/datasets', opts);
+  if (r.status !== 200) throw errorOf('the datasets request', r.status, r.text);
+  let doc: unknown;
+  try {
+    doc = JSON.parse(r.text);
+  } catch {
+    throw new ProxyError(`the Proxy at ${proxyUrl} answered GET /v1/datasets with something that is not JSON`, 200, 'bad_answer');
+  }
+  const list = (doc as { datasets?: unknown } | null)?.datasets;
+  if (!Array.isArray(list)) throw new ProxyError(`the Proxy at ${proxyUrl} answered GET /v1/datasets without a "datasets" list`, 200, 'bad_answer');
+  return list;
+}
+
 /**
  * `POST {proxyUrl}/v1/query` with an HDQuery (wire form; a `start`/`end` window may replace
  * `batch_ids`). Resolves with the result event and its text as received; throws ProxyError.

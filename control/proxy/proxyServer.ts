@@ -140,6 +140,12 @@ export class ProxyServer {
         throw err;
       }
     });
+    // The schemas the Proxy holds (the DMS's, refreshed with the topology): what a client without
+    // its own DMS access decodes with, e.g. hd_sql without HD_DMS_* ("the Proxy's copy").
+    app.get('/v1/datasets', async (req) => {
+      await identities.read(req.headers);
+      return { datasets: [...currentView().datasets.values()].map((d) => d.toJSON()) };
+    });
     app.get('/v1/topology', async () => {
       const v = currentView();
       return { primary_cluster: v.primaryCluster, scc_targets: v.targets, clusters: v.clusters, datasets: [...v.datasets.keys()].sort(), at: v.at };

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { startSqlServer } from '../../sql/server';
 import type { Schema } from '../../engine-rs/schema';
-import { dmsTls, fetchDmsSchemas, type DmsSchemaSource } from '../../sql/dmsSchemas';
+import { dmsTls, fetchDmsSchemas, fetchProxySchemas, type DmsSchemaSource } from '../../sql/schemaSources';
 import { loadSchemaDir, parseListenAddress, parseSccTargetList, readPasswordFile, returnAddress, type ListenAddress } from '../../sql/serverSettings';
 import type { SqlUpstream } from '../../sql/upstream';
 import type { SinkType } from '../registry';
@@ -55,15 +55,16 @@ export const sqlServerStage: SinkType<typeof settings> = {
     const log = (line: string): void => void process.stderr.write(`hd_sql: ${line}\n`);
     const dms = dmsSource(c);
     const upstream = upstreamOf(c, dms);
-    if (c.schema_dir === undefined && !dms) {
-      throw new Error('hd_sql needs its dataset schemas: set HD_SQL_SCHEMA_DIR (a directory of schema JSON files, one table each) or HD_DMS_ENDPOINT with HD_DMS_CA_FILE, HD_DMS_CLIENT_CERT_FILE and HD_DMS_CLIENT_KEY_FILE');
+    if (c.schema_dir === undefined && !dms && upstream.kind !== 'proxy') {
+      throw new Error('hd_sql needs its dataset schemas: set HD_SQL_SCHEMA_DIR (a directory of schema JSON files, one table each), HD_DMS_ENDPOINT with HD_DMS_CA_FILE, HD_DMS_CLIENT_CERT_FILE and HD_DMS_CLIENT_KEY_FILE, or HD_PROXY_ENDPOINT (the Proxy\'s copy)');
     }
     const loadSchemas = async (): Promise<{ schemas: Schema[]; source: string }> => {
-      const schemas = c.schema_dir !== undefined ? loadSchemaDir(c.schema_dir, 'HD_SQL_SCHEMA_DIR') : await fetchDmsSchemas(dms as DmsSchemaSource);
+      const schemas =
+        c.schema_dir !== undefined ? loadSchemaDir(c.schema_dir, 'HD_SQL_SCHEMA_DIR') : dms ? await fetchDmsSchemas(dms) : await fetchProxySchemas(upstream as Extract<SqlUpstream, { kind: 'proxy' }>);
       for (const s of schemas) {
         if (s.timeIndexInterval !== c.time_index_interval) log(`WARNING: dataset ${s.id} has time_index_interval ${s.timeIndexInterval} but HD_TIME_INDEX_INTERVAL is ${c.time_index_interval}; its batches are named with the dataset's own`);
       }
-      return { schemas, source: c.schema_dir ?? `the DMS at ${(dms as DmsSchemaSource).endpoint}` };
+      return { schemas, source: c.schema_dir ?? (dms ? `the DMS at ${dms.endpoint}` : `the Proxy at ${c.proxy_endpoint}`) };
     };
     const at = (enabled: boolean, text: string, variable: string): ListenAddress | undefined => (enabled ? parseListenAddress(text, variable) : undefined);
     const pg = at(c.pgwire_enabled, c.pgwire_address, 'HD_SQL_PGWIRE_ADDRESS');

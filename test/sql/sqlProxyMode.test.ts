@@ -6,6 +6,7 @@
  * to the service's identity: a role with a hidden field gets zeros there through SQL too.
  */
 import { writeFileSync } from 'node:fs';
+import https from 'node:https';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
@@ -142,6 +143,23 @@ pm("the policy applies to the service's identity: a guest gets src_ip zeroed, ev
   } finally {
     assert.is(await sql.stop(), 0, sql.output());
   }
+});
+
+pm("without HD_DMS_* the schemas are the Proxy's copy (GET /v1/datasets, which needs an identity)", async (ctx) => {
+  const { sql, pgPort } = await startSql(ctx, 'analyst', { HD_DMS_ENDPOINT: '', HD_DMS_CA_FILE: '', HD_DMS_CLIENT_CERT_FILE: '', HD_DMS_CLIENT_KEY_FILE: '', PLATFORM_CA_CERT_PEM: ctx.files.ca });
+  try {
+    assert.match(sql.output(), /1 dataset\(s\) \(flows\) from the Proxy at https:\/\/127\.0\.0\.1:\d+; Proxy .* \(as analyst\)/);
+    assert.equal(await query(pgPort, `SELECT count(*)::INTEGER AS n FROM flows WHERE ${WINDOW}`), [{ n: 300 }]);
+  } finally {
+    assert.is(await sql.stop(), 0, sql.output());
+  }
+  const anonymous = await new Promise<number>((resolve, reject) => {
+    https.get(`${ctx.proxyUrl}/v1/datasets`, { ca: readFileSync(ctx.files.ca, 'utf8') }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    }).on('error', reject);
+  });
+  assert.is(anonymous, 401, 'no identity, no schemas');
 });
 
 pm('a certificate the DMS did not issue: the start fails saying which variable to fix', async (ctx) => {

@@ -1,12 +1,15 @@
 /**
- * hd_sql's schemas from the DMS (the reference's HD_DMS_ENDPOINT, HD_DMS_CA_FILE,
- * HD_DMS_CLIENT_CERT_FILE, HD_DMS_CLIENT_KEY_FILE): `GET /v1/datasets` over mutual TLS with a
- * certificate the DMS issued, verified against the DMS's root. Each schema is validated by engine-rs
- * as a schema file would be; errors name the variable to fix.
+ * Where hd_sql's schemas come from besides a schema directory: the DMS (the reference's
+ * HD_DMS_ENDPOINT, HD_DMS_CA_FILE, HD_DMS_CLIENT_CERT_FILE, HD_DMS_CLIENT_KEY_FILE; `GET /v1/datasets`
+ * over mutual TLS with a certificate the DMS issued), or, without them, the Proxy's copy (`GET
+ * /v1/datasets` on the Proxy with the service's identity). Each schema is validated by engine-rs as
+ * a schema file would be; errors name the variable to fix.
  */
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import { Schema } from '../engine-rs/schema';
+import { controlCallOptions, fetchDatasets } from '../sdk/proxyClient';
+import type { SqlUpstream } from './upstream';
 
 /** Where the DMS is and the TLS material to reach it. */
 export interface DmsSchemaSource {
@@ -63,11 +66,26 @@ export async function fetchDmsSchemas(src: DmsSchemaSource): Promise<Schema[]> {
   }
   const list = (doc as { datasets?: unknown }).datasets;
   if (!Array.isArray(list)) throw new Error(`the DMS at ${src.endpoint} answered GET /v1/datasets without a "datasets" list`);
+  return parseAll(list, "the DMS's");
+}
+
+/** The Proxy's copy of the schemas, read with the service's identity (Proxy mode without HD_DMS_*). */
+export async function fetchProxySchemas(u: Extract<SqlUpstream, { kind: 'proxy' }>): Promise<Schema[]> {
+  let list: unknown[];
+  try {
+    list = await fetchDatasets(u.url, controlCallOptions(u.headers, u.tls, undefined, ''));
+  } catch (err) {
+    throw new Error(`cannot read the schemas from the Proxy at ${u.url} (HD_PROXY_ENDPOINT; or set HD_DMS_* or HD_SQL_SCHEMA_DIR): ${(err as Error).message}`);
+  }
+  return parseAll(list, "the Proxy's");
+}
+
+function parseAll(list: readonly unknown[], whose: string): Schema[] {
   return list.map((s, i) => {
     try {
       return Schema.parse(s as object);
     } catch (err) {
-      throw new Error(`the DMS's dataset ${i + 1} (${JSON.stringify((s as { id?: unknown })?.id)}) is not a valid schema: ${(err as Error).message}`);
+      throw new Error(`${whose} dataset ${i + 1} (${JSON.stringify((s as { id?: unknown })?.id)}) is not a valid schema: ${(err as Error).message}`);
     }
   });
 }
