@@ -25,6 +25,8 @@ export interface SqlEngineSettings {
   readonly maxRows: number;
   /** HD_SQL_QUERY_QOS (1..255). */
   readonly qos: number;
+  /** HD_SQL_STRICT (ours): a statement whose answer would carry a notice fails instead. */
+  readonly strict?: boolean;
 }
 
 /** The answer to one statement. */
@@ -110,6 +112,9 @@ export class SqlEngine {
       if (max > 0 && table.numRows > max) {
         notices.push(`the result was cut to ${max} of ${table.numRows} rows (HD_SQL_MAX_ROWS)`);
         table = table.slice(0, max);
+      }
+      if (this.settings.strict && notices.length > 0) {
+        throw new SqlError('incomplete_result', `HD_SQL_STRICT is on and the answer would not be exactly what was asked: ${notices.join('; ')}. Bound the time field, narrow the query, or retry once the batches are readable`);
       }
       return { table, notices, plan };
     } catch (err) {

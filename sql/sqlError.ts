@@ -4,7 +4,7 @@
  */
 
 /** The conditions of the reference's SQL server error table (plus `internal` for our own faults). */
-export type SqlErrorKind = 'unsupported_statement' | 'unknown_dataset' | 'invalid_statement' | 'query_timeout' | 'upstream_unavailable' | 'query_failed' | 'internal';
+export type SqlErrorKind = 'unsupported_statement' | 'unknown_dataset' | 'invalid_statement' | 'query_timeout' | 'upstream_unavailable' | 'query_failed' | 'incomplete_result' | 'internal';
 
 /** How each door reports a kind. */
 export interface SqlErrorCodes {
@@ -14,7 +14,7 @@ export interface SqlErrorCodes {
   readonly http: number;
 }
 
-/** The reference's table; `query_failed` (a statement DuckDB refuses while running) and `internal` are ours. */
+/** The reference's table; `query_failed` (a statement DuckDB refuses while running), `incomplete_result` (HD_SQL_STRICT) and `internal` are ours. */
 export const SQL_ERROR_CODES: Readonly<Record<SqlErrorKind, SqlErrorCodes>> = {
   unsupported_statement: { sqlstate: '0A000', grpc: 12, http: 400 },
   unknown_dataset: { sqlstate: '42P01', grpc: 5, http: 404 },
@@ -23,6 +23,8 @@ export const SQL_ERROR_CODES: Readonly<Record<SqlErrorKind, SqlErrorCodes>> = {
   upstream_unavailable: { sqlstate: '08006', grpc: 14, http: 502 },
   // Binding errors (a column that does not exist, a type mismatch): 42000 syntax_error_or_access_rule_violation.
   query_failed: { sqlstate: '42000', grpc: 3, http: 400 },
+  // HD_SQL_STRICT: the answer would carry a notice. 55000 object_not_in_prerequisite_state, FAILED_PRECONDITION, 422.
+  incomplete_result: { sqlstate: '55000', grpc: 9, http: 422 },
   internal: { sqlstate: 'XX000', grpc: 13, http: 500 },
 };
 
