@@ -1,13 +1,17 @@
 /**
  * Helpers of the Proxy tests: a stand-in SCC serving the real gRPC QueryDispatch service (it keeps
- * the query JSON it was sent and answers as told), and a Proxy in this process registered with a
- * test DMS.
+ * the query JSON it was sent and answers as told), a Proxy in this process registered with a
+ * test DMS, and a Proxy process in front of a real cluster.
  */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { ProxyServer } from '../../control/proxy/proxyServer';
 import type { ProxySettings } from '../../control/proxy/settings';
 import { requestJson, type ClientTls, type JsonAnswer } from '../../control/http/jsonClient';
 import { queryDispatchService, type DispatchReply } from '../../query/dispatchService';
+import type { Cluster } from '../support/cluster';
+import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 import type { TestDms } from './support';
 
 /** A gRPC QueryDispatch server that records queries. */
@@ -83,4 +87,43 @@ export async function startTestProxy(dms: TestDms, name = 'proxy-1', overrides: 
     query: (body, headers = { 'x-forwarded-role': 'guest', 'x-forwarded-email': 'g@example.com' }) => requestJson('POST', `${url}/v1/query`, anon, body, { headers }),
     close: () => proxy.close(),
   };
+}
+
+/** A Proxy run as a process (`hd run pipelines/proxy.yaml`) and registered with a test DMS. */
+export interface ProxyProcess {
+  readonly proc: HdProcess;
+  /** `https://127.0.0.1:<port>` */
+  readonly url: string;
+  /** The DMS's root CA written to a file (PLATFORM_CA_CERT_PEM of the process). */
+  readonly caFile: string;
+}
+
+/**
+ * Declares cluster c1 (primary) with `cluster`'s SCC and `schemaJson`'s dataset in `dms`, then
+ * starts a Proxy process registered with a bootstrap token; resolves once it listens. `dir` holds
+ * the CA file. The caller stops `proc`.
+ */
+export async function startProxyProcess(dms: TestDms, cluster: Cluster, schemaJson: string, dir: string, name: string): Promise<ProxyProcess> {
+  await dms.call('PUT', '/v1/clusters/c1', dms.admin, { primary: true });
+  await dms.call('PUT', `/v1/nodes/scc-${name}`, dms.admin, { role: 'scc', cluster: 'c1', addresses: { production: { host: cluster.host, port: cluster.scc.productionPort }, grpc: { host: cluster.host, port: cluster.scc.queryGrpcPort } } });
+  const declared = await dms.call('PUT', `/v1/datasets/${(JSON.parse(schemaJson) as { id: string }).id}`, dms.admin, { schema: JSON.parse(schemaJson) });
+  if (declared.status !== 200) throw new Error(`the DMS refused the dataset: ${JSON.stringify(declared.body)}`);
+  const caFile = path.join(dir, 'ca.pem');
+  writeFileSync(caFile, dms.server.caCertPem);
+  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string }).token;
+  const [port, obs] = [await freePort(), await freePort()];
+  const proc = startHd(['run', 'pipelines/proxy.yaml', '--quiet'], {
+    NODE_NAME: name,
+    COMMAND_INTERFACE: '127.0.0.1',
+    COMMAND_PORT: String(port),
+    OBSERVABILITY_INTERFACE: '127.0.0.1',
+    OBSERVABILITY_PORT: String(obs),
+    DMS_URL: dms.url,
+    PLATFORM_CA_CERT_PEM: caFile,
+    PLATFORM_BOOTSTRAP_TOKEN: token,
+    PLATFORM_KEY_BITS: '2048',
+    PROXY_TOPOLOGY_REFRESH_MS: '500',
+  });
+  await waitForPort('127.0.0.1', obs, proc, 60_000);
+  return { proc, url: `https://127.0.0.1:${port}`, caFile };
 }

@@ -6,7 +6,7 @@
  * second Proxy (in this process) with a stand-in SCC, and a plain HTTP server for malformed answers.
  */
 import { createPrivateKey } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -20,8 +20,8 @@ import { PlatformIngestClient } from '../../sdk/platformIngestClient';
 import { PlatformQueryClient, ProxyError } from '../../sdk/platformQueryClient';
 import { parseResultEvent, parseTopology } from '../../sdk/proxyClient';
 import { startCluster, type Cluster } from '../support/cluster';
-import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
-import { startTestProxy, type TestProxy } from '../control/proxySupport';
+import { freePort, type HdProcess } from '../support/hdProcess';
+import { startProxyProcess, startTestProxy, type TestProxy } from '../control/proxySupport';
 import { startTestDms, tempDir, type TestDms } from '../control/support';
 
 const schemaJson = readFileSync(path.resolve(__dirname, '../../pipelines/examples/data/flows.schema.json'), 'utf8');
@@ -96,30 +96,12 @@ const pm = suite<Ctx>('SDK Proxy mode: real Proxy process, DMS, SCC and Storage 
 pm.before(async (ctx) => {
   ctx.dms = await startTestDms();
   ctx.cluster = await startCluster({ recordSize: 64, schemas: [schemaJson] });
-  const { dms, cluster } = ctx;
-  await dms.call('PUT', '/v1/clusters/c1', dms.admin, { primary: true });
-  await dms.call('PUT', '/v1/nodes/scc-test', dms.admin, { role: 'scc', cluster: 'c1', addresses: { production: { host: cluster.host, port: cluster.scc.productionPort }, grpc: { host: cluster.host, port: cluster.scc.queryGrpcPort } } });
-  assert.is((await dms.call('PUT', '/v1/datasets/flows', dms.admin, { schema: JSON.parse(schemaJson) })).status, 200);
   const t = tempDir();
   ctx.remove = t.remove;
-  const caFile = path.join(t.dir, 'ca.pem');
-  writeFileSync(caFile, dms.server.caCertPem);
-  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'proxy-sdk' })).body as { token: string }).token;
-  const [port, obs] = [await freePort(), await freePort()];
-  ctx.proxy = startHd(['run', 'pipelines/proxy.yaml', '--quiet'], {
-    NODE_NAME: 'proxy-sdk',
-    COMMAND_INTERFACE: '127.0.0.1',
-    COMMAND_PORT: String(port),
-    OBSERVABILITY_INTERFACE: '127.0.0.1',
-    OBSERVABILITY_PORT: String(obs),
-    DMS_URL: dms.url,
-    PLATFORM_CA_CERT_PEM: caFile,
-    PLATFORM_BOOTSTRAP_TOKEN: token,
-    PLATFORM_KEY_BITS: '2048',
-    PROXY_TOPOLOGY_REFRESH_MS: '500',
-  });
-  await waitForPort('127.0.0.1', obs, ctx.proxy, 60_000);
-  ctx.proxyUrl = `https://127.0.0.1:${port}`;
+  const p = await startProxyProcess(ctx.dms, ctx.cluster, schemaJson, t.dir, 'proxy-sdk');
+  ctx.proxy = p.proc;
+  ctx.proxyUrl = p.url;
+  const { dms } = ctx;
   const v1 = await dms.call('PUT', '/v1/policy', dms.admin, { rego: POLICY });
   assert.equal(v1.body, { version: 1, proxies: [{ proxy: 'proxy-sdk', result: 'installed' }] });
 });

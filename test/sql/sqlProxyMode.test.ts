@@ -5,10 +5,9 @@
  * schemas from the DMS over mutual TLS and sends every read through the Proxy, whose policy applies
  * to the service's identity: a role with a hidden field gets zeros there through SQL too.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
-import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -16,6 +15,7 @@ import { registerWithDms } from '../../control/registerWithDms';
 import { PlatformIngestClient } from '../../sdk/platformIngestClient';
 import { startCluster, type Cluster } from '../support/cluster';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
+import { startProxyProcess } from '../control/proxySupport';
 import { startTestDms, tempDir, type TestDms } from '../control/support';
 
 const schemaJson = readFileSync(path.resolve(__dirname, '../../pipelines/examples/data/flows.schema.json'), 'utf8');
@@ -73,14 +73,13 @@ pm.before(async (ctx) => {
   ctx.dms = await startTestDms();
   ctx.cluster = await startCluster({ recordSize: 64, schemas: [schemaJson] });
   const { dms, cluster } = ctx;
-  await dms.call('PUT', '/v1/clusters/c1', dms.admin, { primary: true });
-  await dms.call('PUT', '/v1/nodes/scc-sql', dms.admin, { role: 'scc', cluster: 'c1', addresses: { production: { host: cluster.host, port: cluster.scc.productionPort }, grpc: { host: cluster.host, port: cluster.scc.queryGrpcPort } } });
-  assert.is((await dms.call('PUT', '/v1/datasets/flows', dms.admin, { schema: JSON.parse(schemaJson) })).status, 200);
   const t = tempDir();
   ctx.dir = t.dir;
   ctx.remove = t.remove;
-  const ca = path.join(t.dir, 'ca.pem');
-  writeFileSync(ca, dms.server.caCertPem);
+  const proxy = await startProxyProcess(dms, cluster, schemaJson, t.dir, 'proxy-sql');
+  ctx.proxy = proxy.proc;
+  ctx.proxyUrl = proxy.url;
+  const ca = proxy.caFile;
   // hd_sql's own certificate, issued by the DMS (registration v2 with a bootstrap token).
   const sqlToken = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'hd-sql' })).body as { token: string }).token;
   const reg = await registerWithDms({ dmsUrl: dms.url, nodeName: 'hd-sql', role: 'sqlServer', caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: sqlToken }, keyBits: 2048 });
@@ -89,22 +88,6 @@ pm.before(async (ctx) => {
   writeFileSync(ctx.files.cert, reg.signed_cert_pem);
   writeFileSync(ctx.files.key, reg.client_key_pem, { mode: 0o600 });
 
-  const proxyToken = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'proxy-sql' })).body as { token: string }).token;
-  const [port, obs] = [await freePort(), await freePort()];
-  ctx.proxy = startHd(['run', 'pipelines/proxy.yaml', '--quiet'], {
-    NODE_NAME: 'proxy-sql',
-    COMMAND_INTERFACE: '127.0.0.1',
-    COMMAND_PORT: String(port),
-    OBSERVABILITY_INTERFACE: '127.0.0.1',
-    OBSERVABILITY_PORT: String(obs),
-    DMS_URL: dms.url,
-    PLATFORM_CA_CERT_PEM: ca,
-    PLATFORM_BOOTSTRAP_TOKEN: proxyToken,
-    PLATFORM_KEY_BITS: '2048',
-    PROXY_TOPOLOGY_REFRESH_MS: '500',
-  });
-  await waitForPort('127.0.0.1', obs, ctx.proxy, 60_000);
-  ctx.proxyUrl = `https://127.0.0.1:${port}`;
   assert.is((await dms.call('PUT', '/v1/policy', dms.admin, { rego: POLICY })).status, 200);
 
   await using ingest = new PlatformIngestClient();
