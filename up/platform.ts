@@ -48,10 +48,10 @@ export interface UpState {
 
 const STATE = 'up.json';
 /**
- * Where hd_sql sends its reads: `proxy` once hd_sql has its Proxy mode (HD_PROXY_ENDPOINT and the
- * HD_DMS_* settings), else `scc` (direct SCC mode over the schema directory).
+ * Where hd_sql sends its reads: `proxy` (HD_PROXY_ENDPOINT, schemas from the DMS with the
+ * certificate hd up has it issue) or `scc` (direct SCC mode over the schema directory).
  */
-const SQL_UPSTREAM: 'proxy' | 'scc' = 'scc';
+const SQL_UPSTREAM: 'proxy' | 'scc' = 'proxy';
 const DEMO = 'demo.json';
 
 /** Reads `<dataDir>/up.json`, or undefined when no platform was started there. */

@@ -147,6 +147,12 @@ up('starts every node on its own address, ingests the demo, status is ok, down s
       assert.ok(readme.includes(q.sql), `README.md shows ${q.sql}`);
       assert.ok(psql(q.sql).trim() !== '', `${q.sql} returns rows`);
     }
+    // hd_sql reads through the Proxy, with the certificate hd up had the DMS issue for it (0600), as role admin.
+    assert.match(out, 'SQL (through the Proxy, as role admin, hd-sql@localhost):');
+    for (const f of ['hd-sql.key.pem', 'hd-sql.cert.pem']) assert.is(statSync(path.join(dataDir, 'sql', f)).mode & 0o777, 0o600, f);
+    const metrics = await (await fetch(`http://${NET}.11.1:8080/metrics`)).text();
+    const ok = Number(/hd_proxy_queries_total\{result="ok"\} (\d+)/.exec(metrics)?.[1] ?? 0);
+    assert.ok(ok >= EXAMPLE_QUERIES.length, `the Proxy answered the SQL server's reads: ${ok}`);
     // And through Arrow Flight SQL with a client from outside the project (ADBC's driver), at the URI hd up prints.
     assert.match(out, `Arrow Flight SQL: grpc://${NET}.0.1:31337`);
     execFileSync('bash', [path.join(ROOT, 'scripts/flightsql-client.sh'), 'install'], { cwd: ROOT, stdio: 'ignore' });
@@ -190,6 +196,11 @@ up('starts every node on its own address, ingests the demo, status is ok, down s
       // pgrep exits 1 when nothing matches: what we want.
     }
     assert.is(left.trim(), '', 'no node process is left behind');
+    // The DMS and the Proxy (whose command lines do not name the data directory) too: every pid in the logs is gone.
+    for (const n of state.nodes) {
+      const pid = lastPid(n.log);
+      assert.throws(() => process.kill(pid, 0), /ESRCH/, `${n.name} (pid ${pid}) has exited`);
+    }
   } finally {
     await p.stop();
   }
@@ -205,6 +216,9 @@ up('a second start finds the data and does not ingest again; status without a pl
     assert.match(p.output(), /DMS ready: cluster c1 with 2 Storage Nodes, datasets chess, flows; policy version 1\n/);
     const state = readUpState(dataDir) as UpState;
     assert.is(readFileSync(state.dms.caCert, 'utf8'), caBefore);
+    // The administrator replaces the policy where the ready message says (PUT /v1/policy); the running Proxy takes it.
+    const put = await requestJson('PUT', `${state.dms.url}/v1/policy`, adminTls(state), { rego: 'package hd.authz\nimport rego.v1\ndefault allow := true\nhidden_fields contains "src_ip" if input.role == "guest"\n' });
+    assert.equal(put.body, { version: 2, proxies: [{ proxy: 'hd-proxy', result: 'installed' }] });
     assert.is(segments(path.join(dataDir, 'sn1')), before);
     const again = await hd(['up', '--data-dir', dataDir, '--net', NET]);
     assert.is(again.code, 1);
@@ -228,10 +242,11 @@ up('after a restart psql and the HTTP door answer from the recovered data', asyn
     assert.ok(psql(EXAMPLE_QUERIES[0]!.sql).trim() !== '', 'the first example returns rows after a restart');
     const http = await fetch(`http://${NET}.0.1:8081/v1/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql: 'SELECT count(*) AS n FROM flows' }) });
     assert.equal(((await http.json()) as { rows: unknown[][] }).rows, [[20_000]]);
-    // The restarted Proxy registered with a new token and answers from the recovered data; the DMS kept its policy.
+    // The restarted Proxy registered with a new token and answers from the recovered data; the DMS kept the administrator's policy.
     const state = readUpState(dataDir) as UpState;
     assert.is(await countThroughProxy(state, 'analyst'), 20_000);
-    assert.is(((await requestJson('GET', `${state.dms.url}/v1/policy`, adminTls(state))).body as { version: number }).version, 1);
+    assert.match(p.output(), /policy version 2\n/);
+    assert.is(((await requestJson('GET', `${state.dms.url}/v1/policy`, adminTls(state))).body as { version: number }).version, 2);
   } finally {
     await p.stop();
   }
