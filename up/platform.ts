@@ -168,7 +168,7 @@ export async function runUp(opts: UpOptions): Promise<number> {
     startRole('sql');
     for (const n of nodes) await waitReady(n, sup, 60_000);
     const summaries = await ingestOnFirstStart(dataDir, layout, opts);
-    opts.out.write(readyMessage(state, summaries));
+    opts.out.write(readyMessage(state, summaries, policy));
     opts.onReady?.(state);
     await until;
     opts.err.write('hd up: stopping...\n');

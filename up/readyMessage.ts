@@ -7,8 +7,8 @@ import type { IngestSummary } from './demoIngest';
 import { SQL_PROXY_IDENTITY } from './layout';
 import type { UpState } from './platform';
 
-/** The ready message for `state`, with the data ingested so far. */
-export function readyMessage(state: UpState, data: readonly IngestSummary[]): string {
+/** The ready message for `state`, with the data ingested so far and the DMS's active policy. */
+export function readyMessage(state: UpState, data: readonly IngestSummary[], policy: { readonly version: number; readonly installed: boolean }): string {
   const d = state.dms;
   const lines = [
     '',
@@ -20,7 +20,7 @@ export function readyMessage(state: UpState, data: readonly IngestSummary[]): st
     `  DMS:    ${d.url}   (its CA, which clients verify the DMS and the Proxy with: ${d.caCert})`,
     `  admin credential: ${d.adminCert} and ${d.adminKey} (mode 0600; whoever holds them administers this instance)`,
     `    curl --cacert ${d.caCert} --cert ${d.adminCert} --key ${d.adminKey} ${d.url}/v1/topology`,
-    '  policy: allow everything (installed on the first start); replace it with PUT /v1/policy {"rego": "package hd.authz ..."} (docs/proxy.md)',
+    `  policy: version ${policy.version}${policy.installed ? ', the default hd up installed just now: allow everything' : ' (kept from an earlier start)'}; replace it with PUT /v1/policy {"rego": "package hd.authz ..."} (docs/proxy.md)`,
     `  Proxy:  ${state.proxy.url}/v1/query   (an identity in X-Forwarded-Role / X-Forwarded-Email; SDK: new PlatformQueryClient('${state.proxy.url}', ..., { controlTls: { ca } }))`,
     '',
     `  ingest (HDWP):  ${state.scc.host}:${state.scc.port}   (PlatformIngestClient: setSccTargets(['${state.scc.host}:${state.scc.port}']))`,

@@ -113,7 +113,7 @@ up('starts every node on its own address, ingests the demo, status is ok, down s
     assert.match(out, `DMS:    https://${NET}.10.1:6986`);
     assert.match(out, `Proxy:  https://${NET}.11.1:6986/v1/query`);
     assert.match(out, `admin credential: ${state.dms.adminCert} and ${state.dms.adminKey}`);
-    assert.match(out, /policy: allow everything .*PUT \/v1\/policy/);
+    assert.match(out, /policy: version 1, the default hd up installed just now: allow everything; replace it with PUT \/v1\/policy/);
     assert.match(out, /policy version 1 \(the default: allow everything\)/);
     for (const f of [state.dms.adminKey, state.dms.adminCert]) assert.is(statSync(f).mode & 0o777, 0o600, f);
     caBefore = readFileSync(state.dms.caCert, 'utf8');
@@ -246,6 +246,7 @@ up('after a restart psql and the HTTP door answer from the recovered data', asyn
     const state = readUpState(dataDir) as UpState;
     assert.is(await countThroughProxy(state, 'analyst'), 20_000);
     assert.match(p.output(), /policy version 2\n/);
+    assert.match(p.output(), /policy: version 2 \(kept from an earlier start\); replace it with PUT \/v1\/policy/);
     assert.is(((await requestJson('GET', `${state.dms.url}/v1/policy`, adminTls(state))).body as { version: number }).version, 2);
   } finally {
     await p.stop();
