@@ -110,10 +110,13 @@ ingest('kill -9 of a Storage Node mid-ingest: ingest goes on, /health shows it d
   for (const sn of cluster.sns) assert.equal(filesOn(sn, DS).partials, [], `${sn.name}: nothing left half-written`);
 });
 
+// Far above the batches the kill -9 test pumps (one per loop turn for as long as the outage lasts).
+const B = 1_000_000;
+
 ingest('malformed frames, an oversize frame, a connection dropped mid-frame: each gets error 1 or is closed; the SCC and other streams go on', async () => {
   const good = await connect(cluster);
-  const id = batch(500);
-  const records = recordsOf(900, 500);
+  const id = batch(B + 500);
+  const records = recordsOf(900, B + 500);
   await good.sendRecords(id, records.subarray(0, 300 * RS));
 
   // Garbage instead of a frame.
@@ -127,7 +130,7 @@ ingest('malformed frames, an oversize frame, a connection dropped mid-frame: eac
   const corrupt = await RawPeer.connect(cluster.scc.productionPort);
   await corrupt.write(helloBytes('ingestClient', DS, RS));
   await corrupt.next('credit');
-  const frame = Buffer.from(encodeRecords(batch(501), RS, recordsOf(3, 501)));
+  const frame = Buffer.from(encodeRecords(batch(B + 501), RS, recordsOf(3, B + 501)));
   frame[frame.length - 1] ^= 0xff;
   await corrupt.write(frame);
   const e2 = await corrupt.errorAndClose();
@@ -152,7 +155,7 @@ ingest('malformed frames, an oversize frame, a connection dropped mid-frame: eac
   const cut = await RawPeer.connect(cluster.scc.productionPort);
   await cut.write(helloBytes('ingestClient', DS, RS));
   await cut.next('credit');
-  const whole = encodeRecords(batch(502), RS, recordsOf(50, 502));
+  const whole = encodeRecords(batch(B + 502), RS, recordsOf(50, B + 502));
   await cut.write(whole.subarray(0, Math.floor(whole.length / 2)));
   cut.socket.destroy();
   await cut.closed;
@@ -160,10 +163,10 @@ ingest('malformed frames, an oversize frame, a connection dropped mid-frame: eac
   // The stream that behaved finishes its batch as if nothing happened.
   await good.sendRecords(id, records.subarray(300 * RS));
   const ack = await good.sendEob(id, 900);
-  acked.set(500, { id, records, closingHash: Buffer.from(ack.closingHash) });
+  acked.set(B + 500, { id, records, closingHash: Buffer.from(ack.closingHash) });
   await good.close();
   await assertReplicated(cluster, acked);
-  for (const n of [501, 502]) for (const sn of cluster.sns) assert.is(segmentBytes(sn, DS, batch(n)), undefined, 'nothing of the broken streams was committed');
+  for (const n of [B + 501, B + 502]) for (const sn of cluster.sns) assert.is(segmentBytes(sn, DS, batch(n)), undefined, 'nothing of the broken streams was committed');
   const health = await getJson<{ status: string }>(`http://127.0.0.1:${cluster.scc.observabilityPort}/health`);
   assert.is(health.status, 'ok');
   assert.is(cluster.scc.proc.proc.exitCode, null, 'the SCC is still running');
