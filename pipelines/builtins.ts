@@ -9,6 +9,7 @@ import { batchTimeoutStage } from './stages/batchTimeout';
 import { dmsServiceStage } from './stages/dmsService';
 import { proxyServiceStage } from './stages/proxyService';
 import { sqlServerStage } from './stages/sqlServer';
+import { nodeIdentityStage } from './stages/nodeIdentity';
 import { hashChainStage } from './stages/hashChain';
 import { hdwpSourceStage } from './stages/hdwpSource';
 import { parseStage } from './stages/parse';
@@ -22,5 +23,5 @@ import { timeBatchStage } from './stages/timeBatch';
 
 /** A fresh registry holding every built-in stage type. */
 export function builtinRegistry(): Registry {
-  return new Registry().register(fileSourceStage).register(parseStage).register(timeBatchStage).register(hdwpFileSinkStage).register(hdwpSourceStage).register(segmentStoreStage).register(batchTimeoutStage).register(hashChainStage).register(replicateStage).register(queryListenerStage).register(scanStage).register(resultStreamStage).register(queryDispatchStage).register(kafkaSourceStage).register(s3SourceStage).register(sccSinkStage).register(dmsServiceStage).register(proxyServiceStage).register(sqlServerStage);
+  return new Registry().register(fileSourceStage).register(parseStage).register(timeBatchStage).register(hdwpFileSinkStage).register(hdwpSourceStage).register(segmentStoreStage).register(batchTimeoutStage).register(hashChainStage).register(replicateStage).register(queryListenerStage).register(scanStage).register(resultStreamStage).register(queryDispatchStage).register(kafkaSourceStage).register(s3SourceStage).register(sccSinkStage).register(dmsServiceStage).register(proxyServiceStage).register(sqlServerStage).register(nodeIdentityStage);
 }

@@ -53,6 +53,11 @@ export interface HdwpServerOptions {
   readonly acceptsQueries?: boolean;
   /** TLS server options; when given the server speaks TLS (certificates come from the control plane). */
   readonly tls?: tls.TlsOptions;
+  /**
+   * With `tls`: checks each verified peer before hello (its certificate's role, say); a returned
+   * reason closes the socket at once (control/nodeLinks.ts).
+   */
+  readonly acceptPeer?: (socket: tls.TLSSocket) => string | undefined;
   /** Builds the handler of a connection whose hello is valid; throwing refuses it (see ConnectionSettings). */
   onConnection(conn: HdwpConnection): ConnectionHandler;
   /** Told of every connection that ends with an error (a broken peer, a timeout, shutdown), hello accepted or not. */
@@ -144,6 +149,10 @@ export class HdwpServer {
 
   private accept(socket: net.Socket): void {
     if (this.closing) {
+      socket.destroy();
+      return;
+    }
+    if (this.opts.acceptPeer && socket instanceof tls.TLSSocket && this.opts.acceptPeer(socket) !== undefined) {
       socket.destroy();
       return;
     }

@@ -4,6 +4,7 @@
  * back to a sender only once the pipeline has taken its records, and eob / bbn elements carry an
  * `ack` hook through which the sink answers the sender.
  */
+import type { TLSSocket } from 'node:tls';
 import { Observable } from 'rxjs';
 import type { BatchID } from '../engine-rs/batchId';
 import type { BbnFrame, EobFrame, Frame, HdwpRole } from '../engine-rs/hdwpFrame';
@@ -11,6 +12,7 @@ import { MAX_CHUNK_BYTES, recordChunk } from '../operators/chunk';
 import type { AckHook, BatchedRecordChunk, ControlElement } from '../operators/chunk';
 import { Flow } from '../operators/flow';
 import { StageCounters } from '../operators/stageCounters';
+import type { ServerLink } from '../control/nodeLinks';
 import { HdwpServer, type HdwpConnection } from './hdwpServer';
 import { batchErrorFrame } from './hdwpStreamError';
 
@@ -51,6 +53,8 @@ export interface HdwpSourceOptions {
   readonly onDisconnect?: 'keep' | 'discard';
   /** Handed the server's closing (stop accepting, error 9 to every connection) when the source is torn down. */
   readonly trackTeardown?: (work: Promise<unknown>) => void;
+  /** Mutual TLS (the node's identity, control/nodeLinks.ts); absent: plain TCP. */
+  readonly link?: ServerLink;
 }
 
 /** One element type of `batched-records`. */
@@ -116,6 +120,7 @@ export function hdwpSource(opts: HdwpSourceOptions): Observable<HdwpSourceElemen
       maxPayload: opts.maxPayload,
       handshakeTimeoutMs: opts.handshakeTimeoutMs,
       idleTimeoutMs: opts.idleTimeoutMs,
+      ...(opts.link && { tls: opts.link.tls, acceptPeer: (s: TLSSocket) => opts.link?.acceptPeer(s) }),
       onConnection: (conn) => {
         const dataset = conn.hello.datasetId;
         /** Batches this connection sent records for and has not closed: key → batch id. */

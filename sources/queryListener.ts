@@ -5,7 +5,9 @@
  * {@link QueryElement}; the per-batch progress (eob / bbn echoes) and query-level errors go back on
  * the same connection, every frame with the query block.
  */
+import type { TLSSocket } from 'node:tls';
 import { Observable } from 'rxjs';
+import type { ServerLink } from '../control/nodeLinks';
 import { HDWP_ERROR_FRAME_CODES as CODES } from '../engine-rs/hdwpFrame';
 import type { BbnFrame, CancelFrame, EobFrame, ErrorFrame, HdwpRole, QueryAuth, QueryFrame } from '../engine-rs/hdwpFrame';
 import { querySpecOf } from '../nodes/storageNode/queryRequest';
@@ -39,6 +41,8 @@ export interface QueryListenerOptions {
   readonly onListening?: (address: { host: string; port: number }) => void;
   /** Handed the server's closing when the source is torn down. */
   readonly trackTeardown?: (work: Promise<unknown>) => void;
+  /** Mutual TLS (the node's identity, control/nodeLinks.ts); absent: plain TCP. */
+  readonly link?: ServerLink;
 }
 
 /**
@@ -108,6 +112,7 @@ export function queryListener(opts: QueryListenerOptions): Observable<QueryEleme
       role: 'storageNode',
       roles: opts.roles ?? ['scc'],
       acceptsQueries: true,
+      ...(opts.link && { tls: opts.link.tls, acceptPeer: (s: TLSSocket) => opts.link?.acceptPeer(s) }),
       handshakeTimeoutMs: opts.handshakeTimeoutMs,
       onConnection: (conn) => {
         const mine = new Set<ControlQuery>();

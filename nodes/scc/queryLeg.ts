@@ -6,6 +6,7 @@
  * fails, how it ended — and whether its unanswered batches may go to another replica.
  */
 import net from 'node:net';
+import tls from 'node:tls';
 import { encodeFrame } from '../../engine-rs/hdwp';
 import { FrameDecoder } from '../../engine-rs/hdwpDecoder';
 import { HdwpError } from '../../engine-rs/hdwpError';
@@ -13,6 +14,7 @@ import { HDWP_ERROR_FRAME_CODES, HDWP_VERSION, type Frame } from '../../engine-r
 import { parseBbnReason } from '../../query/batchNotice';
 import { serializeHdQuery, type HdQuery } from '../../query/hdQuery';
 import { sameToken } from '../../query/token';
+import { legTlsOf } from './linkTls';
 import type { SnTarget } from './settings';
 
 /** How a leg ended. */
@@ -51,6 +53,8 @@ export interface QueryLegOptions {
   readonly listener: LegListener;
   /** Time to connect; default 5 s. */
   readonly connectTimeoutMs?: number;
+  /** Mutual TLS to the node; default: what the SCC registered for it (linkTls.ts), else plain TCP. */
+  readonly tls?: tls.ConnectionOptions;
 }
 
 /** One connection to one Storage Node for some batches of one query. */
@@ -87,11 +91,13 @@ export class QueryLeg {
       this.finish({ kind: 'failed', retry: false, busy: false, code: HDWP_ERROR_FRAME_CODES.internal, message: `cannot encode the query for ${this.where}: ${(err as Error).message}` });
       return;
     }
-    const socket = net.connect({ host: this.node.host, port: this.node.controlPort });
+    const link = this.opts.tls ?? legTlsOf(this.node);
+    const socket = link ? tls.connect({ ...link, host: this.node.host, port: this.node.controlPort }) : net.connect({ host: this.node.host, port: this.node.controlPort });
     this.socket = socket;
     socket.setNoDelay(true);
     socket.setTimeout(this.opts.connectTimeoutMs ?? 5000, () => this.fail(`no connection to ${this.where} within ${this.opts.connectTimeoutMs ?? 5000} ms`));
-    socket.once('connect', () => {
+    // Over TLS the query goes out once the handshake has verified the node.
+    socket.once(link ? 'secureConnect' : 'connect', () => {
       socket.setTimeout(0);
       socket.setKeepAlive(true, 30_000);
       socket.write(bytes);

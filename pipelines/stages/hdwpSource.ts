@@ -1,9 +1,11 @@
 import { HDWP_DEFAULT_MAX_PAYLOAD, HDWP_MAX_PAYLOAD_CEILING, HDWP_ROLES } from '../../engine-rs/hdwpFrame';
 import type { HdwpRole } from '../../engine-rs/hdwpFrame';
+import { serverLink } from '../../control/nodeLinks';
 import { hdwpSource } from '../../sources/hdwpSource';
-import { DEFAULT_CREDIT_WINDOW, DEFAULT_HANDSHAKE_TIMEOUT_MS, MIN_CREDIT_WINDOW } from '../../sources/hdwpServer';
+import { DEFAULT_ACCEPTED_ROLES, DEFAULT_CREDIT_WINDOW, DEFAULT_HANDSHAKE_TIMEOUT_MS, MIN_CREDIT_WINDOW } from '../../sources/hdwpServer';
 import type { SourceType } from '../registry';
-import { byteSize, int, oneOf, str, type Setting } from '../settings';
+import { bool, byteSize, int, oneOf, str, type Setting } from '../settings';
+import { withNodeIdentity } from './nodeTls';
 
 const ROLES_EXPECTED = `a comma-separated list of ${HDWP_ROLES.join(', ')} (empty: the role's default)`;
 
@@ -36,6 +38,8 @@ const settings = {
     doc: "batches a connection leaves open when it ends: keep (the batch timeout settles them) or discard (a bbn for each; Storage Nodes)",
     default: 'keep',
   }),
+  node_identity: str({ doc: "the node whose DMS identity (the nodeIdentity stage's node_name, as written) the listener waits for before it opens; empty: none", default: '', allowEmpty: true }),
+  mutual_tls: bool({ doc: 'with a registered node identity: serve mutual TLS and accept only peers whose certificate role is one of roles (docs/control-plane.md)', default: false }),
 };
 
 /** `hdwpSource`: accepts HDWP ingest streams over TCP and emits their batches (docs/ingest-protocol.md). */
@@ -47,20 +51,23 @@ export const hdwpSourceStage: SourceType<typeof settings> = {
   output: 'batched-records',
   settings,
   create: (c, ctx) =>
-    hdwpSource({
-      host: c.host,
-      port: c.port,
-      role: c.role,
-      roles: c.roles.length > 0 ? c.roles : undefined,
-      creditWindow: c.credit_window,
-      maxPayload: c.max_payload,
-      maxPending: c.max_pending,
-      handshakeTimeoutMs: c.handshake_timeout_ms,
-      idleTimeoutMs: c.idle_timeout_ms,
-      onDisconnect: c.on_disconnect,
-      flow: ctx.flow,
-      counters: ctx.counters,
-      report: (m) => ctx.report(m),
-      trackTeardown: (w) => ctx.trackTeardown(w),
-    }),
+    withNodeIdentity(c.node_identity, (id) =>
+      hdwpSource({
+        host: c.host,
+        port: c.port,
+        role: c.role,
+        roles: c.roles.length > 0 ? c.roles : undefined,
+        creditWindow: c.credit_window,
+        maxPayload: c.max_payload,
+        maxPending: c.max_pending,
+        handshakeTimeoutMs: c.handshake_timeout_ms,
+        idleTimeoutMs: c.idle_timeout_ms,
+        onDisconnect: c.on_disconnect,
+        flow: ctx.flow,
+        counters: ctx.counters,
+        report: (m) => ctx.report(m),
+        trackTeardown: (w) => ctx.trackTeardown(w),
+        ...(id && c.mutual_tls && { link: serverLink(id, 'production', c.roles.length > 0 ? c.roles : DEFAULT_ACCEPTED_ROLES[c.role]) }),
+      }),
+    ),
 };

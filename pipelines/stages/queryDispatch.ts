@@ -1,11 +1,13 @@
 import { Observable } from 'rxjs';
 import { bindAddress } from '../../nodes/scc/node';
+import { registerLegIdentity } from '../../nodes/scc/linkTls';
 import { QueryDispatcher } from '../../nodes/scc/queryDispatcher';
 import { replicaHealthOf } from '../../nodes/scc/queryHealth';
 import { QueryService } from '../../nodes/scc/queryService';
 import type { SnTarget } from '../../nodes/scc/settings';
 import type { SinkType } from '../registry';
 import { int } from '../settings';
+import { withNodeIdentity } from './nodeTls';
 import { sccSetting } from './sccSetting';
 
 const settings = {
@@ -33,42 +35,47 @@ export const queryDispatchStage: SinkType<typeof settings> = {
   input: 'batched-records',
   settings,
   create: (c, ctx) => (input) =>
-    new Observable<never>((subscriber) => {
-      const dispatcher = new QueryDispatcher({
-        nodeName: c.node_name,
-        targets: c.sn_targets,
-        recordSize: c.record_size,
-        health: () => replicaHealthOf(c.node_name)?.states(),
-        maxQueries: c.max_queries,
-        maxQueryMs: c.max_query_ms,
-        onEvent: (m) => ctx.report(m),
-      });
-      const service = new QueryService(dispatcher);
-      let active = true;
-      const host = bindAddress(c.command_interface);
-      service.listen(host, c.query_grpc_port).then(
-        (port) => {
-          if (!active) return;
-          const nodes = c.sn_targets.map((t) => `${t.name} ${t.host}:${t.controlPort}`).join(', ');
-          process.stderr.write(`scc '${c.node_name}': query dispatch (gRPC QueryDispatch) on ${host}:${port}; queries go to the control ports of ${nodes}\n`);
-        },
-        (err: unknown) => {
-          if (active) subscriber.error(err);
-        },
-      );
-      const stop = (): Promise<void> => {
-        active = false;
-        dispatcher.close();
-        return service.close();
-      };
-      // Standalone: the input carries nothing and completes when the run stops.
-      const sub = input.subscribe({
-        error: (err: unknown) => subscriber.error(err),
-        complete: () => void stop().then(() => subscriber.complete()),
-      });
-      return () => {
-        sub.unsubscribe();
-        if (active) ctx.trackTeardown(stop());
-      };
-    }),
+    withNodeIdentity(c.node_name, (id) =>
+      new Observable<never>((subscriber) => {
+        // Registered with the DMS: query legs to the Storage Nodes are mutual TLS.
+        const unregisterTls = id ? registerLegIdentity(c.sn_targets, id) : (): void => undefined;
+        const dispatcher = new QueryDispatcher({
+          nodeName: c.node_name,
+          targets: c.sn_targets,
+          recordSize: c.record_size,
+          health: () => replicaHealthOf(c.node_name)?.states(),
+          maxQueries: c.max_queries,
+          maxQueryMs: c.max_query_ms,
+          onEvent: (m) => ctx.report(m),
+        });
+        const service = new QueryService(dispatcher);
+        let active = true;
+        const host = bindAddress(c.command_interface);
+        service.listen(host, c.query_grpc_port).then(
+          (port) => {
+            if (!active) return;
+            const nodes = c.sn_targets.map((t) => `${t.name} ${t.host}:${t.controlPort}`).join(', ');
+            process.stderr.write(`scc '${c.node_name}': query dispatch (gRPC QueryDispatch) on ${host}:${port}; queries go to the control ports of ${nodes}\n`);
+          },
+          (err: unknown) => {
+            if (active) subscriber.error(err);
+          },
+        );
+        const stop = (): Promise<void> => {
+          active = false;
+          dispatcher.close();
+          unregisterTls();
+          return service.close();
+        };
+        // Standalone: the input carries nothing and completes when the run stops.
+        const sub = input.subscribe({
+          error: (err: unknown) => subscriber.error(err),
+          complete: () => void stop().then(() => subscriber.complete()),
+        });
+        return () => {
+          sub.unsubscribe();
+          if (active) ctx.trackTeardown(stop());
+        };
+      }),
+    ),
 };

@@ -1,7 +1,9 @@
+import { serverLink } from '../../control/nodeLinks';
 import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from '../../sources/hdwpServer';
 import { DEFAULT_MAX_QUERIES, queryListener } from '../../sources/queryListener';
 import type { SourceType } from '../registry';
 import { int } from '../settings';
+import { withNodeIdentity } from './nodeTls';
 import { storageNodeConfigFile } from './segmentStore';
 
 const settings = {
@@ -19,13 +21,17 @@ export const queryListenerStage: SourceType<typeof settings> = {
   output: 'queries',
   settings,
   create: (c, ctx) =>
-    queryListener({
-      host: c.config.productionIp,
-      port: c.config.commandPort,
-      maxQueries: c.max_queries,
-      handshakeTimeoutMs: c.handshake_timeout_ms,
-      counters: ctx.counters,
-      report: (m) => ctx.report(m),
-      trackTeardown: (w) => ctx.trackTeardown(w),
-    }),
+    withNodeIdentity(c.config.nodeName, (id) =>
+      queryListener({
+        host: c.config.productionIp,
+        port: c.config.commandPort,
+        maxQueries: c.max_queries,
+        handshakeTimeoutMs: c.handshake_timeout_ms,
+        counters: ctx.counters,
+        report: (m) => ctx.report(m),
+        trackTeardown: (w) => ctx.trackTeardown(w),
+        // Registered with the DMS: only SCC certificates from our CA reach the command port.
+        ...(id && { link: serverLink(id, 'command', ['scc']) }),
+      }),
+    ),
 };

@@ -3,9 +3,11 @@ import { SccNode } from '../../nodes/scc/node';
 import { registerReplicaHealth } from '../../nodes/scc/queryHealth';
 import { ReplicaSet } from '../../nodes/scc/replicas';
 import type { SnTarget } from '../../nodes/scc/settings';
+import { tlsReplicaConnector } from '../../nodes/scc/linkTls';
 import { replicate } from '../../sinks/replicate';
 import type { SinkType } from '../registry';
 import { byteSize, int } from '../settings';
+import { withNodeIdentity } from './nodeTls';
 import { sccSetting } from './sccSetting';
 
 const settings = {
@@ -41,52 +43,57 @@ export const replicateStage: SinkType<typeof settings> = {
   input: 'batched-records',
   settings,
   create: (c, ctx) => (input) =>
-    new Observable<never>((subscriber) => {
-      const replicas = new ReplicaSet({
-        targets: c.sn_targets,
-        recordSize: c.record_size,
-        maxLagBytes: c.max_lag_bytes,
-        ackTimeoutMs: c.ack_timeout_ms,
-        logBytes: c.catch_up_log_bytes,
-        onEvent: (m) => ctx.report(m),
-        onLag: (name, batches) => node.metrics.replicaLag.set({ replica: name }, batches),
-      });
-      // The queryDispatch stage reads replica health from here (nodes/scc/queryHealth.ts).
-      const unregisterHealth = registerReplicaHealth(c.node_name, replicas);
-      const node = new SccNode({
-        nodeName: c.node_name,
-        replicas,
-        targets: c.sn_targets,
-        production: { ip: c.production_ip, port: c.production_port, interface: c.production_interface },
-        observability: { interface: c.observability_interface, port: c.observability_port },
-        command: { interface: c.command_interface, port: c.command_port },
-        facts: { record_size: c.record_size, log_level: c.log_level, dms_url: c.dms_url },
-      });
-      let active = true;
-      const sub = { inner: undefined as { unsubscribe(): void } | undefined };
-      node.start().then(
-        () => {
-          if (!active) return;
-          sub.inner = replicate({
-            replicas,
-            flow: ctx.flow,
-            counters: ctx.counters,
-            maxPendingCloses: c.max_pending_closes,
-            onProblem: (m) => ctx.report(m),
-            onDurable: (records) => {
-              node.metrics.recordsIngested.inc(records);
-              node.metrics.batchesClosed.inc();
-              ctx.progress.addRecords(records);
-            },
-          })(input).subscribe(subscriber);
-        },
-        (err: unknown) => subscriber.error(err),
-      );
-      return () => {
-        active = false;
-        unregisterHealth();
-        sub.inner?.unsubscribe();
-        ctx.trackTeardown(replicas.close().then(() => node.stop()));
-      };
-    }),
+    withNodeIdentity(c.node_name, (id) =>
+      new Observable<never>((subscriber) => {
+        const replicas = new ReplicaSet({
+          // Registered with the DMS: replication streams are mutual TLS (docs/control-plane.md).
+          ...(id && { connect: tlsReplicaConnector(id) }),
+          targets: c.sn_targets,
+          recordSize: c.record_size,
+          maxLagBytes: c.max_lag_bytes,
+          ackTimeoutMs: c.ack_timeout_ms,
+          logBytes: c.catch_up_log_bytes,
+          onEvent: (m) => ctx.report(m),
+          onLag: (name, batches) => node.metrics.replicaLag.set({ replica: name }, batches),
+        });
+        // The queryDispatch stage reads replica health from here (nodes/scc/queryHealth.ts).
+        const unregisterHealth = registerReplicaHealth(c.node_name, replicas);
+        const node = new SccNode({
+          nodeName: c.node_name,
+          replicas,
+          targets: c.sn_targets,
+          production: { ip: c.production_ip, port: c.production_port, interface: c.production_interface },
+          observability: { interface: c.observability_interface, port: c.observability_port },
+          command: { interface: c.command_interface, port: c.command_port },
+          facts: { record_size: c.record_size, log_level: c.log_level, dms_url: c.dms_url },
+        });
+        if (id) node.observability.addHealthPart('identity', () => id.health());
+        let active = true;
+        const sub = { inner: undefined as { unsubscribe(): void } | undefined };
+        node.start().then(
+          () => {
+            if (!active) return;
+            sub.inner = replicate({
+              replicas,
+              flow: ctx.flow,
+              counters: ctx.counters,
+              maxPendingCloses: c.max_pending_closes,
+              onProblem: (m) => ctx.report(m),
+              onDurable: (records) => {
+                node.metrics.recordsIngested.inc(records);
+                node.metrics.batchesClosed.inc();
+                ctx.progress.addRecords(records);
+              },
+            })(input).subscribe(subscriber);
+          },
+          (err: unknown) => subscriber.error(err),
+        );
+        return () => {
+          active = false;
+          unregisterHealth();
+          sub.inner?.unsubscribe();
+          ctx.trackTeardown(replicas.close().then(() => node.stop()));
+        };
+      }),
+    ),
 };

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { nodeIdentityOf } from '../../control/nodeIdentityRegistry';
 import { HASH_ALGORITHMS, zoneFieldsOf } from '../../engine-rs/index';
 import { ConfigError, loadStorageNodeConfig, type StorageNodeConfig } from '../../nodes/storageNode/config';
 import { StorageNode } from '../../nodes/storageNode/node';
@@ -57,7 +58,16 @@ export const segmentStoreStage: SinkType<typeof settings> = {
     // The query stages of the pipeline (scan, resultStream) read through this node.
     const withdraw = publishStorageNode(node);
     return segmentStore({
-      open: () => node.start(),
+      open: async () => {
+        const store = await node.start();
+        // Registered with the DMS (the nodeIdentity stage): /health shows the certificate and the peers seen.
+        const pending = nodeIdentityOf(c.config.nodeName);
+        if (pending) {
+          const id = await pending;
+          node.observability.addHealthPart('identity', () => id.health());
+        }
+        return store;
+      },
       close: async () => {
         withdraw();
         await node.stop();

@@ -16,12 +16,22 @@ export interface ClusterSn {
   readonly commandPort: number;
   readonly observabilityPort: number;
   proc: HdProcess;
+  /** Its environment beyond the defaults (the DMS registration variables with `dms`). */
+  readonly env?: Record<string, string>;
 }
 
 /** A running SCC with its Storage Nodes. */
 export interface Cluster {
   readonly host: string;
-  readonly scc: { readonly proc: HdProcess; readonly productionPort: number; readonly commandPort: number; readonly observabilityPort: number; readonly queryGrpcPort: number };
+  readonly scc: {
+    readonly proc: HdProcess;
+    readonly productionPort: number;
+    readonly commandPort: number;
+    readonly observabilityPort: number;
+    readonly queryGrpcPort: number;
+    /** With `dms`: where the SCC keeps its certificate and key (STATE_DIR). */
+    readonly stateDir?: string;
+  };
   readonly sns: ClusterSn[];
   /** Starts Storage Node `i` again (after a stop or a crash) on its ports and data. */
   restartSn(i: number): Promise<void>;
@@ -39,12 +49,30 @@ export interface ClusterOptions {
   readonly snConfig?: Record<string, unknown>;
   /** Dataset schema JSON texts the Storage Nodes know (SCHEMA_DIR): query filters compile against them. */
   readonly schemas?: readonly string[];
+  /** Register every node with this DMS: the SCC ↔ Storage Node links are then mutual TLS. */
+  readonly dms?: ClusterDms;
+}
+
+/** A DMS the cluster's nodes register with (test/control/support.ts starts one). */
+export interface ClusterDms {
+  readonly url: string;
+  /** A file holding the DMS-CA certificate (PLATFORM_CA_CERT_PEM). */
+  readonly caFile: string;
+  /** A fresh bootstrap token for node `name` (POST /v1/bootstrap-tokens). */
+  token(name: string): Promise<string>;
+  /** More environment of every node (PLATFORM_KEY_BITS, PLATFORM_CRL_REFRESH_MS, ...). */
+  readonly env?: Record<string, string>;
+}
+
+async function dmsEnv(dms: ClusterDms | undefined, name: string): Promise<Record<string, string>> {
+  if (!dms) return {};
+  return { DMS_URL: dms.url, PLATFORM_CA_CERT_PEM: dms.caFile, PLATFORM_BOOTSTRAP_TOKEN: await dms.token(name), ...dms.env };
 }
 
 const HOST = '127.0.0.1';
 
 function startSn(sn: ClusterSn, recordSize: number, schemaDir: string): HdProcess {
-  return startHd(['run', 'pipelines/storage-node.yaml', '--config', sn.configFile, '--quiet'], { RECORD_SIZE: String(recordSize), SCHEMA_DIR: schemaDir });
+  return startHd(['run', 'pipelines/storage-node.yaml', '--config', sn.configFile, '--quiet'], { RECORD_SIZE: String(recordSize), SCHEMA_DIR: schemaDir, ...sn.env });
 }
 
 /** Starts `storageNodes` Storage Nodes (default 2) and an SCC replicating to all of them. */
@@ -70,12 +98,15 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         ...opts.snConfig,
       }),
     );
-    const sn: ClusterSn = { name: `sn${i + 1}`, dir, configFile, productionPort, commandPort, observabilityPort, proc: undefined as unknown as HdProcess };
+    const env = await dmsEnv(opts.dms, `sn${i + 1}`);
+    const sn: ClusterSn = { name: `sn${i + 1}`, dir, configFile, productionPort, commandPort, observabilityPort, proc: undefined as unknown as HdProcess, env };
     sn.proc = startSn(sn, recordSize, schemaDir);
     sns.push(sn);
   }
   for (const sn of sns) await waitForPort(HOST, sn.productionPort, sn.proc);
   const [productionPort, commandPort, observabilityPort, queryGrpcPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const stateDir = opts.dms ? mkdtempSync(path.join(os.tmpdir(), 'hd-scc-state-')) : undefined;
+  const sccDms = opts.dms ? { ...(await dmsEnv(opts.dms, 'scc-test')), STATE_DIR: stateDir as string } : {};
   const proc = startHd(['run', 'pipelines/scc.yaml', '--quiet'], {
     PRODUCTION_IP: HOST,
     PRODUCTION_PORT: String(productionPort),
@@ -85,12 +116,13 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     RECORD_SIZE: String(recordSize),
     NODE_NAME: 'scc-test',
     SN_TARGETS: sns.map((s) => `${s.name}:${HOST}:${s.commandPort}:${s.productionPort}`).join(','),
+    ...sccDms,
     ...opts.sccEnv,
   });
   await waitForPort(HOST, productionPort, proc);
   return {
     host: HOST,
-    scc: { proc, productionPort, commandPort, observabilityPort, queryGrpcPort },
+    scc: { proc, productionPort, commandPort, observabilityPort, queryGrpcPort, ...(stateDir !== undefined && { stateDir }) },
     sns,
     async restartSn(i: number) {
       const sn = sns[i] as ClusterSn;
@@ -105,6 +137,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         rmSync(sn.dir, { recursive: true, force: true });
       }
       rmSync(schemaDir, { recursive: true, force: true });
+      if (stateDir !== undefined) rmSync(stateDir, { recursive: true, force: true });
     },
   };
 }
