@@ -23,6 +23,18 @@ export const CLUSTER = 'c1';
  */
 export const DEFAULT_POLICY = 'package hd.authz\nimport rego.v1\n\n# hd up\'s default: every identity sees everything. Replace with PUT /v1/policy.\ndefault allow := true\n';
 
+/**
+ * RSA size of the key hd up makes for hd_sql: PLATFORM_KEY_BITS as the nodes read it (default 4096,
+ * registration v2); the DMS refuses keys below its DMS_MIN_KEY_BITS.
+ */
+export function platformKeyBits(env: NodeJS.ProcessEnv = process.env): number {
+  const v = env.PLATFORM_KEY_BITS;
+  if (v === undefined || v === '') return 4096;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 2048 || n > 16384) throw new RangeError(`PLATFORM_KEY_BITS must be an RSA key size from 2048 to 16384 bits, got "${v}"`);
+  return n;
+}
+
 /** Lifetime of the bootstrap tokens `hd up` issues: they are used within seconds. */
 const TOKEN_TTL_S = 300;
 
@@ -108,9 +120,9 @@ export async function ensurePolicy(dms: DmsAdmin): Promise<{ version: number; in
  * key and certificate (mode 0600) where the sql node's HD_DMS_CLIENT_*_FILE point. Run before each
  * start of hd_sql, so a restarted one always holds an unexpired certificate.
  */
-export async function registerSqlServer(dms: DmsAdmin, dataDir: string, nodeName = 'hd-sql'): Promise<void> {
+export async function registerSqlServer(dms: DmsAdmin, dataDir: string, keyBits: number, nodeName = 'hd-sql'): Promise<void> {
   const token = await dms.bootstrapToken(nodeName);
-  const reg = await registerWithDms({ dmsUrl: dms.url, nodeName, role: 'sqlServer', caCertPem: dms.caPem, credentials: { bootstrapToken: token } });
+  const reg = await registerWithDms({ dmsUrl: dms.url, nodeName, role: 'sqlServer', caCertPem: dms.caPem, credentials: { bootstrapToken: token }, keyBits });
   if (!reg.success) throw new Error(`registering ${nodeName} with the DMS failed: ${reg.error_message}`);
   const files = sqlCredentialFiles(dataDir);
   await writeFileAtomic(files.key, reg.client_key_pem, 0o600);

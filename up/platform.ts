@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Progress, type ProgressStream } from '../lib/progress';
 import { chessDataset, flowsDataset, type DemoDataset } from './demoData';
 import { ingestNdjson, type IngestSummary } from './demoIngest';
-import { DmsAdmin, declarePlatform, ensurePolicy, registerSqlServer } from './controlPlane';
+import { DmsAdmin, declarePlatform, ensurePolicy, platformKeyBits, registerSqlServer } from './controlPlane';
 import { platformLayout, type PlatformLayout } from './layout';
 import { hdCommand, packageRoot } from './packageRoot';
 import { readyMessage } from './readyMessage';
@@ -113,6 +113,13 @@ export async function runUp(opts: UpOptions): Promise<number> {
     opts.err.write(`hd up: a platform is already running from ${dataDir} (pid ${previous.pid}); 'hd status' shows it, 'hd down' stops it\n`);
     return 1;
   }
+  let keyBits: number;
+  try {
+    keyBits = platformKeyBits();
+  } catch (err) {
+    opts.err.write(`hd up: ${(err as Error).message}\n`);
+    return 2;
+  }
   const layout = platformLayout({ dataDir, sqlUpstream: SQL_UPSTREAM, ...(opts.net ? { net: opts.net } : {}), ...(opts.ingest ? { schemaFiles: [opts.ingest.schema] } : {}) });
   // Set once the DMS is up; the Proxy and hd_sql get fresh credentials from it before every start.
   let admin: DmsAdmin | undefined;
@@ -123,7 +130,7 @@ export async function runUp(opts: UpOptions): Promise<number> {
   const nodes: NodeSpec[] = layout.nodes.map((n) => {
     // Bootstrap tokens are single-use: each start of the Proxy (a crash restart too) gets a new one.
     if (n.role === 'proxy') return { ...n, prepare: async () => ({ PLATFORM_BOOTSTRAP_TOKEN: await dms().bootstrapToken(layout.proxy.nodeName) }) };
-    if (n.role === 'sql' && layout.sqlUpstream === 'proxy') return { ...n, prepare: async () => (await registerSqlServer(dms(), dataDir), {}) };
+    if (n.role === 'sql' && layout.sqlUpstream === 'proxy') return { ...n, prepare: async () => (await registerSqlServer(dms(), dataDir, keyBits), {}) };
     return n;
   });
   const root = packageRoot();
