@@ -11,6 +11,7 @@ import { enumDictionaries, type LocalSql } from '../sdk/local/localSql';
 import { LocalSqlError } from '../sdk/local/localSqlError';
 import type { LocalSqlSession, SqlParam } from '../sdk/local/localSqlSession';
 import type { Catalog } from './catalog';
+import { ensureChessFunctions } from './chessFunctions';
 import type { DatasetFetcher } from './datasetFetcher';
 import { CATALOG_TABLES, planStatement, type Plan } from './planner';
 import { SqlError } from './sqlError';
@@ -75,6 +76,7 @@ export class SqlEngine {
     const session = await this.local.openSession();
     try {
       const params = Array.from({ length: paramCount }, () => null);
+      await ensureChessFunctions(this.local, session);
       const plan = await this.planIn(session, sql, []);
       if (plan.usesCatalog) await this.registerCatalog(session);
       for (const read of plan.reads) await this.registerRead(session, read.schema);
@@ -92,6 +94,7 @@ export class SqlEngine {
     const deadline = Date.now() + this.settings.timeoutMs;
     const session = await this.local.openSession();
     try {
+      await ensureChessFunctions(this.local, session);
       const plan = await this.planIn(session, sql, opts.params ?? []);
       const notices = [...plan.notices];
       if (plan.usesCatalog) await this.registerCatalog(session);
