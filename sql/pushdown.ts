@@ -1,20 +1,22 @@
 /**
  * Which WHERE conjuncts push down to the Storage Nodes (docs/sql.md, "Pushdown"), as HDQuery
- * filters in the column's own form: enum labels become codes, address literals integers. A
- * conjunct that does not translate exactly stays local; since the whole statement runs again in
- * DuckDB over the fetched rows, pushing a conjunct only narrows the read, never the meaning.
+ * filters in the column's own form: enum labels become codes, address literals integers, SAN moves
+ * codes and FEN positions packed bytes (sql/chessPushdown.ts). A conjunct that does not translate
+ * exactly stays local; since the whole statement runs again in DuckDB over the fetched rows,
+ * pushing a conjunct only narrows the read, never the meaning.
  */
 import net from 'node:net';
 import type { BigJsonValue } from './bigJson';
 import type { FieldInfo, Schema } from '../engine-rs/schema';
 import { filterJson, type Filter } from '../query/filter';
 import { ScanFilter } from '../engine-rs/scan';
+import { chessFilterOf, chessMoveValue } from './chessPushdown';
 
 /** A node of DuckDB's parsed statement tree. */
 export type Node = { [key: string]: BigJsonValue };
 
 /** A literal found in the tree: its DuckDB type id and value. */
-interface Literal {
+export interface Literal {
   readonly typeId: string;
   readonly value: BigJsonValue;
 }
@@ -69,6 +71,12 @@ export function pushdownOf(where: BigJsonValue | undefined, schema: Schema, qual
   const literal = (n: BigJsonValue | undefined): Literal | undefined => {
     if (!isNode(n)) return undefined;
     if (n.type === 'VALUE_CONSTANT' && isNode(n.value) && n.value.is_null === false && isNode(n.value.type)) return { typeId: String(n.value.type.id), value: n.value.value ?? null };
+    // DuckDB's parser writes TRUE / FALSE as the casts 't'::BOOLEAN / 'f'::BOOLEAN.
+    if (n.type === 'OPERATOR_CAST' && n.try_cast !== true && isNode(n.cast_type) && n.cast_type.id === 'BOOLEAN') {
+      const inner = literal(n.child);
+      const text = inner?.typeId === 'VARCHAR' && typeof inner.value === 'string' ? inner.value.toLowerCase() : undefined;
+      if (text === 't' || text === 'true' || text === 'f' || text === 'false') return { typeId: 'BOOLEAN', value: text.startsWith('t') };
+    }
     if (n.type === 'VALUE_PARAMETER') {
       const p = params[Number(n.identifier) - 1];
       if (typeof p === 'string') return { typeId: 'VARCHAR', value: p };
@@ -77,6 +85,11 @@ export function pushdownOf(where: BigJsonValue | undefined, schema: Schema, qual
     return undefined;
   };
   for (const c of conjuncts(where)) {
+    const chess = chessFilterOf(c, { column, literal });
+    if (chess) {
+      filters.push(chess);
+      continue;
+    }
     const type = String(c.type);
     const op = COMPARE_OPS[type];
     if (op) {
@@ -162,10 +175,12 @@ export function valueFor(f: FieldInfo, lit: Literal, schema: Schema, equality: b
     }
     case 'string':
       return lit.typeId === 'VARCHAR' && typeof lit.value === 'string' && !lit.value.includes('\0') && Buffer.byteLength(lit.value) <= f.size ? lit.value : undefined;
+    case 'chess_move':
+      return chessMoveValue(lit, equality); // SAN → its code; codes order unlike SAN text, so equality only
     case 'boolean':
       return lit.typeId === 'BOOLEAN' && typeof lit.value === 'boolean' && equality ? String(lit.value) : undefined;
     default:
-      if (!INTEGER_FIELDS.has(f.type)) return undefined; // bytes, blob, 256-bit (text), chess: not yet
+      if (!INTEGER_FIELDS.has(f.type)) return undefined; // bytes, blob, 256-bit (text), chess_fen (sql/chessPushdown.ts): not here
       if (!INTEGER_IDS.has(lit.typeId)) return undefined; // decimals and doubles: rounding rules differ
       return integerText(lit.value);
   }
