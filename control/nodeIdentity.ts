@@ -66,7 +66,8 @@ export class NodeIdentity {
   private readonly renewer: CertificateRenewer;
   private readonly peers = new Map<string, PeerSeen>();
   private refused = 0;
-  private lastRefusal: string | undefined;
+  /** The latest refusals, newest last (a refused handshake may be reported twice: its reason, then the hang-up). */
+  private readonly refusals: string[] = [];
   private saving: Promise<void> = Promise.resolve();
 
   private constructor(
@@ -149,8 +150,10 @@ export class NodeIdentity {
   /** Records a refused peer (wrong role, no verified certificate). */
   peerRefused(reason: string): void {
     this.refused++;
-    this.lastRefusal = reason;
-    this.log(`refused a connection: ${reason}`);
+    this.refusals.push(reason);
+    if (this.refusals.length > 5) this.refusals.shift();
+    // A scanner could flood the log: the first ten, then every hundredth (all are counted in /health).
+    if (this.refused <= 10 || this.refused % 100 === 0) this.log(`refused a connection (${this.refused} so far): ${reason}`);
   }
 
   /** The `identity` part of /health. */
@@ -164,7 +167,7 @@ export class NodeIdentity {
       crl: this.identity.material.crlPem !== undefined,
       peers: [...this.peers.values()],
       refused: this.refused,
-      ...(this.lastRefusal !== undefined && { last_refusal: this.lastRefusal }),
+      recent_refusals: [...this.refusals],
     };
   }
 

@@ -13,6 +13,8 @@ export interface ServerLink {
   readonly tls: tls.TlsOptions;
   /** Undefined to accept the peer, else why it is refused (the socket is then closed before hello). */
   acceptPeer(socket: tls.TLSSocket): string | undefined;
+  /** Told of a connection refused in the handshake (counted and logged on the node). */
+  refused(err: Error, socket: tls.TLSSocket): void;
 }
 
 /**
@@ -37,6 +39,12 @@ export function serverLink(node: NodeIdentity, port: string, roles: readonly str
       }
       node.peerAccepted(peer, port);
       return undefined;
+    },
+    refused(err, socket) {
+      // A failed certificate check destroys the socket (its address is gone); the check's code says why.
+      const from = socket.remoteAddress ? ` from ${socket.remoteAddress}:${socket.remotePort ?? '?'}` : '';
+      const why = socket.authorizationError ? `certificate refused: ${String(socket.authorizationError)}` : ((err as { reason?: string }).reason ?? err.message);
+      node.peerRefused(`${port} port: a connection${from} refused in the TLS handshake (${why})`);
     },
   };
 }

@@ -58,6 +58,8 @@ export interface HdwpServerOptions {
    * reason closes the socket at once (control/nodeLinks.ts).
    */
   readonly acceptPeer?: (socket: tls.TLSSocket) => string | undefined;
+  /** With `tls`: told of every connection refused in the TLS handshake (no certificate of our CA, revoked, plain TCP). */
+  readonly onTlsRefused?: (err: Error, socket: tls.TLSSocket) => void;
   /** Builds the handler of a connection whose hello is valid; throwing refuses it (see ConnectionSettings). */
   onConnection(conn: HdwpConnection): ConnectionHandler;
   /** Told of every connection that ends with an error (a broken peer, a timeout, shutdown), hello accepted or not. */
@@ -109,6 +111,8 @@ export class HdwpServer {
       onError: opts.onError,
     };
     this.server = createListener(opts.tls, (socket) => this.accept(socket));
+    const refused = opts.onTlsRefused;
+    if (opts.tls && refused) this.server.on('tlsClientError', (err: Error, socket: tls.TLSSocket) => refused(err, socket));
   }
 
   /** Open connections. */

@@ -120,7 +120,7 @@ export function hdwpSource(opts: HdwpSourceOptions): Observable<HdwpSourceElemen
       maxPayload: opts.maxPayload,
       handshakeTimeoutMs: opts.handshakeTimeoutMs,
       idleTimeoutMs: opts.idleTimeoutMs,
-      ...(opts.link && { tls: opts.link.tls, acceptPeer: (s: TLSSocket) => opts.link?.acceptPeer(s) }),
+      ...(opts.link && { tls: opts.link.tls, acceptPeer: (s: TLSSocket) => opts.link?.acceptPeer(s), onTlsRefused: (e: Error, s: TLSSocket) => opts.link?.refused(e, s) }),
       onConnection: (conn) => {
         const dataset = conn.hello.datasetId;
         /** Batches this connection sent records for and has not closed: key → batch id. */

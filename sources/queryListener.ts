@@ -112,7 +112,7 @@ export function queryListener(opts: QueryListenerOptions): Observable<QueryEleme
       role: 'storageNode',
       roles: opts.roles ?? ['scc'],
       acceptsQueries: true,
-      ...(opts.link && { tls: opts.link.tls, acceptPeer: (s: TLSSocket) => opts.link?.acceptPeer(s) }),
+      ...(opts.link && { tls: opts.link.tls, acceptPeer: (s: TLSSocket) => opts.link?.acceptPeer(s), onTlsRefused: (e: Error, s: TLSSocket) => opts.link?.refused(e, s) }),
       handshakeTimeoutMs: opts.handshakeTimeoutMs,
       onConnection: (conn) => {
         const mine = new Set<ControlQuery>();
