@@ -3,7 +3,7 @@
  * credentials at start (stored certificate, then the configured one), what is kept on disk, a DMS
  * that cannot be reached, a refused stored certificate, and the pipeline stage's setting checks.
  */
-import { statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -58,6 +58,18 @@ t('first start registers with the bootstrap token and keeps the material (the ke
   assert.is(again.source, 'stored certificate');
   assert.is.not(again.identity.certificate.serial, first.identity.certificate.serial, 'a fresh certificate');
   assert.is(again.identity.material.keyPem, first.identity.material.keyPem, 'for the same key');
+});
+
+t('a renewal is written to the state directory, so a restart starts from the renewed certificate', async () => {
+  const id = await NodeIdentity.start(options(dms, state.dir, { credentials: { bootstrapToken: await tokenFor(dms, 'sn-a') } }));
+  try {
+    await id.renewNow();
+    await id.stop();
+    assert.is(readFileSync(path.join(state.dir, 'node.cert.pem'), 'utf8'), id.identity.material.certPem);
+    assert.equal(id.health().certificate, { serial: id.identity.certificate.serial, not_before: id.identity.certificate.notBefore.toISOString(), not_after: id.identity.certificate.notAfter.toISOString() });
+  } finally {
+    await id.stop();
+  }
 });
 
 t('a stored certificate of another node or role is not used; a token of another node then fails the start with the DMS reason', async () => {
