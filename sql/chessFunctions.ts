@@ -18,32 +18,50 @@ export const CHESS_MOVES_TABLE = 'hd_chess_moves';
 /** The functions the macros define, for docs and tests. */
 export const CHESS_FUNCTIONS = ['fen_piece', 'fen_occupied', 'fen_turn', 'fen_castling', 'fen_en_passant', 'fen_halfmove', 'fen_fullmove', 'fen_piece_count', 'san_code', 'san_text'] as const;
 
+const PIECE = '[pnbrqkPNBRQK]';
+const memo = new Map<number, string>();
+/**
+ * A regular expression for piece-placement text covering exactly `n` squares of one rank (piece
+ * letters count one, digits their value): so a square is found, and a rank checked, by one
+ * regular-expression match on the FEN text, with no per-row expansion of the digits.
+ */
+function squares(n: number): string {
+  if (n === 0) return '';
+  let re = memo.get(n);
+  if (re === undefined) {
+    const alternatives: string[] = [];
+    for (let k = 1; k <= n; k++) alternatives.push((k === 1 ? '[pnbrqkPNBRQK1]' : String(k)) + squares(n - k));
+    re = `(?:${alternatives.join('|')})`;
+    memo.set(n, re);
+  }
+  return re;
+}
 // A FEN as the columns present it, or as a user writes one (4 to 6 fields, like the codec takes).
-const FEN_RE = String.raw`([pnbrqkPNBRQK1-8]+/){7}[pnbrqkPNBRQK1-8]+ [wb] (-|KQ?k?q?|Qk?q?|kq?|q) (-|[a-h][1-8])( [0-9]{1,5}( [0-9]{1,5})?)?`;
-// The piece placement with its digits spelled out as dots: eight squares a rank.
-const RANKS_RE = String.raw`([.pnbrqkPNBRQK]{8}/){7}[.pnbrqkPNBRQK]{8}`;
-const DIGITS = [8, 7, 6, 5, 4, 3, 2, 1].reduce((acc, n) => `replace(${acc}, '${n}', '${'.'.repeat(n)}')`, "split_part(p, ' ', 1)");
+const FEN_RE = `(?:${squares(8)}/){7}${squares(8)} [wb] (?:-|KQ?k?q?|Qk?q?|kq?|q) (?:-|[a-h][1-8])(?: [0-9]{1,5}(?: [0-9]{1,5})?)?`;
+/** One `WHEN file THEN expr` per file a..h, `expr(re)` given the pattern of the squares before that file. */
+const byFile = (expr: (before: string) => string): string => Array.from({ length: 8 }, (_, f) => `WHEN ${f} THEN ${expr(`^${squares(f)}`)}`).join(' ');
 
 /** The macros, in creation order (helpers first). Arguments: `p` a FEN, `sq` a square, `piece` a piece letter, `m` a SAN, `c` a move code. */
 export const CHESS_MACROS: readonly string[] = [
-  // The placement spelled out, ranks 8 to 1 separated by '/'.
-  `CREATE OR REPLACE MACRO hd_fen_ranks(p) AS ${DIGITS}`,
-  // p itself when it is a FEN; NULL for NULL; otherwise an error that names it.
-  `CREATE OR REPLACE MACRO hd_fen(p) AS CASE WHEN p IS NULL THEN NULL WHEN regexp_full_match(p, '${FEN_RE}') AND regexp_full_match(hd_fen_ranks(p), '${RANKS_RE}') THEN p ELSE error('not a FEN position: ' || p || ' (expected a Forsyth-Edwards string such as rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1)') END`,
-  // 64 characters, a8 first, h1 last; '.' is an empty square.
-  `CREATE OR REPLACE MACRO hd_fen_board(p) AS replace(hd_fen_ranks(hd_fen(p)), '/', '')`,
-  // The 1-based index of a square in hd_fen_board.
-  `CREATE OR REPLACE MACRO hd_fen_square(sq) AS CASE WHEN sq IS NULL THEN NULL WHEN regexp_full_match(sq, '[a-h][1-8]') THEN (56 - ascii(substr(sq, 2, 1))) * 8 + ascii(substr(sq, 1, 1)) - 96 ELSE error('not a square: ' || sq || ' (expected a1 to h8, lower case)') END`,
-  `CREATE OR REPLACE MACRO fen_piece(p, sq) AS nullif(substr(hd_fen_board(p), hd_fen_square(sq), 1), '.')`,
-  `CREATE OR REPLACE MACRO fen_occupied(p, sq) AS substr(hd_fen_board(p), hd_fen_square(sq), 1) <> '.'`,
-  `CREATE OR REPLACE MACRO fen_turn(p) AS split_part(hd_fen(p), ' ', 2)`,
-  `CREATE OR REPLACE MACRO fen_castling(p) AS split_part(hd_fen(p), ' ', 3)`,
-  `CREATE OR REPLACE MACRO fen_en_passant(p) AS nullif(split_part(hd_fen(p), ' ', 4), '-')`,
-  `CREATE OR REPLACE MACRO fen_halfmove(p) AS CASE WHEN p IS NULL THEN NULL ELSE CAST(coalesce(nullif(split_part(hd_fen(p), ' ', 5), ''), '0') AS INTEGER) END`,
-  `CREATE OR REPLACE MACRO fen_fullmove(p) AS CASE WHEN p IS NULL THEN NULL ELSE CAST(coalesce(nullif(split_part(hd_fen(p), ' ', 6), ''), '1') AS INTEGER) END`,
-  `CREATE OR REPLACE MACRO fen_piece_count(p) AS CAST(length(replace(hd_fen_board(p), '.', '')) AS INTEGER),
+  // TRUE when p is a FEN; NULL for NULL; otherwise an error that names it. (Checked apart from the
+  // reading so DuckDB reads fields straight from p: a CASE yielding p itself costs a copy a row.)
+  `CREATE OR REPLACE MACRO hd_fen_ok(p) AS CASE WHEN p IS NULL THEN NULL WHEN regexp_full_match(p, '${FEN_RE}') THEN true ELSE error('not a FEN position: ' || p || ' (expected a Forsyth-Edwards string such as rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1)') END`,
+  // Field i of a FEN (1 placement, 2 side, 3 castling, 4 en passant, 5 and 6 clocks), '' when absent.
+  `CREATE OR REPLACE MACRO hd_fen_field(p, i) AS CASE WHEN hd_fen_ok(p) THEN split_part(p, ' ', i) END`,
+  // The file index (a = 0) of a square; NULL for NULL; otherwise an error that names it.
+  `CREATE OR REPLACE MACRO hd_fen_file(sq) AS CASE WHEN sq IS NULL THEN NULL WHEN regexp_full_match(sq, '[a-h][1-8]') THEN ascii(substr(sq, 1, 1)) - 97 ELSE error('not a square: ' || sq || ' (expected a1 to h8, lower case)') END`,
+  // The placement text of the square's rank (ranks are listed 8 to 1).
+  `CREATE OR REPLACE MACRO hd_fen_rank(p, sq) AS split_part(hd_fen_field(p, 1), '/', 57 - ascii(substr(sq, 2, 1)))`,
+  `CREATE OR REPLACE MACRO fen_piece(p, sq) AS nullif(CASE hd_fen_file(sq) ${byFile((re) => `regexp_extract(hd_fen_rank(p, sq), '${re}(${PIECE})', 1)`)} END, '')`,
+  `CREATE OR REPLACE MACRO fen_occupied(p, sq) AS CASE hd_fen_file(sq) ${byFile((re) => `regexp_matches(hd_fen_rank(p, sq), '${re}${PIECE}')`)} END`,
+  `CREATE OR REPLACE MACRO fen_turn(p) AS hd_fen_field(p, 2)`,
+  `CREATE OR REPLACE MACRO fen_castling(p) AS hd_fen_field(p, 3)`,
+  `CREATE OR REPLACE MACRO fen_en_passant(p) AS nullif(hd_fen_field(p, 4), '-')`,
+  `CREATE OR REPLACE MACRO fen_halfmove(p) AS CASE WHEN hd_fen_ok(p) THEN CAST(coalesce(nullif(split_part(p, ' ', 5), ''), '0') AS INTEGER) END`,
+  `CREATE OR REPLACE MACRO fen_fullmove(p) AS CASE WHEN hd_fen_ok(p) THEN CAST(coalesce(nullif(split_part(p, ' ', 6), ''), '1') AS INTEGER) END`,
+  `CREATE OR REPLACE MACRO fen_piece_count(p) AS CAST(length(translate(hd_fen_field(p, 1), '12345678/', '')) AS INTEGER),
     (p, piece) AS CASE WHEN piece IS NULL THEN NULL
-      WHEN piece IN ('P', 'N', 'B', 'R', 'Q', 'K', 'p', 'n', 'b', 'r', 'q', 'k') THEN CAST(64 - length(replace(hd_fen_board(p), piece, '')) AS INTEGER)
+      WHEN piece IN ('P', 'N', 'B', 'R', 'Q', 'K', 'p', 'n', 'b', 'r', 'q', 'k') THEN CAST(length(hd_fen_field(p, 1)) - length(replace(hd_fen_field(p, 1), piece, '')) AS INTEGER)
       ELSE error('not a piece letter: ' || piece || ' (expected one of PNBRQK for white, pnbrqk for black)') END`,
   `CREATE OR REPLACE MACRO san_code(m) AS (SELECT hd_chess_code FROM main.${CHESS_MOVES_TABLE} WHERE hd_chess_san = m)`,
   `CREATE OR REPLACE MACRO san_text(c) AS CASE WHEN c IS NULL OR c = 0 THEN NULL
