@@ -12,8 +12,11 @@ import * as arrow from 'apache-arrow';
 import type { LocalSqlSession } from '../sdk/local/localSqlSession';
 import { allSanCodes, sanEncodes } from './chessCodec';
 
-/** The table san_code / san_text read (main schema; columns prefixed so they never shadow a user's column inside the macros' subqueries). */
-export const CHESS_MOVES_TABLE = 'hd_chess_moves';
+/**
+ * The table san_code / san_text read: in a schema of its own, out of the `main` schema drivers list
+ * tables of; columns prefixed so they never shadow a user's column inside the macros' subqueries.
+ */
+export const CHESS_MOVES_TABLE = 'hd_chess.moves';
 
 /** The functions the macros define, for docs and tests. */
 export const CHESS_FUNCTIONS = ['fen_piece', 'fen_occupied', 'fen_turn', 'fen_castling', 'fen_en_passant', 'fen_halfmove', 'fen_fullmove', 'fen_piece_count', 'san_code', 'san_text'] as const;
@@ -63,9 +66,9 @@ export const CHESS_MACROS: readonly string[] = [
     (p, piece) AS CASE WHEN piece IS NULL THEN NULL
       WHEN piece IN ('P', 'N', 'B', 'R', 'Q', 'K', 'p', 'n', 'b', 'r', 'q', 'k') THEN CAST(length(hd_fen_field(p, 1)) - length(replace(hd_fen_field(p, 1), piece, '')) AS INTEGER)
       ELSE error('not a piece letter: ' || piece || ' (expected one of PNBRQK for white, pnbrqk for black)') END`,
-  `CREATE OR REPLACE MACRO san_code(m) AS (SELECT hd_chess_code FROM main.${CHESS_MOVES_TABLE} WHERE hd_chess_san = m)`,
+  `CREATE OR REPLACE MACRO san_code(m) AS (SELECT hd_chess_code FROM ${CHESS_MOVES_TABLE} WHERE hd_chess_san = m)`,
   `CREATE OR REPLACE MACRO san_text(c) AS CASE WHEN c IS NULL OR c = 0 THEN NULL
-      WHEN c BETWEEN 1 AND 65535 THEN coalesce((SELECT hd_chess_san FROM main.${CHESS_MOVES_TABLE} WHERE hd_chess_code = c AND hd_chess_canonical), '?')
+      WHEN c BETWEEN 1 AND 65535 THEN coalesce((SELECT hd_chess_san FROM ${CHESS_MOVES_TABLE} WHERE hd_chess_code = c AND hd_chess_canonical), '?')
       ELSE error('not a move code: ' || c || ' (expected 0 to 65535)') END`,
 ];
 
@@ -82,11 +85,11 @@ function aliases(): { san: string; code: number }[] {
   return out;
 }
 
-/** Creates the move table and the macros through `session` (its connection writes the shared main schema). */
+/** Creates the move table and the macros through `session` (its connection writes the instance's shared catalog). */
 export async function installChessFunctions(session: LocalSqlSession): Promise<void> {
   const codes = allSanCodes();
   const extra = aliases();
-  const load = `${CHESS_MOVES_TABLE}_load`;
+  const load = 'hd_chess_moves_load';
   await session.register(
     load,
     new arrow.Table({
@@ -95,7 +98,8 @@ export async function installChessFunctions(session: LocalSqlSession): Promise<v
       hd_chess_canonical: arrow.vectorFromArray([...codes.map(() => true), ...extra.map(() => false)], new arrow.Bool()),
     }),
   );
-  await session.query(`CREATE OR REPLACE TABLE main.${CHESS_MOVES_TABLE} AS SELECT * FROM temp.main.${load}`);
+  await session.query('CREATE SCHEMA IF NOT EXISTS hd_chess');
+  await session.query(`CREATE OR REPLACE TABLE ${CHESS_MOVES_TABLE} AS SELECT * FROM temp.main.${load}`);
   await session.query(`DROP TABLE temp.main.${load}`);
   for (const m of CHESS_MACROS) await session.query(m);
 }
