@@ -14,6 +14,7 @@ import { Schema } from '../../engine-rs/schema';
 import { LocalSql } from '../../sdk/local/localSql';
 import { Catalog } from '../../sql/catalog';
 import type { DatasetFetcher } from '../../sql/datasetFetcher';
+import { CHESS_FUNCTIONS } from '../../sql/chessFunctions';
 import { SqlEngine } from '../../sql/sqlEngine';
 import { SqlError } from '../../sql/sqlError';
 import { playGames, SQUARES } from './chessGames';
@@ -118,9 +119,11 @@ fn('bad arguments fail the statement with a message naming the argument', async 
   }
 });
 
-fn('the functions exist for Describe too (the SQL wire\'s prepared statements)', async () => {
+fn('every function the reference names exists, for Describe too (the SQL wire\'s prepared statements)', async () => {
   const s = await engine.describe('SELECT fen_turn($1) AS t, fen_halfmove($1) AS h, fen_occupied($1, $2) AS o, san_code($3) AS c', 3);
   assert.equal(s.fields.map((f) => `${f.name}:${String(f.type)}`), ['t:Utf8', 'h:Int32', 'o:Bool', 'c:Int32']);
+  const names = await rows(`SELECT DISTINCT function_name AS f FROM duckdb_functions() WHERE function_type = 'macro' AND function_name IN ('${CHESS_FUNCTIONS.join("','")}') ORDER BY f`);
+  assert.equal(names.map((r) => r.f), [...CHESS_FUNCTIONS].sort(), 'every function the reference names is a macro');
 });
 
 fn.run();
