@@ -17,5 +17,6 @@ export const EXAMPLE_QUERIES: readonly ExampleQuery[] = [
   { shows: 'an inet address literal, pushed down', sql: "SELECT ts, src_ip, dst_port, proto FROM flows WHERE dst_ip = '192.168.0.1' ORDER BY ts LIMIT 5;" },
   { shows: 'array columns: list_contains on vlan_path', sql: 'SELECT vlan_path, count(*) AS flows FROM flows WHERE list_contains(vlan_path, 301) GROUP BY vlan_path ORDER BY flows DESC LIMIT 5;' },
   { shows: 'chess moves (SAN) and positions (FEN)', sql: 'SELECT ply, move, position FROM chess WHERE game_id = 1 ORDER BY ply LIMIT 6;' },
+  { shows: 'chess functions; fen_turn and fen_occupied pushed down as masked comparisons', sql: "SELECT move, fen_piece(position, 'e4') AS on_e4, count(*) AS n FROM chess WHERE fen_turn(position) = 'b' AND fen_occupied(position, 'e4') GROUP BY ALL ORDER BY n DESC LIMIT 5;" },
   { shows: 'an aggregate over the whole statement in DuckDB', sql: "SELECT proto, count(*) AS flows, sum(bytes) AS bytes FROM flows WHERE dst_port IN (443, 53) GROUP BY proto ORDER BY flows DESC;" },
 ];

@@ -155,7 +155,9 @@ export function platformLayout(opts: LayoutOptions): PlatformLayout {
       role: 'storage-node',
       args: ['run', 'pipelines/storage-node.yaml', '--config', configFile, '--quiet'],
       // The demo datasets' schemas: filters compile against them, and segments keep zone maps (docs/storage-node.md, "Queries").
-      env: { RECORD_SIZE: recordSize, SCHEMA_DIR: schemaDir },
+      // It registers with the DMS (a bootstrap token per start: platform.ts; its certificate is kept
+      // beside config.json) and takes only the SCC's certificate on its ports (mutual TLS).
+      env: { RECORD_SIZE: recordSize, SCHEMA_DIR: schemaDir, DMS_URL: dmsUrl, PLATFORM_CA_CERT_PEM: files.caCert },
       host,
       readyPort: PORTS.production,
       healthUrl: `http://${host}:${PORTS.observability}/health`,
@@ -178,6 +180,10 @@ export function platformLayout(opts: LayoutOptions): PlatformLayout {
       QUERY_GRPC_PORT: String(PORTS.queryGrpc),
       RECORD_SIZE: recordSize,
       SN_TARGETS: sns.map((s) => `${s.name}:${s.host}:${PORTS.command}:${PORTS.production}`).join(','),
+      // Registered with the DMS like the Storage Nodes: its links to them are mutual TLS.
+      DMS_URL: dmsUrl,
+      PLATFORM_CA_CERT_PEM: files.caCert,
+      STATE_DIR: path.join(opts.dataDir, 'scc', 'identity'),
     },
     host: scc,
     readyPort: PORTS.production,

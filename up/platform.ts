@@ -80,18 +80,35 @@ function logTail(file: string, lines = 8): string {
   }
 }
 
+function portOpen(host: string, port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const s = net.connect({ host, port });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+/** Whether the node's /health answers ok or degraded (its listeners are open once it does). */
+async function healthAnswers(url: string): Promise<boolean> {
+  try {
+    const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    const status = ((await r.json()) as { status?: string }).status;
+    return status === 'ok' || status === 'degraded';
+  } catch {
+    return false;
+  }
+}
+
 async function waitReady(n: NodeSpec, sup: Supervisor, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (sup.exits(n.name) >= 3) throw new Error(`${n.name} keeps exiting while it starts; the end of ${sup.logFile(n.name)}:\n${logTail(sup.logFile(n.name))}`);
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = net.connect({ host: n.host, port: n.readyPort });
-      s.once('connect', () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.once('error', () => resolve(false));
-    });
+    // A Storage Node's ports take only the SCC's certificate: a bare probe there would show up in its
+    // refused-handshake count, so it is asked over its /health instead.
+    const ok = n.role === 'storage-node' ? await healthAnswers(n.healthUrl) : await portOpen(n.host, n.readyPort);
     if (ok) return;
     if (Date.now() > deadline) throw new Error(`${n.name} did not open ${n.host}:${n.readyPort} within ${timeoutMs / 1000} s`);
     await new Promise((r) => setTimeout(r, 100));
@@ -130,6 +147,10 @@ export async function runUp(opts: UpOptions): Promise<number> {
   const nodes: NodeSpec[] = layout.nodes.map((n) => {
     // Bootstrap tokens are single-use: each start of the Proxy (a crash restart too) gets a new one.
     if (n.role === 'proxy') return { ...n, prepare: async () => ({ PLATFORM_BOOTSTRAP_TOKEN: await dms().bootstrapToken(layout.proxy.nodeName) }) };
+    // The SCC and the Storage Nodes keep the certificate they got (a restart presents it); the token
+    // is for a first start, or a state directory that was wiped.
+    if (n.role === 'scc') return { ...n, prepare: async () => ({ PLATFORM_BOOTSTRAP_TOKEN: await dms().bootstrapToken(layout.sccName) }) };
+    if (n.role === 'storage-node') return { ...n, prepare: async () => ({ PLATFORM_BOOTSTRAP_TOKEN: await dms().bootstrapToken(n.name) }) };
     if (n.role === 'sql' && layout.sqlUpstream === 'proxy') return { ...n, prepare: async () => (await registerSqlServer(dms(), dataDir, keyBits), {}) };
     return n;
   });
@@ -157,19 +178,18 @@ export async function runUp(opts: UpOptions): Promise<number> {
     opts.err.write(`hd up: starting ${layout.nodes.length} nodes (data in ${dataDir}, logs in ${path.join(dataDir, 'logs')})\n`);
     const ready = (role: string): Promise<unknown> => Promise.all(nodes.filter((x) => x.role === role).map((x) => waitReady(x, sup, 60_000)));
     const startRole = (role: string): void => nodes.filter((x) => x.role === role).forEach((x) => sup.start(x));
-    // The DMS beside the Storage Nodes and the SCC, which do not talk to it (the SCC connects to the
-    // Storage Nodes as it starts). Once the DMS is up (its CA and the administrator credential are
-    // made on its first start), what the Proxy and hd_sql need from it: the topology, the schemas
-    // and a policy. Then the Proxy and hd_sql, each registering with a fresh bootstrap token.
+    // The DMS first (its CA and the administrator credential are made on its first start), then
+    // what every node needs from it: the topology, the schemas and a policy. The Storage Nodes and
+    // the SCC register (their links are mutual TLS), then the Proxy and hd_sql.
     startRole('dms');
-    startRole('storage-node');
-    await ready('storage-node');
-    startRole('scc');
     await ready('dms');
     admin = DmsAdmin.open(layout);
     const declared = await declarePlatform(admin, layout);
     const policy = await ensurePolicy(admin);
     opts.err.write(`hd up: DMS ready: cluster c1 with ${layout.storageNodes.length} Storage Nodes, datasets ${declared.datasets.join(', ')}; policy version ${policy.version}${policy.installed ? ' (the default: allow everything)' : ''}\n`);
+    startRole('storage-node');
+    await ready('storage-node');
+    startRole('scc');
     await ready('scc');
     startRole('proxy');
     startRole('sql');

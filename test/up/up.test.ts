@@ -172,6 +172,13 @@ up('starts every node on its own address, ingests the demo, status is ok, down s
     assert.match(status.out, /sql +sql +127\.78\.0\.1:5432 +ok/);
     assert.match(status.out, /dms +dms +127\.78\.10\.1:6986 +ok/);
     assert.match(status.out, /proxy +proxy +127\.78\.11\.1:6986 +ok/);
+    // The SCC and the Storage Nodes registered with the DMS: each node's ports saw the SCC's
+    // certificate (mutual TLS), and nothing else knocked on them.
+    for (const sn of ['127.78.30.1', '127.78.30.2']) {
+      const id = ((await (await fetch(`http://${sn}:8080/health`)).json()) as { identity: { source: string; peers: { name: string; role: string }[]; refused: number } }).identity;
+      assert.ok(id.peers.some((p) => p.name === 'scc1' && p.role === 'scc'), `${sn} linked to scc1 over mutual TLS: ${JSON.stringify(id)}`);
+      assert.is(id.refused, 0);
+    }
     // Both replicas hold every batch.
     const n1 = segments(path.join(dataDir, 'sn1'));
     assert.ok(n1 > 0);
