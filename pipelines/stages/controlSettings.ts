@@ -1,8 +1,8 @@
 /** Settings shared by the control-plane stages (`dmsService`, `proxyService`). */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseWrapKey, WrapKeyError } from '../../control/pki/wrapKey';
-import type { Setting } from '../settings';
+import { isSealed, parseWrapKey, unseal, WrapKeyError } from '../../control/pki/wrapKey';
+import { str, type Setting } from '../settings';
 
 /** PLATFORM_PKI_WRAP_KEY: empty, 64 hex digits or 32 bytes of base64. */
 export const wrapKeySetting: Setting<Buffer | undefined> = {
@@ -85,3 +85,21 @@ export const caBundleSetting: Setting<string> = {
     }
   },
 };
+
+/** The registration credentials every registering node's stage takes (the reference's variables). */
+export const credentialSettings = {
+  bootstrap_token: str({ doc: 'single-use registration token — PLATFORM_BOOTSTRAP_TOKEN', default: '', allowEmpty: true }),
+  k8s_token: str({ doc: 'Kubernetes service-account token — K8S_SERVICEACCOUNT_TOKEN', default: '', allowEmpty: true }),
+  client_cert_file: certificateFile('pre-issued certificate — PLATFORM_CLIENT_CERT_FILE'),
+  client_key_file: privateKeyFile('pre-issued private key (PEM, or sealed with PLATFORM_PKI_WRAP_KEY) — PLATFORM_CLIENT_KEY_FILE'),
+  pki_wrap_key: wrapKeySetting,
+};
+
+/** The pre-issued key of {@link credentialSettings}, unsealed; the certificate and key come together or not at all. */
+export function preIssuedKey(c: { readonly client_cert_file?: string; readonly client_key_file?: string; readonly pki_wrap_key?: Buffer }): string | undefined {
+  if ((c.client_cert_file === undefined) !== (c.client_key_file === undefined)) throw new Error('client_cert_file (PLATFORM_CLIENT_CERT_FILE) and client_key_file (PLATFORM_CLIENT_KEY_FILE) must be set together');
+  const keyPem = c.client_key_file;
+  if (keyPem === undefined || !isSealed(keyPem)) return keyPem;
+  if (!c.pki_wrap_key) throw new Error('client_key_file (PLATFORM_CLIENT_KEY_FILE) is sealed but PLATFORM_PKI_WRAP_KEY is not set');
+  return unseal(keyPem, c.pki_wrap_key, 'node.key.pem', 'PLATFORM_CLIENT_KEY_FILE');
+}

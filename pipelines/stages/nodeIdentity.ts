@@ -3,12 +3,11 @@ import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { NodeIdentity, type NodeIdentityOptions } from '../../control/nodeIdentity';
 import { publishNodeIdentity } from '../../control/nodeIdentityRegistry';
-import { isSealed, unseal } from '../../control/pki/wrapKey';
 import type { NodeAddresses } from '../../control/dms/state';
 import type { StorageNodeConfig } from '../../nodes/storageNode/config';
 import type { SinkType } from '../registry';
 import { int, oneOf, str, type Setting } from '../settings';
-import { certificateFile, privateKeyFile, wrapKeySetting } from './controlSettings';
+import { credentialSettings, preIssuedKey } from './controlSettings';
 import { storageNodeConfigFile } from './segmentStore';
 import { serviceSink } from './serviceSink';
 
@@ -51,11 +50,7 @@ const settings = {
   dms_url: str({ doc: 'the DMS (https://host:6986); empty: no registration, node-to-node links stay plain TCP — DMS_URL', default: '', allowEmpty: true }),
   ca_cert_pem: optionalCaBundle,
   dms_server_name: str({ doc: 'name the DMS certificate must carry when not the URL host — PLATFORM_DMS_SERVER_NAME', default: '', allowEmpty: true }),
-  bootstrap_token: str({ doc: 'single-use registration token — PLATFORM_BOOTSTRAP_TOKEN', default: '', allowEmpty: true }),
-  k8s_token: str({ doc: 'Kubernetes service-account token — K8S_SERVICEACCOUNT_TOKEN', default: '', allowEmpty: true }),
-  client_cert_file: certificateFile('pre-issued certificate — PLATFORM_CLIENT_CERT_FILE'),
-  client_key_file: privateKeyFile('pre-issued private key (PEM, or sealed with PLATFORM_PKI_WRAP_KEY) — PLATFORM_CLIENT_KEY_FILE'),
-  pki_wrap_key: wrapKeySetting,
+  ...credentialSettings,
   key_bits: int({ doc: 'RSA size of a new node key — PLATFORM_KEY_BITS', default: 4096, min: 2048, max: 16384 }),
   state_dir: str({ doc: "where the certificate and key are kept across restarts; empty: a Storage Node's <config dir>/<node_name>.identity — STATE_DIR", default: '', allowEmpty: true }),
   config: snConfig,
@@ -85,16 +80,11 @@ export const nodeIdentityStage: SinkType<typeof settings> = {
   create: (c, ctx) => {
     if (c.dms_url === '') return serviceSink(() => Promise.resolve({ close: () => Promise.resolve() }), ctx);
     if (c.ca_cert_pem === '') throw new Error('dms_url (DMS_URL) is set but ca_cert_pem (PLATFORM_CA_CERT_PEM) is not: the node cannot verify the DMS without the CA bundle');
-    if ((c.client_cert_file === undefined) !== (c.client_key_file === undefined)) throw new Error('client_cert_file (PLATFORM_CLIENT_CERT_FILE) and client_key_file (PLATFORM_CLIENT_KEY_FILE) must be set together');
     const sn = c.config?.config;
     const nodeName = sn ? sn.nodeName : c.node_name !== '' ? c.node_name : os.hostname();
     if (c.state_dir === '' && !c.config) throw new Error(`dms_url (DMS_URL) is set but no state directory: set STATE_DIR (state_dir) so the node keeps its certificate across restarts`);
     const stateDir = c.state_dir !== '' ? path.resolve(c.state_dir) : path.join(path.dirname(c.config?.file ?? ''), `${nodeName}.identity`);
-    let keyPem = c.client_key_file;
-    if (keyPem !== undefined && isSealed(keyPem)) {
-      if (!c.pki_wrap_key) throw new Error('client_key_file (PLATFORM_CLIENT_KEY_FILE) is sealed but PLATFORM_PKI_WRAP_KEY is not set');
-      keyPem = unseal(keyPem, c.pki_wrap_key, 'node.key.pem', 'PLATFORM_CLIENT_KEY_FILE');
-    }
+    const keyPem = preIssuedKey(c);
     const bind = sn ? sn.productionIp : c.production_host;
     const host = c.advertise_host !== '' ? c.advertise_host : bind === '0.0.0.0' || bind === '::' ? nodeName : bind;
     const at = (p: number): { host: string; port: number } | undefined => (p >= 0 ? { host, port: p } : undefined);

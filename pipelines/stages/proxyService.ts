@@ -1,9 +1,8 @@
 import { ProxyServer } from '../../control/proxy/proxyServer';
 import type { ProxySettings } from '../../control/proxy/settings';
-import { isSealed, unseal } from '../../control/pki/wrapKey';
 import type { SinkType } from '../registry';
 import { bool, int, str } from '../settings';
-import { caBundleSetting, certificateFile, privateKeyFile, publicKeyFile, wrapKeySetting } from './controlSettings';
+import { caBundleSetting, credentialSettings, preIssuedKey, publicKeyFile } from './controlSettings';
 import { serviceSink } from './serviceSink';
 
 const settings = {
@@ -16,11 +15,7 @@ const settings = {
   dms_url: str({ doc: 'the DMS — DMS_URL', default: 'https://dms-core:6986' }),
   ca_cert_pem: caBundleSetting,
   dms_server_name: str({ doc: 'name the DMS certificate must carry when not the URL host — PROXY_DMS_SERVER_NAME', default: '', allowEmpty: true }),
-  bootstrap_token: str({ doc: 'registration token — PLATFORM_BOOTSTRAP_TOKEN', default: '', allowEmpty: true }),
-  k8s_token: str({ doc: 'Kubernetes service-account token — K8S_SERVICEACCOUNT_TOKEN', default: '', allowEmpty: true }),
-  client_cert_file: certificateFile('pre-issued certificate — PLATFORM_CLIENT_CERT_FILE'),
-  client_key_file: privateKeyFile('pre-issued private key (PEM, or sealed with PLATFORM_PKI_WRAP_KEY) — PLATFORM_CLIENT_KEY_FILE'),
-  pki_wrap_key: wrapKeySetting,
+  ...credentialSettings,
   key_bits: int({ doc: 'RSA size of the Proxy key — PLATFORM_KEY_BITS', default: 4096, min: 2048, max: 16384 }),
   jwt_issuer: str({ doc: 'verify bearer JWTs from this issuer; empty: trust X-Forwarded-Role/Email from the ingress — PROXY_JWT_ISSUER', default: '', allowEmpty: true }),
   jwt_key_file: publicKeyFile("the JWT issuer's public key — PROXY_JWT_KEY_FILE"),
@@ -44,12 +39,7 @@ export const proxyServiceStage: SinkType<typeof settings> = {
   settings,
   create: (c, ctx) => {
     if ((c.jwt_issuer === '') !== (c.jwt_key_file === undefined)) throw new Error('jwt_issuer (PROXY_JWT_ISSUER) and jwt_key_file (PROXY_JWT_KEY_FILE) must be set together');
-    if ((c.client_cert_file === undefined) !== (c.client_key_file === undefined)) throw new Error('client_cert_file (PLATFORM_CLIENT_CERT_FILE) and client_key_file (PLATFORM_CLIENT_KEY_FILE) must be set together');
-    let keyPem = c.client_key_file;
-    if (keyPem !== undefined && isSealed(keyPem)) {
-      if (!c.pki_wrap_key) throw new Error('client_key_file (PLATFORM_CLIENT_KEY_FILE) is sealed but PLATFORM_PKI_WRAP_KEY is not set');
-      keyPem = unseal(keyPem, c.pki_wrap_key, 'node.key.pem', 'PLATFORM_CLIENT_KEY_FILE');
-    }
+    const keyPem = preIssuedKey(c);
     const s: ProxySettings = {
       nodeName: c.node_name,
       host: c.host,
