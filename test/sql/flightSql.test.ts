@@ -9,36 +9,25 @@
  * sql/flight/*.proto (an encoder independent of the door's own).
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PlatformIngestClient } from '../../sdk/platformIngestClient';
 import { startCluster, type Cluster } from '../support/cluster';
+import { flowsFixture, flowsSchemaJson, ingestFlows } from './flowsFixture';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 import * as fc from './flightClient';
 import { any, anyOf, cmdDescriptor, dec, enc, ticket, type Status } from './flightClient';
 
 const ROOT = path.resolve(__dirname, '../..');
-const schemaJson = readFileSync(path.join(ROOT, 'pipelines/examples/data/flows.schema.json'), 'utf8');
-const NOW = Math.floor(Date.now() / 1000);
-const T0 = NOW - 3600 - (NOW % 60);
-const BATCHES = 3;
-const PER_BATCH = 300;
-const WINDOW = `ts >= ${T0} AND ts < ${T0 + BATCHES * 60}`;
+const schemaJson = flowsSchemaJson;
+const FIXTURE = flowsFixture(3, 300);
+const { t0: T0, batches: BATCHES, all } = FIXTURE;
+const WINDOW = FIXTURE.window;
 
-interface Flow {
-  ts: number;
-  dst_port: number;
-  proto: string;
-  bytes: number;
-}
-const flow = (b: number, i: number): Flow => ({ ts: T0 + b * 60 + (i % 60), dst_port: [443, 80, 53, 22][i % 4] as number, proto: ['tcp', 'udp', 'icmp'][i % 3] as string, bytes: i * 10 + b });
-const all: Flow[] = [];
-for (let b = 0; b < BATCHES; b++) for (let i = 0; i < PER_BATCH; i++) all.push(flow(b, i));
 
 const fs = suite('hd_sql Arrow Flight SQL door: ADBC Flight SQL driver against a real cluster');
 let cluster: Cluster;
@@ -75,15 +64,7 @@ fs.before(async () => {
   mkdirSync(path.join(dir, 'schemas'));
   writeFileSync(path.join(dir, 'schemas', 'flows.json'), schemaJson);
   cluster = await startCluster({ recordSize: 64, schemas: [schemaJson] });
-  await using ingest = new PlatformIngestClient();
-  ingest.loadDatasetSchema(schemaJson);
-  ingest.setSccTargets([`${cluster.host}:${cluster.scc.productionPort}`]);
-  for (let b = 0; b < BATCHES; b++) {
-    const id = ingest.generateBatchIdTime(T0 + b * 60, T0 + b * 60 + 60);
-    const recs = all.slice(b * PER_BATCH, (b + 1) * PER_BATCH).map((f) => ingest.convertRecordToBinary({ ts: String(f.ts), src_ip: '10.0.0.1', dst_ip: '10.0.0.2', src_port: '1000', dst_port: String(f.dst_port), proto: f.proto, packets: '1', bytes: String(f.bytes), duration_ms: '5' }));
-    assert.ok(await ingest.streamInsert(id, recs), String(ingest.lastError));
-    assert.ok(await ingest.sendEob(id), String(ingest.lastError));
-  }
+  await ingestFlows(cluster, FIXTURE);
   for (const k of Object.keys(ports) as (keyof typeof ports)[]) ports[k] = await freePort();
   sql = startHd(['run', 'pipelines/sql.yaml', '--quiet'], {
     HD_SQL_SCC_TARGETS: `${cluster.host}:${cluster.scc.productionPort}:${cluster.scc.queryGrpcPort}`,

@@ -5,35 +5,24 @@
  * settings refused with messages naming the variable; SIGTERM stops it.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PlatformIngestClient } from '../../sdk/platformIngestClient';
 import { startCluster, type Cluster } from '../support/cluster';
+import { flowsFixture, flowsSchemaJson, ingestFlows } from './flowsFixture';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 
 const PSQL = '/usr/bin/psql';
-const schemaJson = readFileSync(path.resolve(__dirname, '../../pipelines/examples/data/flows.schema.json'), 'utf8');
-const NOW = Math.floor(Date.now() / 1000);
-const T0 = NOW - 3600 - (NOW % 60);
-const BATCHES = 3;
-const PER_BATCH = 400;
+const schemaJson = flowsSchemaJson;
+const FIXTURE = flowsFixture(3, 400);
+const { t0: T0, batches: BATCHES, all } = FIXTURE;
 const PASSWORD = 'open sesame';
 
-interface Flow {
-  ts: number;
-  dst_port: number;
-  proto: string;
-  bytes: number;
-}
-const flow = (b: number, i: number): Flow => ({ ts: T0 + b * 60 + (i % 60), dst_port: [443, 80, 53, 22][i % 4] as number, proto: ['tcp', 'udp', 'icmp'][i % 3] as string, bytes: i * 10 + b });
-const all: Flow[] = [];
-for (let b = 0; b < BATCHES; b++) for (let i = 0; i < PER_BATCH; i++) all.push(flow(b, i));
-const WINDOW = `ts >= ${T0} AND ts < ${T0 + BATCHES * 60}`;
+const WINDOW = FIXTURE.window;
 
 const sp = suite('hd_sql as a process: hd run pipelines/sql.yaml against a real cluster');
 let cluster: Cluster;
@@ -74,15 +63,7 @@ sp.before(async () => {
   mkdirSync(path.join(dir, 'schemas'));
   writeFileSync(path.join(dir, 'schemas', 'flows.json'), schemaJson);
   cluster = await startCluster({ recordSize: 64, schemas: [schemaJson] });
-  await using ingest = new PlatformIngestClient();
-  ingest.loadDatasetSchema(schemaJson);
-  ingest.setSccTargets([`${cluster.host}:${cluster.scc.productionPort}`]);
-  for (let b = 0; b < BATCHES; b++) {
-    const id = ingest.generateBatchIdTime(T0 + b * 60, T0 + b * 60 + 60);
-    const recs = all.slice(b * PER_BATCH, (b + 1) * PER_BATCH).map((f) => ingest.convertRecordToBinary({ ts: String(f.ts), src_ip: '10.0.0.1', dst_ip: '10.0.0.2', src_port: '1000', dst_port: String(f.dst_port), proto: f.proto, packets: '1', bytes: String(f.bytes), duration_ms: '5' }));
-    assert.ok(await ingest.streamInsert(id, recs), String(ingest.lastError));
-    assert.ok(await ingest.sendEob(id), String(ingest.lastError));
-  }
+  await ingestFlows(cluster, FIXTURE);
   for (const k of Object.keys(ports) as (keyof typeof ports)[]) ports[k] = await freePort();
   sql = startHd(['run', 'pipelines/sql.yaml', '--quiet'], sqlEnv({ HD_SQL_PGWIRE_PASSWORD_FILE: path.join(dir, 'password') }));
   await waitForPort('127.0.0.1', ports.http, sql, 60_000);
