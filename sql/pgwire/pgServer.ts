@@ -10,6 +10,7 @@ import type * as arrow from 'apache-arrow';
 import type { SqlParam } from '../../sdk/local/localSqlSession';
 import type { SqlEngine } from '../sqlEngine';
 import { SqlError } from '../sqlError';
+import { DataRowWriter } from './dataRows';
 import { backend, type PgErrorFields } from './backend';
 import { FrontendParser, PgProtocolError, type FrontendMessage } from './frontend';
 import { SaslLogin } from './saslLogin';
@@ -353,26 +354,28 @@ class PgConnection {
   private sendRows(t: arrow.Table, formats: readonly number[], from: number, to: number): void {
     const fields = fieldsOf(t.schema, formats);
     const cols = t.schema.fields.map((_, i) => t.getChildAt(i) as arrow.Vector);
-    const out: Buffer[] = [];
+    const w = new DataRowWriter((chunk) => this.send(chunk));
     for (let r = from; r < to; r++) {
-      out.push(
-        backend.dataRow(
-          cols.map((c, i) => {
-            const v: unknown = c.get(r);
-            if (v === null || v === undefined) return null;
-            const f = fields[i]!;
-            if (f.format === 1) {
-              const b = binaryOf(f.typeOid, c.type, v);
-              if (b) return b;
-              throw new SqlError('unsupported_statement', `binary results for column ${f.name} (type oid ${f.typeOid}) are not supported; ask for text`);
-            }
-            return Buffer.from(textOf(c.type, v) ?? '', 'utf8');
-          }),
-        ),
-      );
-      if (out.length >= 1024) this.send(...out.splice(0));
+      w.beginRow(cols.length);
+      for (let i = 0; i < cols.length; i++) {
+        const c = cols[i] as arrow.Vector;
+        const v: unknown = c.get(r);
+        if (v === null || v === undefined) {
+          w.writeNull();
+          continue;
+        }
+        const f = fields[i]!;
+        if (f.format === 1) {
+          const b = binaryOf(f.typeOid, c.type, v);
+          if (!b) throw new SqlError('unsupported_statement', `binary results for column ${f.name} (type oid ${f.typeOid}) are not supported; ask for text`);
+          w.writeBytes(b);
+        } else {
+          w.writeText(textOf(c.type, v) ?? '');
+        }
+      }
+      w.endRow();
     }
-    if (out.length > 0) this.send(...out);
+    w.flush();
   }
 
   private sendCopy(t: arrow.Table): void {
