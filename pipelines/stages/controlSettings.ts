@@ -1,6 +1,7 @@
 /** Settings shared by the control-plane stages (`dmsService`, `proxyService`). */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { RegistrationCredentials } from '../../control/registerWithDms';
 import { isSealed, parseWrapKey, unseal, WrapKeyError } from '../../control/pki/wrapKey';
 import { str, type Setting } from '../settings';
 
@@ -95,8 +96,18 @@ export const credentialSettings = {
   pki_wrap_key: wrapKeySetting,
 };
 
-/** The pre-issued key of {@link credentialSettings}, unsealed; the certificate and key come together or not at all. */
-export function preIssuedKey(c: { readonly client_cert_file?: string; readonly client_key_file?: string; readonly pki_wrap_key?: Buffer }): string | undefined {
+/** The credentials {@link credentialSettings} give, in the form registerWithDms takes (the pre-issued key unsealed). */
+export function credentialsOf(c: { readonly bootstrap_token: string; readonly k8s_token: string; readonly client_cert_file?: string; readonly client_key_file?: string; readonly pki_wrap_key?: Buffer }): RegistrationCredentials {
+  const keyPem = preIssuedKey(c);
+  return {
+    ...(c.client_cert_file !== undefined && { certPem: c.client_cert_file, keyPem }),
+    ...(c.bootstrap_token !== '' && { bootstrapToken: c.bootstrap_token }),
+    ...(c.k8s_token !== '' && { k8sToken: c.k8s_token }),
+  };
+}
+
+/** The pre-issued key, unsealed; the certificate and key come together or not at all. */
+function preIssuedKey(c: { readonly client_cert_file?: string; readonly client_key_file?: string; readonly pki_wrap_key?: Buffer }): string | undefined {
   if ((c.client_cert_file === undefined) !== (c.client_key_file === undefined)) throw new Error('client_cert_file (PLATFORM_CLIENT_CERT_FILE) and client_key_file (PLATFORM_CLIENT_KEY_FILE) must be set together');
   const keyPem = c.client_key_file;
   if (keyPem === undefined || !isSealed(keyPem)) return keyPem;

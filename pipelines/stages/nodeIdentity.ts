@@ -7,7 +7,7 @@ import type { NodeAddresses } from '../../control/dms/state';
 import type { StorageNodeConfig } from '../../nodes/storageNode/config';
 import type { SinkType } from '../registry';
 import { int, oneOf, str, type Setting } from '../settings';
-import { credentialSettings, preIssuedKey } from './controlSettings';
+import { credentialSettings, credentialsOf } from './controlSettings';
 import { storageNodeConfigFile } from './segmentStore';
 import { serviceSink } from './serviceSink';
 
@@ -84,7 +84,7 @@ export const nodeIdentityStage: SinkType<typeof settings> = {
     const nodeName = sn ? sn.nodeName : c.node_name !== '' ? c.node_name : os.hostname();
     if (c.state_dir === '' && !c.config) throw new Error(`dms_url (DMS_URL) is set but no state directory: set STATE_DIR (state_dir) so the node keeps its certificate across restarts`);
     const stateDir = c.state_dir !== '' ? path.resolve(c.state_dir) : path.join(path.dirname(c.config?.file ?? ''), `${nodeName}.identity`);
-    const keyPem = preIssuedKey(c);
+    const credentials = credentialsOf(c);
     const bind = sn ? sn.productionIp : c.production_host;
     const host = c.advertise_host !== '' ? c.advertise_host : bind === '0.0.0.0' || bind === '::' ? nodeName : bind;
     const at = (p: number): { host: string; port: number } | undefined => (p >= 0 ? { host, port: p } : undefined);
@@ -101,11 +101,7 @@ export const nodeIdentityStage: SinkType<typeof settings> = {
       dmsUrl: c.dms_url,
       caCertPem: c.ca_cert_pem,
       ...(c.dms_server_name !== '' && { dmsServerName: c.dms_server_name }),
-      credentials: {
-        ...(c.client_cert_file !== undefined && { certPem: c.client_cert_file, keyPem }),
-        ...(c.bootstrap_token !== '' && { bootstrapToken: c.bootstrap_token }),
-        ...(c.k8s_token !== '' && { k8sToken: c.k8s_token }),
-      },
+      credentials,
       stateDir,
       keyBits: c.key_bits,
       addresses,

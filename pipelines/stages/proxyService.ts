@@ -2,7 +2,7 @@ import { ProxyServer } from '../../control/proxy/proxyServer';
 import type { ProxySettings } from '../../control/proxy/settings';
 import type { SinkType } from '../registry';
 import { bool, int, str } from '../settings';
-import { caBundleSetting, credentialSettings, preIssuedKey, publicKeyFile } from './controlSettings';
+import { caBundleSetting, credentialSettings, credentialsOf, publicKeyFile } from './controlSettings';
 import { serviceSink } from './serviceSink';
 
 const settings = {
@@ -39,7 +39,7 @@ export const proxyServiceStage: SinkType<typeof settings> = {
   settings,
   create: (c, ctx) => {
     if ((c.jwt_issuer === '') !== (c.jwt_key_file === undefined)) throw new Error('jwt_issuer (PROXY_JWT_ISSUER) and jwt_key_file (PROXY_JWT_KEY_FILE) must be set together');
-    const keyPem = preIssuedKey(c);
+    const credentials = credentialsOf(c);
     const s: ProxySettings = {
       nodeName: c.node_name,
       host: c.host,
@@ -50,11 +50,7 @@ export const proxyServiceStage: SinkType<typeof settings> = {
       dmsUrl: c.dms_url,
       caCertPem: c.ca_cert_pem,
       ...(c.dms_server_name !== '' && { dmsServerName: c.dms_server_name }),
-      credentials: {
-        ...(c.client_cert_file !== undefined && { certPem: c.client_cert_file, keyPem }),
-        ...(c.bootstrap_token !== '' && { bootstrapToken: c.bootstrap_token }),
-        ...(c.k8s_token !== '' && { k8sToken: c.k8s_token }),
-      },
+      credentials,
       keyBits: c.key_bits,
       ...(c.jwt_key_file !== undefined && { jwt: { issuer: c.jwt_issuer, publicKeyPem: c.jwt_key_file, audience: c.jwt_audience, roleClaim: c.jwt_role_claim, emailClaim: c.jwt_email_claim } }),
       topologyRefreshMs: c.topology_refresh_ms,
