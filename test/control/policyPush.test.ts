@@ -4,8 +4,8 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { requestJson } from '../../control/http/jsonClient';
-import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
-import { StandInScc } from './proxySupport';
+import { freePort, startHd, type HdProcess } from '../support/hdProcess';
+import { spawnProxyProcess, StandInScc } from './proxySupport';
 import { startTestDms, tempDir } from './support';
 
 const SCHEMA = { id: 'flows', record_size: 16, time_field: 'ts', time_index_interval: 60, fields: [{ name: 'ts', type: 'timestamp', offset: 0, size: 8 }, { name: 'secret', type: 'uint64', offset: 8, size: 8 }] };
@@ -31,22 +31,8 @@ push('PUT /v1/policy is compiled, stored, pushed to the running Proxy and used b
   const caFile = path.join(t.dir, 'ca.pem');
   writeFileSync(caFile, dms.server.caCertPem);
   const startProxy = async (): Promise<{ hd: HdProcess; url: string; obs: number }> => {
-    const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'proxy-p' })).body as { token: string }).token;
-    const [port, obs] = [await freePort(), await freePort()];
-    const hd = startHd(['run', 'pipelines/proxy.yaml', '--quiet'], {
-      NODE_NAME: 'proxy-p',
-      COMMAND_INTERFACE: '127.0.0.1',
-      COMMAND_PORT: String(port),
-      OBSERVABILITY_INTERFACE: '127.0.0.1',
-      OBSERVABILITY_PORT: String(obs),
-      DMS_URL: dms.url,
-      PLATFORM_CA_CERT_PEM: caFile,
-      PLATFORM_BOOTSTRAP_TOKEN: token,
-      PLATFORM_KEY_BITS: '2048',
-      PROXY_TOPOLOGY_REFRESH_MS: '200',
-    });
-    await waitForPort('127.0.0.1', obs, hd, 60_000);
-    return { hd, url: `https://127.0.0.1:${port}`, obs };
+    const { proc, url, obs } = await spawnProxyProcess(dms, caFile, 'proxy-p', 200);
+    return { hd: proc, url, obs };
   };
   const query = (url: string) => requestJson('POST', `${url}/v1/query`, dms.anon, QUERY, { headers: { 'x-forwarded-role': 'guest', 'x-forwarded-email': 'g@x' } });
   try {

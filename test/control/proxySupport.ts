@@ -110,6 +110,15 @@ export async function startProxyProcess(dms: TestDms, cluster: Cluster, schemaJs
   if (declared.status !== 200) throw new Error(`the DMS refused the dataset: ${JSON.stringify(declared.body)}`);
   const caFile = path.join(dir, 'ca.pem');
   writeFileSync(caFile, dms.server.caCertPem);
+  const { proc, url } = await spawnProxyProcess(dms, caFile, name);
+  return { proc, url, caFile };
+}
+
+/**
+ * Starts `hd run pipelines/proxy.yaml` as node `name`, registered with `dms` by a fresh bootstrap
+ * token (the DMS's CA in `caFile`); resolves once its observability port listens.
+ */
+export async function spawnProxyProcess(dms: TestDms, caFile: string, name: string, topologyRefreshMs = 500): Promise<{ proc: HdProcess; url: string; obs: number }> {
   const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string }).token;
   const [port, obs] = [await freePort(), await freePort()];
   const proc = startHd(['run', 'pipelines/proxy.yaml', '--quiet'], {
@@ -122,8 +131,8 @@ export async function startProxyProcess(dms: TestDms, cluster: Cluster, schemaJs
     PLATFORM_CA_CERT_PEM: caFile,
     PLATFORM_BOOTSTRAP_TOKEN: token,
     PLATFORM_KEY_BITS: '2048',
-    PROXY_TOPOLOGY_REFRESH_MS: '500',
+    PROXY_TOPOLOGY_REFRESH_MS: String(topologyRefreshMs),
   });
   await waitForPort('127.0.0.1', obs, proc, 60_000);
-  return { proc, url: `https://127.0.0.1:${port}`, caFile };
+  return { proc, url: `https://127.0.0.1:${port}`, obs };
 }
