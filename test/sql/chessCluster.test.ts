@@ -10,7 +10,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Schema } from '../../engine-rs/schema';
 import { LocalSql } from '../../sdk/local/localSql';
-import { PlatformIngestClient } from '../../sdk/platformIngestClient';
+import { ingestMinutes } from '../support/ingestMinutes';
 import { PlatformQueryClient } from '../../sdk/platformQueryClient';
 import { Catalog } from '../../sql/catalog';
 import { QueryClientFetcher } from '../../sql/datasetFetcher';
@@ -43,16 +43,7 @@ async function counters(): Promise<{ scanned: number; matched: number }> {
 const ec = suite('chess pushdown against a real cluster');
 ec.before(async () => {
   cluster = await startCluster({ recordSize: schema.recordSize, schemas: [schemaJson] });
-  await using ingest = new PlatformIngestClient();
-  ingest.loadDatasetSchema(schemaJson);
-  ingest.setSccTargets([`${cluster.host}:${cluster.scc.productionPort}`]);
-  for (let b = 0; b < 2; b++) {
-    const id = ingest.generateBatchIdTime(T0 + b * 60, T0 + b * 60 + 60);
-    const mine = plies.filter((_, i) => i % 2 === b);
-    const recs = mine.map((p, i) => ingest.convertRecordToBinary({ ts: String(T0 + b * 60 + (i % 60)), game_id: String(p.game), ply: String(p.ply), move: p.san, position: p.fen, white_elo: '1500', black_elo: '1600', result: 'draw', white: 'w', black: 'b', eco: 'C20', eval_cp: '0' }));
-    assert.ok(await ingest.streamInsert(id, recs), String(ingest.lastError));
-    assert.ok(await ingest.sendEob(id), String(ingest.lastError));
-  }
+  await ingestMinutes(cluster, schemaJson, T0, 2, (b) => plies.filter((_, i) => i % 2 === b).map((p, i) => ({ ts: String(T0 + b * 60 + (i % 60)), game_id: String(p.game), ply: String(p.ply), move: p.san, position: p.fen, white_elo: '1500', black_elo: '1600', result: 'draw', white: 'w', black: 'b', eco: 'C20', eval_cp: '0' })));
   client = new PlatformQueryClient('', '127.0.0.1', '', { listenPort: 0, log: () => undefined });
   client.setSccTargets([{ host: cluster.host, port: cluster.scc.productionPort, grpcPort: cluster.scc.queryGrpcPort }]);
   engine = new SqlEngine(new Catalog([schema]), local, new QueryClientFetcher(client), { lookbackSec: 3600, timeoutMs: 60_000, maxRows: 0, qos: 1 });

@@ -10,7 +10,7 @@ import type * as arrow from 'apache-arrow';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Schema } from '../../engine-rs/schema';
-import { PlatformIngestClient } from '../../sdk/platformIngestClient';
+import { ingestMinutes } from '../support/ingestMinutes';
 import { PlatformQueryClient } from '../../sdk/platformQueryClient';
 import { QueryClientFetcher } from '../../sql/datasetFetcher';
 import type { DatasetRead } from '../../sql/planner';
@@ -64,15 +64,7 @@ function gate(): { onBatch: (b: arrow.RecordBatch) => Promise<void>; open(): voi
 const fp = suite('QueryClientFetcher: reads side by side on one results port');
 fp.before(async () => {
   cluster = await startCluster({ recordSize: schema.recordSize, schemas: [schemaJson] });
-  await using ingest = new PlatformIngestClient();
-  ingest.loadDatasetSchema(schemaJson);
-  ingest.setSccTargets([`${cluster.host}:${cluster.scc.productionPort}`]);
-  for (let b = 0; b < 2; b++) {
-    const id = ingest.generateBatchIdTime(T0 + b * 60, T0 + b * 60 + 60);
-    const recs = Array.from({ length: PER_BATCH }, (_, i) => ingest.convertRecordToBinary({ ts: String(T0 + b * 60 + (i % 60)), src_ip: '10.0.0.1', dst_ip: '10.0.0.2', src_port: '1000', dst_port: i % 4 === 0 ? '443' : '80', proto: 'tcp', packets: '1', bytes: String(i), duration_ms: '5' }));
-    assert.ok(await ingest.streamInsert(id, recs), String(ingest.lastError));
-    assert.ok(await ingest.sendEob(id), String(ingest.lastError));
-  }
+  await ingestMinutes(cluster, schemaJson, T0, 2, (b) => Array.from({ length: PER_BATCH }, (_, i) => ({ ts: String(T0 + b * 60 + (i % 60)), src_ip: '10.0.0.1', dst_ip: '10.0.0.2', src_port: '1000', dst_port: i % 4 === 0 ? '443' : '80', proto: 'tcp', packets: '1', bytes: String(i), duration_ms: '5' })));
 });
 fp.after(async () => {
   for (const c of clients.reverse()) await c.stop();

@@ -5,9 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import * as assert from 'uvu/assert';
-import { PlatformIngestClient } from '../../sdk/platformIngestClient';
 import type { Cluster } from '../support/cluster';
+import { ingestMinutes } from '../support/ingestMinutes';
 
 /** The columns the tests look at. */
 export interface Flow {
@@ -43,13 +42,7 @@ export function flowsFixture(batches: number, perBatch: number, now = Math.floor
 
 /** Ingests the fixture through the cluster's SCC, one batch per minute, each acknowledged durable. */
 export async function ingestFlows(cluster: Cluster, f: FlowsFixture): Promise<void> {
-  await using ingest = new PlatformIngestClient();
-  ingest.loadDatasetSchema(flowsSchemaJson);
-  ingest.setSccTargets([`${cluster.host}:${cluster.scc.productionPort}`]);
-  for (let b = 0; b < f.batches; b++) {
-    const id = ingest.generateBatchIdTime(f.t0 + b * 60, f.t0 + b * 60 + 60);
-    const recs = f.all.slice(b * f.perBatch, (b + 1) * f.perBatch).map((x) => ingest.convertRecordToBinary({ ts: String(x.ts), src_ip: '10.0.0.1', dst_ip: '10.0.0.2', src_port: '1000', dst_port: String(x.dst_port), proto: x.proto, packets: '1', bytes: String(x.bytes), duration_ms: '5' }));
-    assert.ok(await ingest.streamInsert(id, recs), String(ingest.lastError));
-    assert.ok(await ingest.sendEob(id), String(ingest.lastError));
-  }
+  await ingestMinutes(cluster, flowsSchemaJson, f.t0, f.batches, (b) =>
+    f.all.slice(b * f.perBatch, (b + 1) * f.perBatch).map((x) => ({ ts: String(x.ts), src_ip: '10.0.0.1', dst_ip: '10.0.0.2', src_port: '1000', dst_port: String(x.dst_port), proto: x.proto, packets: '1', bytes: String(x.bytes), duration_ms: '5' })),
+  );
 }

@@ -12,7 +12,7 @@ import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { registerWithDms } from '../../control/registerWithDms';
-import { PlatformIngestClient } from '../../sdk/platformIngestClient';
+import { ingestMinutes } from '../support/ingestMinutes';
 import { startCluster, type Cluster } from '../support/cluster';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 import { startProxyProcess } from '../control/proxySupport';
@@ -90,15 +90,7 @@ pm.before(async (ctx) => {
 
   assert.is((await dms.call('PUT', '/v1/policy', dms.admin, { rego: POLICY })).status, 200);
 
-  await using ingest = new PlatformIngestClient();
-  ingest.loadDatasetSchema(schemaJson);
-  ingest.setSccTargets([`${cluster.host}:${cluster.scc.productionPort}`]);
-  for (let b = 0; b < 3; b++) {
-    const id = ingest.generateBatchIdTime(T0 + b * 60, T0 + b * 60 + 60);
-    const recs = Array.from({ length: 100 }, (_, i) => ingest.convertRecordToBinary({ ts: String(T0 + b * 60 + (i % 60)), src_ip: `10.0.${b}.${i}`, dst_ip: '10.9.9.9', src_port: '1000', dst_port: i % 2 === 0 ? '443' : '53', proto: 'tcp', packets: '1', bytes: String(i), duration_ms: '5' }));
-    assert.ok(await ingest.streamInsert(id, recs), String(ingest.lastError));
-    assert.ok(await ingest.sendEob(id), String(ingest.lastError));
-  }
+  await ingestMinutes(cluster, schemaJson, T0, 3, (b) => Array.from({ length: 100 }, (_, i) => ({ ts: String(T0 + b * 60 + (i % 60)), src_ip: `10.0.${b}.${i}`, dst_ip: '10.9.9.9', src_port: '1000', dst_port: i % 2 === 0 ? '443' : '53', proto: 'tcp', packets: '1', bytes: String(i), duration_ms: '5' })));
 });
 pm.after(async (ctx) => {
   await ctx.proxy?.stop();
