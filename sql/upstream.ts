@@ -3,8 +3,10 @@
  * through the HD Proxy (HD_PROXY_ENDPOINT), which applies the policy to the service's identity,
  * names the batches and dispatches. Results reach the same listener either way.
  */
-import net from 'node:net';
+import { checkReachable, hostPort } from '../lib/reachability';
+import { DEFAULT_QUERY_GRPC_PORT } from '../query/dispatchService';
 import { PlatformQueryClient, type ControlTls } from '../sdk/platformQueryClient';
+import { urlHostPort } from '../sdk/returnHost';
 import type { SccTarget } from '../sdk/sccTargets';
 
 /** The SCCs, or the Proxy with the TLS material and identity the service presents to it. */
@@ -41,24 +43,6 @@ export function queryClientFor(u: SqlUpstream, returnHost: string | undefined, r
 
 /** Whether each address of the upstream accepts a TCP connection (for /health). */
 export async function upstreamReachable(u: SqlUpstream): Promise<{ address: string; reachable: boolean }[]> {
-  const addresses = u.kind === 'scc' ? u.targets.map((t) => ({ host: t.host, port: t.grpcPort ?? 6990 })) : [hostPortOf(u.url)];
-  return Promise.all(addresses.map(async (a) => ({ address: `${a.host}:${a.port}`, reachable: await reachable(a.host, a.port) })));
-}
-
-function hostPortOf(url: string): { host: string; port: number } {
-  const u = new URL(url);
-  return { host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port) || (u.protocol === 'https:' ? 443 : 80) };
-}
-
-function reachable(host: string, port: number, timeoutMs = 2000): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host, port });
-    const done = (ok: boolean): void => {
-      s.destroy();
-      resolve(ok);
-    };
-    s.setTimeout(timeoutMs, () => done(false));
-    s.once('connect', () => done(true));
-    s.once('error', () => done(false));
-  });
+  const addresses = u.kind === 'scc' ? u.targets.map((t) => ({ host: t.host, port: t.grpcPort ?? DEFAULT_QUERY_GRPC_PORT })) : [urlHostPort(u.url)];
+  return Promise.all(addresses.map(async (a) => ({ address: hostPort(a.host, a.port), reachable: (await checkReachable(a.host, a.port)) === undefined })));
 }

@@ -3,9 +3,9 @@
  * health. The command wiring is in bin/upCommands.ts.
  */
 import { createReadStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { Progress, type ProgressStream } from '../lib/progress';
+import { checkReachable } from '../lib/reachability';
 import { chessDataset, flowsDataset, type DemoDataset } from './demoData';
 import { ingestNdjson, type IngestSummary } from './demoIngest';
 import { DmsAdmin, declarePlatform, ensurePolicy, platformKeyBits, registerSqlServer } from './controlPlane';
@@ -80,17 +80,6 @@ function logTail(file: string, lines = 8): string {
   }
 }
 
-function portOpen(host: string, port: number): Promise<boolean> {
-  return new Promise<boolean>((resolve) => {
-    const s = net.connect({ host, port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
-
 /** Whether the node's /health answers ok or degraded (its listeners are open once it does). */
 async function healthAnswers(url: string): Promise<boolean> {
   try {
@@ -108,7 +97,7 @@ async function waitReady(n: NodeSpec, sup: Supervisor, timeoutMs: number): Promi
     if (sup.exits(n.name) >= 3) throw new Error(`${n.name} keeps exiting while it starts; the end of ${sup.logFile(n.name)}:\n${logTail(sup.logFile(n.name))}`);
     // A Storage Node's ports take only the SCC's certificate: a bare probe there would show up in its
     // refused-handshake count, so it is asked over its /health instead.
-    const ok = n.role === 'storage-node' ? await healthAnswers(n.healthUrl) : await portOpen(n.host, n.readyPort);
+    const ok = n.role === 'storage-node' ? await healthAnswers(n.healthUrl) : (await checkReachable(n.host, n.readyPort)) === undefined;
     if (ok) return;
     if (Date.now() > deadline) throw new Error(`${n.name} did not open ${n.host}:${n.readyPort} within ${timeoutMs / 1000} s`);
     await new Promise((r) => setTimeout(r, 100));

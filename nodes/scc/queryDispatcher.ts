@@ -9,7 +9,7 @@ import type { CancelReply, DispatchReply } from '../../query/dispatchService';
 import { parseHdQuery, QueryError, type HdQuery } from '../../query/hdQuery';
 import { sameToken } from '../../query/token';
 import { QueryAdmission } from './queryAdmission';
-import { checkReachable, hostPort, REACHABILITY_TIMEOUT_MS } from './queryReachability';
+import { checkReachable, hostPort, REACHABILITY_TIMEOUT_MS } from '../../lib/reachability';
 import { QueryRun } from './queryRun';
 import type { ReplicaState } from './replicas';
 import type { SnTarget } from './settings';

@@ -7,7 +7,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { MAX_DISPATCH_MESSAGE_BYTES, queryDispatchService, type CancelReply, type CancelRequest, type DispatchReply, type DispatchRequest } from '../../query/dispatchService';
 import { QueryDispatchFailure, type QueryDispatcher } from './queryDispatcher';
-import { hostPort } from './queryReachability';
+import { hostPort } from '../../lib/reachability';
 
 /** Serves one dispatcher over gRPC. */
 export class QueryService {

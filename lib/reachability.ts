@@ -1,7 +1,8 @@
 /**
- * The check before dispatch that the client's return address accepts connections (docs/query.md,
- * "What the SCC does", step 1). The reference's wrong return address fails silently — every query
- * times out; here Dispatch fails at once with FAILED_PRECONDITION naming the address.
+ * Whether an address accepts TCP connections: the SCC's check before dispatch that the client's
+ * return address is reachable (docs/query.md, "What the SCC does", step 1 — the reference's wrong
+ * return address fails silently, ours fails Dispatch at once naming it), hd_sql's upstream health
+ * and `hd up`'s readiness probe.
  */
 import net from 'node:net';
 
