@@ -6,7 +6,7 @@
  * a schema file would be; errors name the variable to fix.
  */
 import { readFileSync } from 'node:fs';
-import https from 'node:https';
+import { requestJson, type JsonAnswer } from '../control/http/jsonClient';
 import { Schema } from '../engine-rs/schema';
 import { controlCallOptions, fetchDatasets } from '../sdk/proxyClient';
 import type { SqlUpstream } from './upstream';
@@ -44,27 +44,17 @@ export async function fetchDmsSchemas(src: DmsSchemaSource): Promise<Schema[]> {
     throw new Error(`HD_DMS_ENDPOINT must be a URL such as https://dms-core:6986, got "${src.endpoint}"`);
   }
   if (url.protocol !== 'https:') throw new Error(`HD_DMS_ENDPOINT must be https:// (the DMS serves only TLS), got "${src.endpoint}"`);
-  const body = await new Promise<string>((resolve, reject) => {
-    const req = https.get(url, { ...tls, timeout: src.timeoutMs ?? 15_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        if (res.statusCode === 200) resolve(text);
-        else reject(new Error(`the DMS at ${src.endpoint} answered ${res.statusCode} to GET /v1/datasets: ${text.slice(0, 300)}${res.statusCode === 401 || res.statusCode === 403 ? ' (HD_DMS_CLIENT_CERT_FILE must be a certificate this DMS issued)' : ''}`));
-      });
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${src.timeoutMs ?? 15_000} ms`)));
-    req.on('error', (err) => reject(new Error(`cannot read the schemas from the DMS at ${src.endpoint} (HD_DMS_ENDPOINT): ${err.message}`)));
-  });
-  let doc: unknown;
+  let answer: JsonAnswer;
   try {
-    doc = JSON.parse(body);
-  } catch {
-    throw new Error(`the DMS at ${src.endpoint} answered GET /v1/datasets with something that is not JSON`);
+    answer = await requestJson('GET', url.toString(), tls, undefined, { timeoutMs: src.timeoutMs ?? 15_000 });
+  } catch (err) {
+    throw new Error(`cannot read the schemas from the DMS at ${src.endpoint} (HD_DMS_ENDPOINT): ${(err as Error).message}`);
   }
-  const list = (doc as { datasets?: unknown }).datasets;
+  if (answer.status !== 200) {
+    const hint = answer.status === 401 || answer.status === 403 ? ' (HD_DMS_CLIENT_CERT_FILE must be a certificate this DMS issued)' : '';
+    throw new Error(`the DMS at ${src.endpoint} answered ${answer.status} to GET /v1/datasets: ${JSON.stringify(answer.body).slice(0, 300)}${hint}`);
+  }
+  const list = (answer.body as { datasets?: unknown } | null)?.datasets;
   if (!Array.isArray(list)) throw new Error(`the DMS at ${src.endpoint} answered GET /v1/datasets without a "datasets" list`);
   return parseAll(list, "the DMS's");
 }
