@@ -28,3 +28,35 @@ export function checkReachable(host: string, port: number, timeoutMs = REACHABIL
 export function hostPort(host: string, port: number): string {
   return net.isIPv6(host) ? `[${host}]:${port}` : `${host}:${port}`;
 }
+
+/**
+ * {@link checkReachable} that remembers successes for `ttlMs`: a client sends query after query
+ * from one listener, and probing it each time costs a connection on both ends (about half a
+ * millisecond of a small query's latency). Failures are never remembered, so an address that
+ * stops answering is refused once its last success is older than `ttlMs`; within that time a
+ * vanished listener is found by the result streams instead, which fail their queries naming it.
+ */
+export class ReachabilityCache {
+  private readonly ok = new Map<string, number>();
+
+  /** @param ttlMs how long a success is trusted; 0 probes every time. @param maxEntries addresses remembered at most (oldest dropped). */
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries = 1024,
+  ) {}
+
+  /** Like {@link checkReachable}; answers from memory when `host:port` answered within the last `ttlMs`. */
+  async check(host: string, port: number, timeoutMs = REACHABILITY_TIMEOUT_MS): Promise<string | undefined> {
+    const key = hostPort(host, port);
+    const at = this.ok.get(key);
+    const now = Date.now();
+    if (at !== undefined && now - at < this.ttlMs) return undefined;
+    const why = await checkReachable(host, port, timeoutMs);
+    this.ok.delete(key);
+    if (why === undefined && this.ttlMs > 0) {
+      this.ok.set(key, Date.now());
+      if (this.ok.size > this.maxEntries) this.ok.delete(this.ok.keys().next().value as string);
+    }
+    return why;
+  }
+}

@@ -9,7 +9,7 @@ import type { CancelReply, DispatchReply } from '../../query/dispatchService';
 import { parseHdQuery, QueryError, type HdQuery } from '../../query/hdQuery';
 import { sameToken } from '../../query/token';
 import { QueryAdmission } from './queryAdmission';
-import { checkReachable, hostPort, REACHABILITY_TIMEOUT_MS } from '../../lib/reachability';
+import { hostPort, ReachabilityCache, REACHABILITY_TIMEOUT_MS } from '../../lib/reachability';
 import { QueryRun } from './queryRun';
 import type { ReplicaState } from './replicas';
 import type { SnTarget } from './settings';
@@ -49,10 +49,15 @@ export interface QueryDispatcherOptions {
   readonly connectTimeoutMs?: number;
   /** Time to connect to the return address; default 2 s. */
   readonly reachTimeoutMs?: number;
+  /** How long a return address that answered is trusted without a new probe; default {@link DEFAULT_REACH_TRUST_MS}, 0 probes every dispatch. */
+  readonly reachTrustMs?: number;
   /** How often running queries look at replica health; default 200 ms. */
   readonly healthCheckMs?: number;
   readonly onEvent?: (message: string) => void;
 }
+
+/** Default time a reachable return address is trusted: a few seconds, so a client's stream of small queries pays one probe, and a listener gone for longer is refused again. */
+export const DEFAULT_REACH_TRUST_MS = 5000;
 
 /** Counters of the dispatcher. */
 export interface QueryDispatchStats {
@@ -69,6 +74,7 @@ export class QueryDispatcher {
   private readonly starting = new Set<number>();
   private readonly recent = new Map<number, Uint8Array>();
   private readonly admission: QueryAdmission;
+  private readonly reachable: ReachabilityCache;
   private healthTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private counts = { dispatched: 0, refused: 0, cancelled: 0 };
@@ -76,6 +82,7 @@ export class QueryDispatcher {
   /** @param opts targets, health, limits */
   constructor(private readonly opts: QueryDispatcherOptions) {
     this.admission = new QueryAdmission(opts.maxQueries ?? 256);
+    this.reachable = new ReachabilityCache(opts.reachTrustMs ?? DEFAULT_REACH_TRUST_MS);
   }
 
   /** What the dispatcher has done so far. */
@@ -134,7 +141,7 @@ export class QueryDispatcher {
     let admitted = false;
     try {
       const { host, port } = query.returnAddress;
-      const why = await checkReachable(host, port, this.opts.reachTimeoutMs ?? REACHABILITY_TIMEOUT_MS);
+      const why = await this.reachable.check(host, port, this.opts.reachTimeoutMs ?? REACHABILITY_TIMEOUT_MS);
       if (why) throw new QueryDispatchFailure(status.FAILED_PRECONDITION, `return address ${hostPort(host, port)} is not reachable from ${this.opts.nodeName}: ${why}`);
       if (this.closed) throw new QueryDispatchFailure(status.UNAVAILABLE, `${this.opts.nodeName} is shutting down`);
       const run = new QueryRun({
