@@ -112,6 +112,15 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
           if (el.kind === 'records') counters.dropped += el.count;
           return;
         }
+        if (el.kind === 'bbn' && el.code === CODES.batchUnreadable && !s.client) {
+          // "Batch unreadable here" (13) goes to the SCC only (see below): a node that has nothing
+          // else for this client yet opens no result stream for it (an absent batch costs no
+          // connection to the client; the replica that has the batch, or the SCC, tells the client).
+          counters.controls++;
+          q.reply({ kind: 'bbn', batchId: el.batchId, reason: el.reason });
+          if (++s.ended >= s.results.batches) finish(s);
+          return;
+        }
         let client: HdwpClient;
         try {
           client = await connect(s);

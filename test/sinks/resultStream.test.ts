@@ -95,6 +95,32 @@ sink('records, eob and bbn reach the listener with the query block; each batch e
   await s.listener.close();
 });
 
+sink('a batch unreadable here (13) goes to the SCC only; a query of nothing else opens no result stream', async () => {
+  const s = await setup();
+  const absent = query(s, 4, 2);
+  const unreadable = (results: QueryResults, n: number): QueryResultElement => ({ kind: 'bbn', dataset: 'ds', batchId: idOf(n), reason: '13 batch not stored here', code: 13, results });
+  s.input.next(unreadable(absent.results, 1));
+  s.input.next(unreadable(absent.results, 2));
+  // A second query: records, then an unreadable batch on the stream it already has.
+  const mixed = query(s, 5, 2);
+  s.input.next(recs(mixed.results, idOf(3), 5, 7));
+  s.input.next(eob(mixed.results, idOf(3), 5));
+  s.input.next(unreadable(mixed.results, 4));
+  s.input.complete();
+  await s.completed;
+  assert.ok(absent.q.ended && mixed.q.ended);
+  assert.equal(absent.q.replies.map((f) => f.kind), ['bbn', 'bbn']);
+  assert.equal(mixed.q.replies.map((f) => f.kind), ['eob', 'bbn']);
+  await until(() => mixed.got.length === 1);
+  assert.is(absent.got.length, 0);
+  // Only the second query connected; the client hears nothing of either unreadable batch from the node.
+  assert.is(s.listener.stats.acceptedStreams, 1);
+  assert.is(mixed.got[0]?.kind, 'batch');
+  assert.equal(s.counters.snapshot().controls, 4);
+  await until(() => s.listener.streams === 0);
+  await s.listener.close();
+});
+
 sink('queries are independent: a client that stops taking records holds back only its own query', async () => {
   const s = await setup(4096);
   let release!: () => void;
