@@ -19,6 +19,7 @@ import type { NodeAddresses, NodeRole } from './dms/state';
 import { MtlsIdentity, type TlsMaterial } from './mtls';
 import { registerWithDms, type RegistrationCredentials, type RegistrationResult } from './registerWithDms';
 import { CertificateRenewer } from './renewal';
+import { DEFAULT_HEALTH_REPORT_MS, HealthReporter, type HealthReport } from './healthReporter';
 
 /** Files of the state directory. */
 const FILES = { key: 'node.key.pem', cert: 'node.cert.pem', ca: 'ca.cert.pem', crl: 'crl.pem' } as const;
@@ -46,6 +47,8 @@ export interface NodeIdentityOptions {
   readonly crlRefreshMs?: number;
   /** Start-up, renewal and refusal lines. */
   readonly log?: (line: string) => void;
+  /** What the node reports to the DMS every health interval; absent: no reports. */
+  readonly health?: () => Promise<HealthReport>;
 }
 
 /** How the node got its current certificate. */
@@ -64,6 +67,7 @@ interface PeerSeen {
 /** A registered node's identity, kept fresh until {@link stop}. */
 export class NodeIdentity {
   private readonly renewer: CertificateRenewer;
+  private readonly reporter: HealthReporter | undefined;
   private readonly peers = new Map<string, PeerSeen>();
   private refused = 0;
   /** The latest refusals, newest last (a refused handshake may be reported twice: its reason, then the hang-up). */
@@ -87,6 +91,17 @@ export class NodeIdentity {
       onEvent: (e) => this.log(e.kind === 'renewed' ? `certificate renewed, valid until ${e.notAfter}` : `certificate renewal failed (retrying): ${e.message}`),
     });
     identity.on('update', (m) => this.save(m));
+    if (opts.health) {
+      this.reporter = new HealthReporter({
+        nodeName: opts.nodeName,
+        identity,
+        dmsUrl: opts.dmsUrl,
+        ...(opts.dmsServerName !== undefined && { dmsServerName: opts.dmsServerName }),
+        intervalMs: registration?.health_interval_ms ?? DEFAULT_HEALTH_REPORT_MS,
+        source: opts.health,
+        log: (l) => this.log(l),
+      });
+    }
   }
 
   /** Registers (or reuses the stored certificate), stores the material and starts renewing. */
@@ -114,12 +129,14 @@ export class NodeIdentity {
     const c = result.id.certificate;
     log(`mutual TLS identity from ${result.source}: certificate ${c.serial} (${c.organizationalUnit ?? '?'}) valid until ${c.notAfter.toISOString()}, kept in ${opts.stateDir}`);
     node.renewer.start();
+    node.reporter?.start();
     return node;
   }
 
   /** Stops renewing; resolves once the last material is written. */
   async stop(): Promise<void> {
     this.renewer.stop();
+    this.reporter?.stop();
     await this.saving;
   }
 
@@ -168,6 +185,7 @@ export class NodeIdentity {
       peers: [...this.peers.values()],
       refused: this.refused,
       recent_refusals: [...this.refusals],
+      ...(this.reporter && { health_reports: this.reporter.reports }),
     };
   }
 

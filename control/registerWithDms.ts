@@ -71,6 +71,8 @@ export interface RegistrationResult {
   readonly datasets: Record<string, unknown>[];
   readonly cluster: string | null;
   readonly policy?: { version: number; rego: string; data?: Record<string, unknown> };
+  /** How often the node should report its health to the DMS (absent from an older DMS). */
+  readonly health_interval_ms?: number;
 }
 
 function failure(message: string, keyPem = ''): RegistrationResult {
@@ -161,6 +163,7 @@ export async function registerWithDms(opts: RegisterOptions): Promise<Registrati
     datasets: (r.datasets as Record<string, unknown>[]) ?? [],
     cluster: (r.cluster as string | null) ?? null,
     ...(r.policy !== undefined && { policy: r.policy as RegistrationResult['policy'] }),
+    ...(typeof r.health_interval_ms === 'number' && r.health_interval_ms > 0 && { health_interval_ms: r.health_interval_ms }),
   };
 }
 

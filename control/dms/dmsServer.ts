@@ -18,6 +18,7 @@ import { ensureAdminCredentials, type AdminCredentialFiles } from './adminCreden
 import { DMS_ROLE, type DmsContext } from './context';
 import { K8sTokenVerifier } from './credentials';
 import { registerNodeRoutes } from './nodeRoutes';
+import { HealthWatch } from './healthWatch';
 import { PolicyPusher } from './policyPush';
 import { registerPolicyRoutes } from './policyRoutes';
 import { checkDmsSettings, type DmsSettings } from './settings';
@@ -38,6 +39,7 @@ export interface DmsIdentity {
 export class DmsServer {
   private renewTimer: NodeJS.Timeout | undefined;
   private pusher: PolicyPusher | undefined;
+  private healthWatch: HealthWatch | undefined;
 
   private constructor(
     /** The settings it runs with. */
@@ -153,6 +155,8 @@ export class DmsServer {
     pusher.start();
     // Proxies that missed a policy while the DMS was down get it now.
     void pusher.pushAll();
+    server.healthWatch = new HealthWatch(ctx);
+    server.healthWatch.start();
     return server;
   }
 
@@ -180,6 +184,7 @@ export class DmsServer {
   async close(): Promise<void> {
     clearTimeout(this.renewTimer);
     this.pusher?.stop();
+    this.healthWatch?.stop();
     await this.app.close();
     await this.obs?.close();
   }

@@ -61,6 +61,8 @@ export interface RegistrationResponse extends CertificateAnswer {
   readonly record_size: number;
   readonly devices: { name: string; address: string; type: string }[];
   readonly hash_election: { algorithm: string; chain_block_size: number; record_size: number; computed_by: 'scc'; offload: string };
+  /** How often the node reports its health (`POST /v1/nodes/{name}/health`); DMS_HEALTH_INTERVAL_MS. */
+  readonly health_interval_ms: number;
   /** Proxies only: the policy to enforce from the start. */
   readonly policy?: { version: number; rego: string; data?: Record<string, unknown> };
 }
@@ -155,6 +157,7 @@ function nodeConfig(s: Readonly<DmsState>, node: NodeRecord, dataset: string | u
     record_size: recordSize,
     devices: node.devices ?? [],
     hash_election: { algorithm: e.algorithm, chain_block_size: e.chainBlockSize, record_size: e.recordSize, computed_by: 'scc', offload: node.hash_offload_platform ?? 'cpu' },
+    health_interval_ms: ctx.settings.healthIntervalMs,
     ...(node.role === 'proxy' && s.policy && { policy: { version: s.policy.version, rego: s.policy.rego, ...(s.policy.data && { data: s.policy.data }) } }),
   };
 }

@@ -11,6 +11,8 @@ export const MIN_CERT_LIFETIME_S = 60;
 /** Default and longest bootstrap-token lifetimes. */
 export const DEFAULT_TOKEN_TTL_S = 3600;
 export const MAX_TOKEN_TTL_S = 7 * 24 * 3600;
+/** Default period of node health reports: 10 s. */
+export const DEFAULT_HEALTH_INTERVAL_MS = 10_000;
 
 /** The values the DMS elects for every node (they must be identical on all nodes). */
 export interface HashElectionSettings {
@@ -51,6 +53,10 @@ export interface DmsSettings {
   readonly policyPushTimeoutMs: number;
   /** How often Proxies that missed a policy are pushed to again (DMS_POLICY_RETRY_MS). */
   readonly policyRetryMs: number;
+  /** How often registered nodes report their health (DMS_HEALTH_INTERVAL_MS; handed out at registration). */
+  readonly healthIntervalMs: number;
+  /** Missed reports after which a node is marked `down` (DMS_HEALTH_MISSED_REPORTS). */
+  readonly healthMissedReports: number;
 }
 
 /** Checks cross-setting rules the per-setting parsers cannot; returns problems naming the settings. */
@@ -59,6 +65,8 @@ export function checkDmsSettings(s: DmsSettings): string[] {
   if (s.certLifetimeS < MIN_CERT_LIFETIME_S) out.push(`DMS_CERT_LIFETIME_S must be at least ${MIN_CERT_LIFETIME_S} seconds, got ${s.certLifetimeS}`);
   if (s.minKeyBits < 2048) out.push(`DMS_MIN_KEY_BITS must be at least 2048, got ${s.minKeyBits}`);
   if (s.caKeyBits < 2048) out.push(`DMS_CA_KEY_BITS must be at least 2048, got ${s.caKeyBits}`);
+  if (s.healthIntervalMs < 100) out.push(`DMS_HEALTH_INTERVAL_MS must be at least 100 ms, got ${s.healthIntervalMs}`);
+  if (s.healthMissedReports < 1) out.push(`DMS_HEALTH_MISSED_REPORTS must be at least 1, got ${s.healthMissedReports}`);
   if (s.serverNames.length === 0) out.push('DMS_SERVER_NAMES must name at least one host name or address');
   return out;
 }
@@ -79,6 +87,8 @@ export function dmsSettings(dataDir: string, overrides: Partial<DmsSettings> = {
     hashElection: { algorithm: 'sha512', chainBlockSize: 64, recordSize: 150 },
     policyPushTimeoutMs: 5000,
     policyRetryMs: 10_000,
+    healthIntervalMs: DEFAULT_HEALTH_INTERVAL_MS,
+    healthMissedReports: 3,
     ...overrides,
   };
 }

@@ -11,7 +11,12 @@ export interface SccAddress {
   readonly grpc_port?: number;
   /** The SCC's node name (its certificate's common name). */
   readonly name: string;
+  /** The SCC registered with the DMS (it holds a certificate): its gRPC port is mutual TLS. */
+  readonly mtls?: boolean;
 }
+
+/** Whether a node registered (holds a DMS-CA certificate), so its ports are mutual TLS. */
+const registered = (n: NodeRecord): boolean => n.cert_serial !== undefined && n.state !== 'declared';
 
 /** States in which a node is handed out as a target. */
 const SERVING = new Set(['declared', 'registered', 'ready', 'degraded']);
@@ -25,6 +30,7 @@ function nodeView(n: NodeRecord): Record<string, unknown> {
     addresses: n.addresses,
     ...(n.devices && { devices: n.devices }),
     ...(n.last_seen && { last_seen: n.last_seen }),
+    ...(registered(n) && { mtls: true }),
   };
 }
 
@@ -45,6 +51,7 @@ export function sccTargets(s: Readonly<DmsState>, cluster = primaryCluster(s)): 
       host: n.addresses.production?.host ?? '',
       port: n.addresses.production?.port ?? 0,
       ...(n.addresses.grpc && { grpc_port: n.addresses.grpc.port }),
+      ...(registered(n) && { mtls: true }),
     }));
 }
 

@@ -1,12 +1,16 @@
 /**
  * How the Proxy hands a rewritten query to the SCCs: one small interface, and its gRPC implementation
  * over the SCC's QueryDispatch service (docs/query.md, "Dispatch"). The first SCC target of the
- * primary cluster gets the query; an SCC that is UNAVAILABLE hands over to the next.
+ * primary cluster gets the query; an SCC that is UNAVAILABLE hands over to the next. An SCC the DMS
+ * lists as registered (`mtls`) is called over mutual TLS with the Proxy's certificate, its own
+ * certificate checked to name it; channels are remade when the Proxy's certificate renews.
  */
 import * as grpc from '@grpc/grpc-js';
 import { DispatchError, QueryDispatchClient } from '../../query/dispatchClient';
 import { DEFAULT_QUERY_GRPC_PORT } from '../../query/dispatchService';
 import { HttpError } from '../http/errors';
+import { dispatchCredentials } from '../grpcTls';
+import type { MtlsIdentity, TlsMaterial } from '../mtls';
 import type { SccAddress } from '../dms/topology';
 
 /** What an SCC answered. */
@@ -41,21 +45,44 @@ export function httpErrorOf(err: DispatchError, scc: string): HttpError {
   }
 }
 
+/** Options of {@link GrpcSccDispatcher}. */
+export interface GrpcDispatcherOptions {
+  /** Deadline of one call. */
+  readonly deadlineMs: number;
+  /** The Proxy's identity: needed for SCCs serving mutual TLS. */
+  readonly identity?: MtlsIdentity;
+  /** Mutual TLS to every SCC, not only those the DMS lists as registered (PROXY_DISPATCH_TLS). */
+  readonly forceTls?: boolean;
+}
+
 /** {@link SccDispatcher} over gRPC, one channel per SCC address, kept open. */
 export class GrpcSccDispatcher implements SccDispatcher {
   private readonly clients = new Map<string, QueryDispatchClient>();
+  private readonly onRenewed = (): void => this.dropChannels();
 
-  /** @param opts channel credentials (mTLS when the SCCs serve it) and the per-call deadline */
-  constructor(private readonly opts: { credentials?: grpc.ChannelCredentials; deadlineMs: number }) {}
+  /** @param opts the per-call deadline and the identity mutual TLS is made with */
+  constructor(private readonly opts: GrpcDispatcherOptions) {
+    // A channel keeps the material it was made with; a renewed certificate (or CRL) needs new ones.
+    opts.identity?.on('update', this.onRenewed);
+  }
 
   private client(t: SccAddress): QueryDispatchClient {
-    const address = `${t.host}:${t.grpc_port ?? DEFAULT_QUERY_GRPC_PORT}`;
-    let c = this.clients.get(address);
+    const address = `${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.grpc_port ?? DEFAULT_QUERY_GRPC_PORT}`;
+    const tls = this.opts.forceTls === true || t.mtls === true;
+    const key = tls ? `${address} tls ${t.name}` : address;
+    let c = this.clients.get(key);
     if (!c) {
-      c = new QueryDispatchClient(address, { credentials: this.opts.credentials, deadlineMs: this.opts.deadlineMs });
-      this.clients.set(address, c);
+      const material: TlsMaterial | undefined = this.opts.identity?.material;
+      if (tls && !material) throw new HttpError('upstream_unavailable', `${t.name} serves mutual TLS, and this Proxy has no certificate to present`);
+      c = new QueryDispatchClient(address, { ...(tls && material && { credentials: dispatchCredentials(material, t.name) }), deadlineMs: this.opts.deadlineMs });
+      this.clients.set(key, c);
     }
     return c;
+  }
+
+  private dropChannels(): void {
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
   }
 
   async dispatch(targets: readonly SccAddress[], queryJson: string): Promise<DispatchOutcome> {
@@ -76,7 +103,7 @@ export class GrpcSccDispatcher implements SccDispatcher {
   }
 
   close(): void {
-    for (const c of this.clients.values()) c.close();
-    this.clients.clear();
+    this.opts.identity?.off('update', this.onRenewed);
+    this.dropChannels();
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The Proxy's link to the DMS: registration at start (role `proxy`, with the URL policy updates are
  * posted to), then on a period the topology (the primary cluster's SCCs) and the dataset schemas,
- * and a health report, all over mutual TLS with the Proxy's certificate.
+ * all over mutual TLS with the Proxy's certificate (its health reports: control/healthReporter.ts).
  */
 import { Schema } from '../../engine-rs/schema';
 import type { SccAddress } from '../dms/topology';
@@ -33,6 +33,7 @@ export interface StorageNodeAddress {
 interface TopologyNode {
   name: string;
   state: string;
+  mtls?: boolean;
   addresses?: { production?: { host: string; port: number }; grpc?: { host: string; port: number }; observability?: { host: string; port: number } };
 }
 
@@ -69,7 +70,7 @@ export async function readClusterView(dmsUrl: string, id: MtlsIdentity, dmsServe
     primary: c.primary,
     sccs: c.sccs
       .filter((n) => SERVING.has(n.state) && n.addresses?.production)
-      .map((n): SccAddress => ({ name: n.name, host: n.addresses?.production?.host ?? '', port: n.addresses?.production?.port ?? 0, ...(n.addresses?.grpc && { grpc_port: n.addresses.grpc.port }) })),
+      .map((n): SccAddress => ({ name: n.name, host: n.addresses?.production?.host ?? '', port: n.addresses?.production?.port ?? 0, ...(n.addresses?.grpc && { grpc_port: n.addresses.grpc.port }), ...(n.mtls === true && { mtls: true }) })),
   }));
   const primary = clusters.find((c) => c.id === t.primary_cluster);
   const sns = (t.clusters.find((c) => c.id === t.primary_cluster)?.storage_nodes ?? [])
@@ -83,10 +84,4 @@ export async function readClusterView(dmsUrl: string, id: MtlsIdentity, dmsServe
     datasets: schemasOf((ds.body as { datasets: unknown[] }).datasets, log),
     at: new Date().toISOString(),
   };
-}
-
-/** Tells the DMS the Proxy's health (its state there follows). */
-export async function reportHealth(dmsUrl: string, id: MtlsIdentity, nodeName: string, dmsServerName: string | undefined, status: 'ok' | 'degraded', detail: unknown): Promise<void> {
-  const m = id.material;
-  await requestJson('POST', new URL(`/v1/nodes/${encodeURIComponent(nodeName)}/health`, dmsUrl).toString(), { ca: m.caPem, cert: m.certPem, key: m.keyPem, servername: dmsServerName }, { status, detail });
 }

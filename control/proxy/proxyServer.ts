@@ -7,7 +7,6 @@
  */
 import net from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import * as grpc from '@grpc/grpc-js';
 import fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { Counter, Gauge } from 'prom-client';
 import { Observability } from '../../lib/observability';
@@ -16,7 +15,8 @@ import { MtlsIdentity, peerIdentity, serverTlsOptions } from '../mtls';
 import { registerWithDms } from '../registerWithDms';
 import { CertificateRenewer } from '../renewal';
 import { GrpcSccDispatcher, type SccDispatcher } from './dispatch';
-import { readClusterView, reportHealth, viewFromRegistration, type ClusterView } from './dmsLink';
+import { readClusterView, viewFromRegistration, type ClusterView } from './dmsLink';
+import { DEFAULT_HEALTH_REPORT_MS, HealthReporter } from '../healthReporter';
 import { IdentityReader } from './identity';
 import { PolicySlot, readPolicyConfig } from './policySlot';
 import { handleQuery } from './queryRoute';
@@ -51,6 +51,7 @@ export interface ProxyParts {
 /** A running Proxy. */
 export class ProxyServer {
   private refreshTimer: NodeJS.Timeout | undefined;
+  private reporter: HealthReporter | undefined;
 
   private constructor(
     readonly settings: ProxySettings,
@@ -104,10 +105,7 @@ export class ProxyServer {
     }
     const dispatcher =
       parts.dispatcher ??
-      new GrpcSccDispatcher({
-        deadlineMs: settings.dispatchTimeoutMs,
-        ...(settings.dispatchTls && { credentials: grpc.credentials.createSsl(Buffer.from(identity.material.caPem), Buffer.from(identity.material.keyPem), Buffer.from(identity.material.certPem)) }),
-      });
+      new GrpcSccDispatcher({ deadlineMs: settings.dispatchTimeoutMs, identity, forceTls: settings.dispatchTls });
     const identities = new IdentityReader(settings.jwt);
 
     let obs: Observability | undefined;
@@ -182,15 +180,30 @@ export class ProxyServer {
     server = new ProxyServer(settings, address, obsAddress, identity, app, obs, renewer, dispatcher, slot, viewFromRegistration(reg, log), log);
     await server.refresh();
     server.scheduleRefresh();
+    // Health to the DMS every interval it named: degraded without a policy or without SCC targets.
+    const running = server;
+    server.reporter = new HealthReporter({
+      nodeName: settings.nodeName,
+      identity,
+      dmsUrl: settings.dmsUrl,
+      ...(settings.dmsServerName !== undefined && { dmsServerName: settings.dmsServerName }),
+      intervalMs: reg.health_interval_ms ?? DEFAULT_HEALTH_REPORT_MS,
+      source: async () => {
+        const v = running.view;
+        const problems = [...(running.slot.current() ? [] : ['no policy installed']), ...(v.targets.length === 0 ? ['no SCC target in the topology'] : [])];
+        return { status: problems.length === 0 ? 'ok' : 'degraded', detail: { policy_version: running.policyVersion, scc_targets: v.targets.length, datasets: v.datasets.size, topology_at: v.at, ...(problems.length > 0 && { problems }) } };
+      },
+      log,
+    });
+    server.reporter.start();
     log(`HD Proxy '${settings.nodeName}' listening on https://${address.host}:${address.port} (policy version ${server.policyVersion})`);
     return server;
   }
 
-  /** Re-reads topology and schemas from the DMS and reports health; keeps the old view on failure. */
+  /** Re-reads topology and schemas from the DMS; keeps the old view on failure. */
   async refresh(): Promise<void> {
     try {
       this.view = await readClusterView(this.settings.dmsUrl, this.identity, this.settings.dmsServerName, this.log);
-      await reportHealth(this.settings.dmsUrl, this.identity, this.settings.nodeName, this.settings.dmsServerName, this.slot.current() ? 'ok' : 'degraded', { policy_version: this.policyVersion });
     } catch (err) {
       this.log(`reading the topology from the DMS failed: ${(err as Error).message}; keeping the view of ${this.view.at}`);
     }
@@ -206,6 +219,7 @@ export class ProxyServer {
   /** Stops serving. */
   async close(): Promise<void> {
     clearTimeout(this.refreshTimer);
+    this.reporter?.stop();
     this.renewer.stop();
     await this.app.close();
     await this.obs?.close();

@@ -28,7 +28,7 @@ export interface ProxySettings {
   readonly topologyRefreshMs: number;
   /** Deadline of a dispatch to an SCC (PROXY_DISPATCH_TIMEOUT_MS). */
   readonly dispatchTimeoutMs: number;
-  /** Dispatch to the SCCs' gRPC service over mutual TLS (PROXY_DISPATCH_TLS; the SCC must serve TLS). */
+  /** Mutual TLS to every SCC (PROXY_DISPATCH_TLS); false: to the SCCs the DMS lists as registered (`mtls`), plain to the others. */
   readonly dispatchTls: boolean;
   /** Deadline of the batch-filter reads of one query's verdict, over all Storage Nodes (default 1000 ms). */
   readonly batchFilterTimeoutMs?: number;

@@ -26,6 +26,8 @@ const settings = {
   hash_chain_block_size: int({ doc: 'the elected hash chain block size — HASH_CHAIN_BLOCK_SIZE', default: 64, min: 1, max: 1 << 20 }),
   record_size: int({ doc: 'record size handed out when no dataset decides it — RECORD_SIZE', default: 150, min: 1, max: 1 << 20 }),
   policy_push_timeout_ms: int({ doc: 'time a policy push to one Proxy may take — DMS_POLICY_PUSH_TIMEOUT_MS', default: 5000, min: 100, max: 600_000 }),
+  health_interval_ms: int({ doc: 'how often registered nodes report their health (handed out at registration) — DMS_HEALTH_INTERVAL_MS', default: 10_000, min: 100, max: 3_600_000 }),
+  health_missed_reports: int({ doc: 'reports a node may miss before it is marked down — DMS_HEALTH_MISSED_REPORTS', default: 3, min: 1, max: 1000 }),
   policy_retry_ms: int({ doc: 'how often Proxies that missed a policy are pushed to again — DMS_POLICY_RETRY_MS', default: 10_000, min: 100, max: 3_600_000 }),
 };
 
@@ -57,6 +59,8 @@ export const dmsServiceStage: SinkType<typeof settings> = {
       hashElection: { algorithm: c.hash_algorithm, chainBlockSize: c.hash_chain_block_size, recordSize: c.record_size },
       policyPushTimeoutMs: c.policy_push_timeout_ms,
       policyRetryMs: c.policy_retry_ms,
+      healthIntervalMs: c.health_interval_ms,
+      healthMissedReports: c.health_missed_reports,
     });
     return serviceSink(() => DmsServer.start(s), ctx);
   },

@@ -1,6 +1,8 @@
 import os from 'node:os';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { reportFromHealthUrl } from '../../control/healthReporter';
 import { NodeIdentity, type NodeIdentityOptions } from '../../control/nodeIdentity';
 import { publishNodeIdentity } from '../../control/nodeIdentityRegistry';
 import type { NodeAddresses } from '../../control/dms/state';
@@ -41,6 +43,12 @@ const snConfig: Setting<{ config: StorageNodeConfig; file: string } | undefined>
     return r.ok ? { ok: true, value: { config: r.value, file: path.resolve(ctx.baseDir, String(v.value)) } } : r;
   },
 };
+
+/** Where this process reaches its own /health: the registered address when it is one, else loopback. */
+function localHost(h: string | undefined): string {
+  if (h === undefined || net.isIP(h) === 0 || h === '0.0.0.0' || h === '::') return '127.0.0.1';
+  return net.isIPv6(h) ? `[${h}]` : h;
+}
 
 const port = (doc: string): Setting<number> => int({ doc, default: -1, min: -1, max: 65535 });
 
@@ -107,6 +115,8 @@ export const nodeIdentityStage: SinkType<typeof settings> = {
       addresses,
       ...(c.cluster !== '' && { cluster: c.cluster }),
       crlRefreshMs: c.crl_refresh_ms,
+      // The node's own /health document is what it reports to the DMS (replicas, devices, batches).
+      ...(ports.observability >= 0 && { health: () => reportFromHealthUrl(`http://${localHost(addresses.observability?.host)}:${ports.observability}/health`) }),
     };
     let started: Promise<NodeIdentity> | undefined;
     const get = (): Promise<NodeIdentity> => (started ??= NodeIdentity.start(opts));

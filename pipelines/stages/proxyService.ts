@@ -25,7 +25,7 @@ const settings = {
   topology_refresh_ms: int({ doc: 'how often topology and schemas are re-read from the DMS — PROXY_TOPOLOGY_REFRESH_MS', default: 5000, min: 100, max: 3_600_000 }),
   dispatch_timeout_ms: int({ doc: 'deadline of one dispatch to an SCC — PROXY_DISPATCH_TIMEOUT_MS', default: 30_000, min: 100, max: 3_600_000 }),
   batch_filter_timeout_ms: int({ doc: "how long a query waits for the Storage Nodes' batch filters before its verdict goes without them (partial or off, never a wrong exclusion) — PROXY_BATCH_FILTER_TIMEOUT_MS", default: 1000, min: 10, max: 60_000 }),
-  dispatch_tls: bool({ doc: "dispatch over mutual TLS to the SCCs' gRPC service — PROXY_DISPATCH_TLS", default: false }),
+  dispatch_tls: bool({ doc: "true: dispatch over mutual TLS to every SCC; false: to the SCCs registered with the DMS (they serve mutual TLS), plain to SCCs only declared — PROXY_DISPATCH_TLS", default: false }),
 };
 
 /** `proxyService`: the HD Proxy (docs/proxy.md). */

@@ -6,7 +6,9 @@ import { replicaHealthOf } from '../../nodes/scc/queryHealth';
 import { QueryService } from '../../nodes/scc/queryService';
 import type { SnTarget } from '../../nodes/scc/settings';
 import type { SinkType } from '../registry';
-import { int } from '../settings';
+import { DEFAULT_QUERY_ROLES } from '../../control/grpcTls';
+import { NODE_ROLES } from '../../control/dms/state';
+import { int, str } from '../settings';
 import { withNodeIdentity } from './nodeTls';
 import { sccSetting } from './sccSetting';
 
@@ -17,6 +19,7 @@ const settings = {
   command_interface: sccSetting<string>('COMMAND_INTERFACE', 'interface or address the gRPC query service binds; empty: all — COMMAND_INTERFACE'),
   query_grpc_port: sccSetting<number>('QUERY_GRPC_PORT'),
   max_queries: int({ doc: 'queries running at once; a query of query_qos q is admitted below max_queries × (1/2 + (q − 1)/508)', default: 256, min: 1, max: 65_536 }),
+  query_roles: str({ doc: 'with a DMS identity: certificate roles (OU) that may call QueryDispatch, comma-separated; others get PERMISSION_DENIED — QUERY_GRPC_ROLES', default: DEFAULT_QUERY_ROLES.join(','), allowEmpty: false }),
   max_query_ms: int({ doc: 'a query still running after this long is cancelled and its unfinished batches fail with code 5 (0: never)', default: 3_600_000, min: 0, max: 86_400_000 }),
 };
 
@@ -34,48 +37,55 @@ export const queryDispatchStage: SinkType<typeof settings> = {
   unit: 'records',
   input: 'batched-records',
   settings,
-  create: (c, ctx) => (input) =>
-    withNodeIdentity(c.node_name, (id) =>
-      new Observable<never>((subscriber) => {
-        // Registered with the DMS: query legs to the Storage Nodes are mutual TLS.
-        const unregisterTls = id ? registerLegIdentity(c.sn_targets, id) : (): void => undefined;
-        const dispatcher = new QueryDispatcher({
-          nodeName: c.node_name,
-          targets: c.sn_targets,
-          recordSize: c.record_size,
-          health: () => replicaHealthOf(c.node_name)?.states(),
-          maxQueries: c.max_queries,
-          maxQueryMs: c.max_query_ms,
-          onEvent: (m) => ctx.report(m),
-        });
-        const service = new QueryService(dispatcher);
-        let active = true;
-        const host = bindAddress(c.command_interface);
-        service.listen(host, c.query_grpc_port).then(
-          (port) => {
-            if (!active) return;
-            const nodes = c.sn_targets.map((t) => `${t.name} ${t.host}:${t.controlPort}`).join(', ');
-            process.stderr.write(`scc '${c.node_name}': query dispatch (gRPC QueryDispatch) on ${host}:${port}; queries go to the control ports of ${nodes}\n`);
-          },
-          (err: unknown) => {
-            if (active) subscriber.error(err);
-          },
-        );
-        const stop = (): Promise<void> => {
-          active = false;
-          dispatcher.close();
-          unregisterTls();
-          return service.close();
-        };
-        // Standalone: the input carries nothing and completes when the run stops.
-        const sub = input.subscribe({
-          error: (err: unknown) => subscriber.error(err),
-          complete: () => void stop().then(() => subscriber.complete()),
-        });
-        return () => {
-          sub.unsubscribe();
-          if (active) ctx.trackTeardown(stop());
-        };
-      }),
-    ),
+  create: (c, ctx) => {
+    const roles = c.query_roles.split(',').map((r) => r.trim()).filter((r) => r !== '');
+    const known = [...NODE_ROLES, 'admin'];
+    const unknown = roles.filter((r) => !known.includes(r));
+    if (roles.length === 0 || unknown.length > 0) throw new Error(`query_roles (QUERY_GRPC_ROLES) must list roles among ${known.join(', ')}; got ${JSON.stringify(c.query_roles)}`);
+    return (input) =>
+      withNodeIdentity(c.node_name, (id) =>
+        new Observable<never>((subscriber) => {
+          // Registered with the DMS: query legs to the Storage Nodes are mutual TLS.
+          const unregisterTls = id ? registerLegIdentity(c.sn_targets, id) : (): void => undefined;
+          const dispatcher = new QueryDispatcher({
+            nodeName: c.node_name,
+            targets: c.sn_targets,
+            recordSize: c.record_size,
+            health: () => replicaHealthOf(c.node_name)?.states(),
+            maxQueries: c.max_queries,
+            maxQueryMs: c.max_query_ms,
+            onEvent: (m) => ctx.report(m),
+          });
+          // Registered: the gRPC port is mutual TLS too, open to the certificate roles of query_roles.
+          const service = new QueryService(dispatcher, id ? { node: id, roles } : undefined);
+          let active = true;
+          const host = bindAddress(c.command_interface);
+          service.listen(host, c.query_grpc_port).then(
+            (port) => {
+              if (!active) return;
+              const nodes = c.sn_targets.map((t) => `${t.name} ${t.host}:${t.controlPort}`).join(', ');
+              process.stderr.write(`scc '${c.node_name}': query dispatch (gRPC QueryDispatch${id ? `, mutual TLS for ${roles.join(', ')}` : ''}) on ${host}:${port}; queries go to the control ports of ${nodes}\n`);
+            },
+            (err: unknown) => {
+              if (active) subscriber.error(err);
+            },
+          );
+          const stop = (): Promise<void> => {
+            active = false;
+            dispatcher.close();
+            unregisterTls();
+            return service.close();
+          };
+          // Standalone: the input carries nothing and completes when the run stops.
+          const sub = input.subscribe({
+            error: (err: unknown) => subscriber.error(err),
+            complete: () => void stop().then(() => subscriber.complete()),
+          });
+          return () => {
+            sub.unsubscribe();
+            if (active) ctx.trackTeardown(stop());
+          };
+        }),
+      );
+  },
 };

@@ -9,6 +9,7 @@ import type tls from 'node:tls';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { generateBatchIdNumber } from '../../engine-rs/batchId';
+import { dispatchCredentials } from '../../control/grpcTls';
 import { clientTlsOptions, MtlsIdentity } from '../../control/mtls';
 import { registerWithDms } from '../../control/registerWithDms';
 import type { NodeRole } from '../../control/dms/state';
@@ -106,7 +107,9 @@ t('a registered SCC and two Storage Nodes ingest and answer a query end to end o
 
   const listener = new ResultListener({ host: '127.0.0.1', port: 0 });
   const { port } = await listener.listen();
-  const client = new QueryDispatchClient(`${cluster.host}:${cluster.scc.queryGrpcPort}`);
+  // The SCC's gRPC port is mutual TLS too: the query goes with a client certificate (test/control/grpcMtls.test.ts has the refusals).
+  const querier = await enrol(dms, 'query-client', 'client');
+  const client = new QueryDispatchClient(`${cluster.host}:${cluster.scc.queryGrpcPort}`, { credentials: dispatchCredentials(querier.material, 'scc-test') });
   try {
     const q: HdQuery = { queryId: 1, dataset: 'secure', batchIds: ids.map((b) => b.toHex()), subQueries: [], targets: [], verifyHash: false, queryQos: 4, returnAddress: { host: '127.0.0.1', port }, token: newQueryToken() };
     const results: QueryResult[] = [];

@@ -1,0 +1,253 @@
+/**
+ * The SCC's gRPC QueryDispatch port under mutual TLS (real `hd run` processes registered with a
+ * DMS): a query through a registered Proxy works end to end; a plain gRPC client, a certificate of
+ * another CA and a revoked certificate are refused in the handshake; a certificate of a role that
+ * may not query gets PERMISSION_DENIED. Then the nodes' health reports: they reach the DMS's
+ * topology, and a stopped Storage Node is marked down (its SCC degraded) until it comes back.
+ * A second suite renews a node's certificate under a live gRPC listener, in this process.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import tls from 'node:tls';
+import * as grpc from '@grpc/grpc-js';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { dispatchCredentials } from '../../control/grpcTls';
+import { MtlsIdentity } from '../../control/mtls';
+import { NodeIdentity } from '../../control/nodeIdentity';
+import { registerWithDms } from '../../control/registerWithDms';
+import type { NodeRole } from '../../control/dms/state';
+import { QueryDispatcher } from '../../nodes/scc/queryDispatcher';
+import { QueryService } from '../../nodes/scc/queryService';
+import { DispatchError, QueryDispatchClient } from '../../query/dispatchClient';
+import { PlatformQueryClient } from '../../sdk/platformQueryClient';
+import { startCluster, type Cluster } from '../support/cluster';
+import type { HdProcess } from '../support/hdProcess';
+import { ingestMinutes } from '../support/ingestMinutes';
+import { spawnProxyProcess } from './proxySupport';
+import { startTestDms, tempDir, type TestDms } from './support';
+
+const schemaJson = readFileSync(path.resolve(__dirname, '../../pipelines/examples/data/flows.schema.json'), 'utf8');
+const T0 = 1_700_000_000 - (1_700_000_000 % 60);
+const MINUTES = 2;
+const PER_MINUTE = 50;
+const KEY_BITS = 2048;
+const TOKEN = '00112233445566778899aabbccddeeff';
+
+const until = async (cond: () => boolean | Promise<boolean>, what: string, ms = 60_000): Promise<void> => {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+
+async function enrol(dms: TestDms, name: string, role: NodeRole): Promise<MtlsIdentity> {
+  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string }).token;
+  const r = await registerWithDms({ dmsUrl: dms.url, nodeName: name, role, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, keyBits: KEY_BITS });
+  assert.ok(r.success, r.error_message);
+  return MtlsIdentity.fromRegistration(r);
+}
+
+/** Calls CancelQuery for a query that does not exist on a fresh channel: NOT_FOUND means the SCC took the call. */
+async function probe(address: string, credentials?: grpc.ChannelCredentials): Promise<{ code: number; status: string; details: string }> {
+  const c = new QueryDispatchClient(address, { ...(credentials && { credentials }), deadlineMs: 10_000 });
+  try {
+    await c.cancelQuery(987_654, TOKEN);
+    return { code: grpc.status.OK, status: 'OK', details: '' };
+  } catch (err) {
+    if (!(err instanceof DispatchError)) throw err;
+    return { code: err.code, status: err.status, details: err.details };
+  } finally {
+    c.close();
+  }
+}
+
+interface TopoNode {
+  name: string;
+  role: string;
+  state: string;
+  mtls?: boolean;
+  health?: { status: string; detail?: Record<string, unknown>; at: string };
+}
+
+async function nodesOf(dms: TestDms): Promise<Map<string, TopoNode>> {
+  const t = (await dms.call('GET', '/v1/topology', dms.admin)).body as { clusters: { sccs: TopoNode[]; storage_nodes: TopoNode[] }[]; nodes: TopoNode[] };
+  return new Map([...t.clusters.flatMap((c) => [...c.sccs, ...c.storage_nodes]), ...t.nodes].map((n) => [n.name, n]));
+}
+
+interface Ctx {
+  dms: TestDms;
+  cluster: Cluster;
+  proxy: { proc: HdProcess; url: string };
+  grpcAddress: string;
+  remove(): void;
+}
+
+const m = suite<Ctx>('gRPC QueryDispatch over mutual TLS, and node health reports (real processes)');
+m.before(async (ctx) => {
+  // Reports every 300 ms; three missed mark a node down.
+  ctx.dms = await startTestDms({ healthIntervalMs: 300, healthMissedReports: 3 });
+  const { dms } = ctx;
+  const t = tempDir('hd-grpc-mtls-');
+  ctx.remove = t.remove;
+  const caFile = path.join(t.dir, 'ca.pem');
+  writeFileSync(caFile, dms.server.caCertPem);
+  assert.is((await dms.call('PUT', '/v1/clusters/c1', dms.admin, { primary: true })).status, 200);
+  assert.is((await dms.call('PUT', '/v1/datasets/flows', dms.admin, { schema: JSON.parse(schemaJson) })).status, 200);
+  const tokenFor = async (name: string): Promise<string> => ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string }).token;
+  ctx.cluster = await startCluster({
+    recordSize: 64,
+    schemas: [schemaJson],
+    dms: { url: dms.url, caFile, token: tokenFor, env: { PLATFORM_KEY_BITS: String(KEY_BITS), PLATFORM_CRL_REFRESH_MS: '300', PLATFORM_CLUSTER: 'c1' } },
+  });
+  ctx.grpcAddress = `${ctx.cluster.host}:${ctx.cluster.scc.queryGrpcPort}`;
+  await ingestMinutes(ctx.cluster, schemaJson, T0, MINUTES, (b) =>
+    Array.from({ length: PER_MINUTE }, (_, i) => ({ ts: String(T0 + b * 60 + i), src_ip: `10.0.${b}.${i}`, dst_ip: '10.9.0.2', src_port: String(1000 + i), dst_port: String([443, 80][i % 2]), proto: 'tcp', packets: '1', bytes: String(i), duration_ms: '5' })),
+  );
+  ctx.proxy = await spawnProxyProcess(dms, caFile, 'proxy-m', 300);
+  const v = await dms.call('PUT', '/v1/policy', dms.admin, { rego: 'package hd.authz\nimport rego.v1\ndefault allow := true\n' });
+  assert.is(v.status, 200, JSON.stringify(v.body));
+});
+m.after(async (ctx) => {
+  await ctx.proxy?.proc.stop();
+  await ctx.cluster?.stop();
+  await ctx.dms?.close();
+  ctx.remove?.();
+});
+
+m('a query through the registered Proxy reaches the SCC over mutual TLS and returns every record', async (ctx) => {
+  const topo = await nodesOf(ctx.dms);
+  assert.is(topo.get('scc-test')?.mtls, true, 'the DMS lists the registered SCC as mutual TLS');
+  await using q = new PlatformQueryClient(ctx.proxy.url, '127.0.0.1', '', { listenPort: 0, log: () => undefined, controlTls: { ca: ctx.dms.server.caCertPem } });
+  q.loadDatasetSchema(schemaJson);
+  q.addControlHeader('X-Forwarded-Role', 'admin');
+  q.addControlHeader('X-Forwarded-Email', 'admin@example.com');
+  const table = await q.executeDataset({ start_time: T0, end_time: T0 + MINUTES * 60 - 1 });
+  assert.is(table.numRows, MINUTES * PER_MINUTE);
+  assert.not.ok(q.hadErrors(), JSON.stringify(q.getBatchErrors()));
+  const h = (await (await fetch(`http://127.0.0.1:${ctx.cluster.scc.observabilityPort}/health`)).json()) as { identity: { peers: { name: string; role: string; port: string }[] } };
+  assert.ok(
+    h.identity.peers.some((p) => p.port === 'grpc' && p.role === 'proxy' && p.name === 'proxy-m'),
+    JSON.stringify(h.identity.peers),
+  );
+  assert.match(ctx.cluster.scc.proc.output(), /query dispatch \(gRPC QueryDispatch, mutual TLS for proxy, sqlServer, client, admin\)/);
+});
+
+m('a plain gRPC client is refused in the handshake (UNAVAILABLE), never reaching the service', async (ctx) => {
+  const r = await probe(ctx.grpcAddress);
+  assert.is(r.status, 'UNAVAILABLE', r.details);
+});
+
+m('a certificate of another CA is refused in the handshake', async (ctx) => {
+  const other = await startTestDms();
+  try {
+    const foreign = await enrol(other, 'proxy-x', 'proxy');
+    // The client trusts our CA (only the SCC's refusal can stop it) but presents the other CA's certificate.
+    const r = await probe(ctx.grpcAddress, dispatchCredentials({ ...foreign.material, caPem: ctx.dms.server.caCertPem, crlPem: undefined }, 'scc-test'));
+    assert.is(r.status, 'UNAVAILABLE', r.details);
+  } finally {
+    await other.close();
+  }
+});
+
+m('a certificate of a role that may not query gets PERMISSION_DENIED; a client certificate is served', async (ctx) => {
+  const sn = await enrol(ctx.dms, 'sn-impostor', 'storageNode');
+  const denied = await probe(ctx.grpcAddress, dispatchCredentials(sn.material, 'scc-test'));
+  assert.is(denied.status, 'PERMISSION_DENIED', denied.details);
+  assert.match(denied.details, /is storageNode 'sn-impostor'; only proxy, sqlServer, client, admin certificates may query this SCC/);
+  const client = await enrol(ctx.dms, 'client-ok', 'client');
+  const served = await probe(ctx.grpcAddress, dispatchCredentials(client.material, 'scc-test'));
+  assert.is(served.status, 'NOT_FOUND', served.details);
+  // The caller checks the SCC's certificate names the node it meant.
+  const wrongName = await probe(ctx.grpcAddress, dispatchCredentials(client.material, 'scc-other'));
+  assert.is(wrongName.status, 'UNAVAILABLE', wrongName.details);
+});
+
+m('a revoked certificate is refused on the next connection once the SCC has the new revocation list', async (ctx) => {
+  const id = await enrol(ctx.dms, 'client-revoked', 'client');
+  assert.is((await probe(ctx.grpcAddress, dispatchCredentials(id.material, 'scc-test'))).status, 'NOT_FOUND');
+  const rv = await ctx.dms.call('POST', '/v1/certificates/revoke', ctx.dms.admin, { serial: id.certificate.serial });
+  assert.is(rv.status, 200, JSON.stringify(rv.body));
+  // The SCC fetches the list every PLATFORM_CRL_REFRESH_MS and hands it to its live listener.
+  await until(async () => (await probe(ctx.grpcAddress, dispatchCredentials(id.material, 'scc-test'))).status === 'UNAVAILABLE', 'the revoked certificate refused');
+});
+
+m('registered nodes report their health; the DMS shows it and marks a silent node down', async (ctx) => {
+  const { dms, cluster } = ctx;
+  const names = ['scc-test', ...cluster.sns.map((s) => s.name), 'proxy-m'];
+  await until(async () => {
+    const nodes = await nodesOf(dms);
+    return names.every((n) => nodes.get(n)?.state === 'ready');
+  }, 'every node reported ok');
+  const nodes = await nodesOf(dms);
+  for (const n of names) assert.is(nodes.get(n)?.health?.status, 'ok', n);
+  // The detail is the node's own /health document: the SCC's replicas, the Storage Node's identity.
+  assert.ok(JSON.stringify(nodes.get('scc-test')?.health?.detail).includes('replicas'), JSON.stringify(nodes.get('scc-test')?.health?.detail));
+  assert.is(nodes.get('proxy-m')?.health?.detail?.policy_version, 1);
+
+  // A stopped Storage Node stops reporting: down after three missed periods; its SCC reports degraded.
+  const sn2 = cluster.sns[1];
+  await sn2.proc.stop();
+  await until(async () => (await nodesOf(dms)).get(sn2.name)?.state === 'down', `${sn2.name} marked down`);
+  const down = (await nodesOf(dms)).get(sn2.name);
+  assert.is(down?.health?.status, 'down');
+  assert.match(String(down?.health?.detail?.reason), /^no health report since .* \(3 reports of every 300 ms missed\)$/);
+  await until(async () => (await nodesOf(dms)).get('scc-test')?.state === 'degraded', 'the SCC reports degraded');
+
+  // Back: its first report makes it ready again, and the SCC follows.
+  await cluster.restartSn(1);
+  await until(async () => (await nodesOf(dms)).get(sn2.name)?.state === 'ready', `${sn2.name} ready again`);
+  await until(async () => (await nodesOf(dms)).get('scc-test')?.state === 'ready', 'the SCC ready again');
+});
+
+m.run();
+
+// ---------------------------------------------------------------------------------------------
+
+const r = suite('gRPC QueryDispatch: a renewed certificate is served without a restart (in this process)');
+
+r('the listener hands the renewed certificate to the next connection; open channels keep working', async () => {
+  const dms = await startTestDms();
+  const dir = tempDir('hd-grpc-renew-');
+  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'scc-r' })).body as { token: string }).token;
+  const node = await NodeIdentity.start({ nodeName: 'scc-r', role: 'scc', dmsUrl: dms.url, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, stateDir: dir.dir, keyBits: KEY_BITS, addresses: { grpc: { host: '127.0.0.1', port: 1 } }, log: () => undefined });
+  const dispatcher = new QueryDispatcher({ nodeName: 'scc-r', targets: [], recordSize: 64, health: () => undefined, maxQueries: 4, maxQueryMs: 0, onEvent: () => undefined });
+  const service = new QueryService(dispatcher, { node, roles: ['client'] });
+  const client = await enrol(dms, 'client-r', 'client');
+  try {
+    const port = await service.listen('127.0.0.1', 0);
+    const address = `127.0.0.1:${port}`;
+    /** The serial of the certificate the SCC presented on a fresh connection. */
+    const servedSerial = async (): Promise<string> => {
+      let seen = '';
+      const creds = grpc.credentials.createFromSecureContext(tls.createSecureContext({ key: client.material.keyPem, cert: client.material.certPem, ca: client.material.caPem }), {
+        checkServerIdentity: (_h, cert) => {
+          seen = cert.serialNumber.toLowerCase().replace(/^0+(?=.)/, '');
+          return tls.checkServerIdentity('scc-r', cert);
+        },
+      });
+      const a = await probe(address, creds);
+      assert.is(a.status, 'NOT_FOUND', a.details);
+      return seen;
+    };
+    const before = node.identity.certificate.serial;
+    assert.is(await servedSerial(), before);
+    const open = new QueryDispatchClient(address, { credentials: dispatchCredentials(client.material, 'scc-r') });
+    assert.is(await open.cancelQuery(1, TOKEN).then(() => 'OK', (e: unknown) => (e instanceof DispatchError ? e.status : String(e))), 'NOT_FOUND');
+    await node.renewNow();
+    const after = node.identity.certificate.serial;
+    assert.is.not(after, before);
+    assert.is(await servedSerial(), after);
+    assert.is(await open.cancelQuery(1, TOKEN).then(() => 'OK', (e: unknown) => (e instanceof DispatchError ? e.status : String(e))), 'NOT_FOUND');
+    open.close();
+  } finally {
+    await service.close();
+    dispatcher.close();
+    await node.stop();
+    await dms.close();
+    dir.remove();
+  }
+});
+
+r.run();
