@@ -19,6 +19,13 @@ export interface DecodeOptions {
    * Uint32, ipv6 as FixedSizeBinary(16) in network order, for comparisons on the integer.
    */
   readonly addresses?: AddressPresentation;
+  /**
+   * Decode only these fields (schema field names, exact spelling), as columns **in the order
+   * given**; the others are not read at all (no cost). Absent: every field, in schema order. An
+   * empty list gives a batch of the records' row count and no columns. A name the schema lacks,
+   * or one given twice, throws RecordDecodeError `ERR_DECODE_SCHEMA`.
+   */
+  readonly fields?: readonly string[];
 }
 
 /** Why a decode failed: `code` names the kind. */
@@ -47,6 +54,9 @@ interface Compiled {
 }
 
 const compiled = new WeakMap<Schema, Map<AddressPresentation, Compiled>>();
+/** Projected compilations per schema, by presentation and field list (bounded: callers reuse a few lists). */
+const projected = new WeakMap<Schema, Map<string, Compiled>>();
+const MAX_PROJECTIONS = 64;
 
 function rethrow(err: unknown): never {
   if (err instanceof Error) {
@@ -80,6 +90,35 @@ function compile(schema: Schema, addresses: AddressPresentation): Compiled {
   return out;
 }
 
+/** The full compilation cut to `fields` (in their order); unknown or repeated names throw. */
+function compileProjected(schema: Schema, addresses: AddressPresentation, fields: readonly string[]): Compiled {
+  let bySchema = projected.get(schema);
+  if (!bySchema) projected.set(schema, (bySchema = new Map()));
+  const key = `${addresses}\u0000${fields.join('\u0000')}`;
+  const hit = bySchema.get(key);
+  if (hit) return hit;
+  const full = compile(schema, addresses);
+  const index = new Map(full.schema.fields.map((f, i) => [f.name, i]));
+  const picked: number[] = [];
+  for (const name of fields) {
+    const i = typeof name === 'string' ? index.get(name) : undefined;
+    if (i === undefined) throw new RecordDecodeError('ERR_DECODE_SCHEMA', `field '${String(name)}' cannot be decoded: dataset '${schema.id}' has no such field (its fields: ${full.schema.fields.map((f) => f.name).join(', ')})`);
+    if (picked.includes(i)) throw new RecordDecodeError('ERR_DECODE_SCHEMA', `field '${name}' cannot be decoded: named twice in the projection`);
+    picked.push(i);
+  }
+  const out = { schema: new arrow.Schema(picked.map((i) => full.schema.fields[i]!), full.schema.metadata), types: picked.map((i) => full.types[i]!) };
+  if (bySchema.size >= MAX_PROJECTIONS) bySchema.delete(bySchema.keys().next().value as string);
+  bySchema.set(key, out);
+  return out;
+}
+
+function compiledFor(schema: Schema, addresses: AddressPresentation, opts?: DecodeOptions): Compiled {
+  const fields = opts?.fields;
+  if (fields === undefined) return compile(schema, addresses);
+  if (!Array.isArray(fields)) throw new TypeError('fields must be an array of field names');
+  return compileProjected(schema, addresses, fields);
+}
+
 function addressesOf(opts?: DecodeOptions): AddressPresentation {
   const a = opts?.addresses ?? 'text';
   if (a !== 'text' && a !== 'raw') throw new TypeError(`addresses must be 'text' or 'raw', got ${String(a)}`);
@@ -93,13 +132,14 @@ function toBatch(c: Compiled, cols: NativeColumns): arrow.RecordBatch {
 }
 
 /**
- * The Arrow schema a dataset decodes to: one field per schema field, in order, each with
+ * The Arrow schema a dataset decodes to: one field per schema field, in order (with `fields`: those,
+ * in their order), each with
  * metadata naming its HD type (`hd.type`, and where they apply `hd.enum`, `hd.time_reference`,
  * `hd.time_unit`, `hd.array.element`, `hd.array.count`, `hd.precision`, `hd.scale`,
  * `hd.addresses`); schema metadata `hd.dataset` holds the dataset id.
  */
 export function arrowSchemaFor(schema: Schema, opts?: DecodeOptions): arrow.Schema {
-  return compile(schema, addressesOf(opts)).schema;
+  return compiledFor(schema, addressesOf(opts), opts).schema;
 }
 
 /**
@@ -109,10 +149,10 @@ export function arrowSchemaFor(schema: Schema, opts?: DecodeOptions): arrow.Sche
  */
 export function decodeRecordsSync(schema: Schema, records: Uint8Array, opts?: DecodeOptions): arrow.RecordBatch {
   const addresses = addressesOf(opts);
-  const c = compile(schema, addresses);
+  const c = compiledFor(schema, addresses, opts);
   let cols: NativeColumns;
   try {
-    cols = native.decodeRecords(schema.handle, asBuffer(records), addresses === 'raw');
+    cols = native.decodeRecords(schema.handle, asBuffer(records), addresses === 'raw', opts?.fields);
   } catch (err) {
     rethrow(err);
   }
@@ -129,10 +169,10 @@ export function decodeRecordsSync(schema: Schema, records: Uint8Array, opts?: De
 export async function decodeRecords(schema: Schema, records: Uint8Array, opts?: DecodeOptions): Promise<arrow.RecordBatch> {
   if (records.byteLength < SYNC_BYTES) return decodeRecordsSync(schema, records, opts);
   const addresses = addressesOf(opts);
-  const c = compile(schema, addresses);
+  const c = compiledFor(schema, addresses, opts);
   let cols: NativeColumns;
   try {
-    cols = await native.decodeRecordsAsync(schema.handle, asBuffer(records), addresses === 'raw');
+    cols = await native.decodeRecordsAsync(schema.handle, asBuffer(records), addresses === 'raw', opts?.fields);
   } catch (err) {
     rethrow(err);
   }

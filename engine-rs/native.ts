@@ -106,10 +106,10 @@ export interface Native {
   // --- decode.rs -----------------------------------------------------------------------------
   /** The Arrow columns a dataset decodes to, as JSON `PlanColumn[]` (`raw`: addresses as integers/bytes). */
   decodePlan(handle: SchemaHandle, rawAddresses: boolean): string;
-  /** Records (a whole number of them) → column buffers, on the calling thread. */
-  decodeRecords(handle: SchemaHandle, records: Buffer, rawAddresses: boolean): NativeColumns;
+  /** Records (a whole number of them) → column buffers, on the calling thread; `fields`: only those (names, in that order). */
+  decodeRecords(handle: SchemaHandle, records: Buffer, rawAddresses: boolean, fields?: readonly string[]): NativeColumns;
   /** `decodeRecords` as a Neon task off the event loop (the records are copied first). */
-  decodeRecordsAsync(handle: SchemaHandle, records: Buffer, rawAddresses: boolean): Promise<NativeColumns>;
+  decodeRecordsAsync(handle: SchemaHandle, records: Buffer, rawAddresses: boolean, fields?: readonly string[]): Promise<NativeColumns>;
 
   // --- encode_arrow.rs -----------------------------------------------------------------------
   /**

@@ -25,11 +25,11 @@ import { pushableSubQueries } from './pushableFilters';
 import { ControlHeaders, counterText } from './controlHeaders';
 import { parseSccTargets, type SccTarget } from './sccTargets';
 import { checkProxyUrl, controlCallOptions, discoverTargets, postQuery, type ControlTls, type ProxyCallOptions, type ProxyResultEvent } from './proxyClient';
-import { runQuery, type BatchCallback, type QueryCounters, type RunOutcome } from './queryRun';
+import { runQuery, type BatchCallback, type ExecuteStreamOptions, type QueryCounters, type RunOutcome } from './queryRun';
 import { directRoute, proxyQueryBody, proxyRoute, recordMissing } from './queryRoutes';
 import { localAddressToward, urlHostPort } from './returnHost';
 
-export type { BatchCallback } from './queryRun';
+export type { BatchCallback, ExecuteStreamOptions } from './queryRun';
 export { ProxyError, type ControlTls, type ProxyResultEvent } from './proxyClient';
 
 /** Options beyond the reference's three constructor arguments. */
@@ -290,9 +290,14 @@ export class PlatformQueryClient {
     return batches.length > 0 ? new arrow.Table(batches) : new arrow.Table(arrowSchemaFor(schema));
   }
 
-  /** Runs a query and calls `onBatch` with each batch as it arrives (not after the last one, unlike the reference). */
-  async executeStream(query: string | Record<string, unknown>, onBatch: BatchCallback): Promise<void> {
-    await this.execute(query, onBatch);
+  /**
+   * Runs a query and calls `onBatch` with each batch as it arrives (not after the last one, unlike the reference).
+   * `opts.columns` (ours): decode only these fields (schema names, in that order) — the others are
+   * never decoded, which is most of a large read's client-side cost; absent: every field. An unknown
+   * name rejects with RecordDecodeError `ERR_DECODE_SCHEMA` before the query is placed.
+   */
+  async executeStream(query: string | Record<string, unknown>, onBatch: BatchCallback, opts: ExecuteStreamOptions = {}): Promise<void> {
+    await this.execute(query, onBatch, opts.columns);
   }
 
   /**
@@ -415,12 +420,14 @@ export class PlatformQueryClient {
   }
 
   /** Places the query (at the first SCC, or the Proxy), feeds each arriving batch to `onBatch` and waits for every expected batch. */
-  private async execute(input: string | Record<string, unknown>, onBatch: BatchCallback): Promise<RunOutcome> {
+  private async execute(input: string | Record<string, unknown>, onBatch: BatchCallback, columns?: readonly string[]): Promise<RunOutcome> {
     if (this.stopped) throw new Error('the query client is stopped');
     if (this.running) throw new Error(`query ${this.running.query.queryId} is still running on this client; one query at a time`);
     const prepared = this.preparedId !== undefined;
     // Captured before the first await: a loadDatasetSchema after this call does not change this query.
     const schema = this.needSchema();
+    // A bad column list fails here, before anything is placed, not on the first batch.
+    if (columns !== undefined) arrowSchemaFor(schema, { fields: columns });
     const { query, window } = await this.build(input, schema);
     this.preparedId = undefined;
     if (!prepared) this.accounting.reset();
@@ -437,6 +444,7 @@ export class PlatformQueryClient {
           accounting: this.accounting,
           counters: this.counters,
           schema,
+          ...(columns !== undefined ? { columns } : {}),
           timeoutMs: this.timeoutMs,
           log: this.log,
           onStart: (release) => (this.running = { query, release }),

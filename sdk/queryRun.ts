@@ -17,6 +17,15 @@ export type RunOutcome = 'complete' | 'cancelled' | 'timeout';
 /** Called with each batch as it arrives, one call at a time (awaited: a slow callback slows every stream, nothing piles up). */
 export type BatchCallback = (batch: arrow.RecordBatch, batchId: string) => void | Promise<void>;
 
+/** Options of `PlatformQueryClient.executeStream`. */
+export interface ExecuteStreamOptions {
+  /**
+   * Decode only these fields (schema names; columns in this order). Absent: every field, in schema
+   * order. The others are never decoded (engine-rs/decode.ts `DecodeOptions.fields`).
+   */
+  readonly columns?: readonly string[];
+}
+
 /** The client's counters a run adds to. */
 export interface QueryCounters {
   queries: number;
@@ -45,6 +54,8 @@ export interface RunContext {
   readonly accounting: QueryAccounting;
   readonly counters: QueryCounters;
   readonly schema: Schema;
+  /** Only these fields are decoded (ExecuteStreamOptions.columns); absent: all. */
+  readonly columns?: readonly string[];
   /** 0: no timeout. */
   readonly timeoutMs: number;
   readonly log: (line: string) => void;
@@ -55,6 +66,7 @@ export interface RunContext {
 /** Runs `query` by `route`, feeding batches to `onBatch`; see the module doc. Rejects when the route refuses the query. */
 export async function runQuery(ctx: RunContext, query: HdQuery, route: QueryRoute, onBatch: BatchCallback): Promise<RunOutcome> {
   const { accounting, counters, schema } = ctx;
+  const decodeOpts = ctx.columns ? { fields: ctx.columns } : undefined;
   let release!: (r: RunOutcome) => void;
   const finished = new Promise<RunOutcome>((resolve) => (release = resolve));
   ctx.onStart(release);
@@ -63,7 +75,7 @@ export async function runQuery(ctx: RunContext, query: HdQuery, route: QueryRout
     if (r.kind === 'batch') {
       const hex = r.batchId.toHex();
       if (r.count > 0) {
-        const rb = await decodeRecords(schema, r.records.length === 1 ? (r.records[0] as Buffer) : Buffer.concat(r.records));
+        const rb = await decodeRecords(schema, r.records.length === 1 ? (r.records[0] as Buffer) : Buffer.concat(r.records), decodeOpts);
         await onBatch(rb, hex);
       }
       counters.batches++;

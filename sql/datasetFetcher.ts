@@ -20,7 +20,8 @@ export interface FetchOutcome {
 /** Fetches the records of one dataset read. */
 export interface DatasetFetcher {
   /**
-   * Runs the read and awaits `onBatch` for each batch. Rejects with SqlError `query_timeout` when
+   * Runs the read and awaits `onBatch` for each batch, decoding only `read.columns` when given
+   * (batches with every column are accepted too: the engine keeps the projected ones). Rejects with SqlError `query_timeout` when
    * `deadline` passes (the query is cancelled at the SCCs), `upstream_unavailable` when the SCC
    * cannot be reached; aborting `signal` cancels the query.
    */
@@ -69,9 +70,13 @@ export class QueryClientFetcher implements DatasetFetcher {
     };
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      await c.executeStream({ start_time: read.startTime, end_time: read.endTime, sub_queries: read.subQueries, query_qos: opts.qos }, async (b) => {
-        if (!why) await onBatch(b);
-      });
+      await c.executeStream(
+        { start_time: read.startTime, end_time: read.endTime, sub_queries: read.subQueries, query_qos: opts.qos },
+        async (b) => {
+          if (!why) await onBatch(b);
+        },
+        read.columns ? { columns: read.columns } : {},
+      );
     } catch (err) {
       const msg = err instanceof Error ? err.message : String(err);
       if (/UNAVAILABLE|ECONNREFUSED|No connection established|DEADLINE/i.test(msg)) throw new SqlError('upstream_unavailable', `the SCC cannot be reached: ${msg}`, { cause: err });

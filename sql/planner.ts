@@ -7,6 +7,7 @@ import type { Schema } from '../engine-rs/schema';
 import type { SubQuery } from '../query/filter';
 import { parseBigJson, stringifyBigJson, type BigJsonValue } from './bigJson';
 import type { Catalog } from './catalog';
+import { columnUse, fieldsToRead } from './columnUse';
 import { isNode, pushdownOf, type Node, type Pushdown } from './pushdown';
 import { SqlError } from './sqlError';
 
@@ -21,6 +22,11 @@ export interface DatasetRead {
   readonly endTime: number;
   /** OR-ed filter groups pushed to the Storage Nodes; empty: every record of the window. */
   readonly subQueries: SubQuery[];
+  /**
+   * The fields to decode and load (schema order; `sql/columnUse.ts`): those the statement can
+   * read. Absent: every field (a star, or anything that reads columns without naming them).
+   */
+  readonly columns?: readonly string[];
 }
 
 /** The plan of one statement. */
@@ -112,6 +118,9 @@ export function planStatement(serialized: string, catalog: Catalog, opts: PlanOp
     for (const [k, x] of Object.entries(v)) visit(x, v, k);
   };
   visit(root);
+  const relations = new Set<string>();
+  for (const n of refs.keys()) for (const r of [n.table_name, n.alias]) if (typeof r === 'string' && r !== '') relations.add(r.toLowerCase());
+  const use = columnUse(root, relations);
   const notices: string[] = [];
   const reads: DatasetRead[] = [];
   for (const s of new Set(refs.values())) {
@@ -129,7 +138,8 @@ export function planStatement(serialized: string, catalog: Catalog, opts: PlanOp
     }
     if (defaulted) notices.push(`${s.id}: no lower time bound on ${s.timeField}; read the last ${opts.lookbackSec} s up to ${end === -Infinity ? opts.now : end} (HD_SQL_DEFAULT_LOOKBACK_SEC)`);
     const groups = mine.every((p) => p.filters.length > 0) ? [...new Map(mine.map((p) => [JSON.stringify(p.filters), { filters: p.filters }])).values()] : [];
-    reads.push({ schema: s, startTime: start === Infinity ? 1 : start, endTime: end === -Infinity ? 0 : end, subQueries: groups.length <= 16 ? groups : [] });
+    const columns = fieldsToRead(s, use);
+    reads.push({ schema: s, startTime: start === Infinity ? 1 : start, endTime: end === -Infinity ? 0 : end, subQueries: groups.length <= 16 ? groups : [], ...(columns ? { columns } : {}) });
   }
   return { ...(rewritten ? { rewrittenTree: stringifyBigJson({ error: false, statements: [root] }) } : {}), reads, usesCatalog: rewritten, notices };
 }

@@ -13,7 +13,7 @@ import type { LocalSqlSession, SqlParam } from '../sdk/local/localSqlSession';
 import type { Catalog } from './catalog';
 import { ensureChessFunctions } from './chessFunctions';
 import type { DatasetFetcher } from './datasetFetcher';
-import { CATALOG_TABLES, planStatement, type Plan } from './planner';
+import { CATALOG_TABLES, planStatement, type DatasetRead, type Plan } from './planner';
 import { SqlError } from './sqlError';
 
 /** Settings of the engine (the reference's SQL server settings it uses). */
@@ -28,6 +28,11 @@ export interface SqlEngineSettings {
   readonly qos: number;
   /** HD_SQL_STRICT (ours): a statement whose answer would carry a notice fails instead. */
   readonly strict?: boolean;
+  /**
+   * Decode and load only the columns the statement can read (default true; `sql/columnUse.ts`).
+   * False loads every column (tests compare both).
+   */
+  readonly projectColumns?: boolean;
 }
 
 /** The answer to one statement. */
@@ -95,14 +100,18 @@ export class SqlEngine {
     const session = await this.local.openSession();
     try {
       await ensureChessFunctions(this.local, session);
-      const plan = await this.planIn(session, sql, opts.params ?? []);
+      const planned = await this.planIn(session, sql, opts.params ?? []);
+      const plan: Plan = this.settings.projectColumns === false ? { ...planned, reads: planned.reads.map((r): DatasetRead => ({ schema: r.schema, startTime: r.startTime, endTime: r.endTime, subQueries: r.subQueries })) } : planned;
       const notices = [...plan.notices];
       if (plan.usesCatalog) await this.registerCatalog(session);
       for (const read of plan.reads) {
         const s = read.schema;
-        await this.registerRead(session, s);
+        await this.registerRead(session, s, read.columns);
         if (read.startTime > read.endTime) continue;
-        const out = await this.fetcher.fetch(read, (b) => session.append(s.id, b, { deadline, ...(opts.signal ? { signal: opts.signal } : {}) }), { deadline, qos: this.settings.qos, ...(opts.signal ? { signal: opts.signal } : {}) });
+        // A fetcher that decoded more than the projection (the columns are a request, not a promise): keep the plan's.
+        const cols = read.columns;
+        const fit = (b: arrow.RecordBatch): arrow.RecordBatch => (cols && b.numCols !== cols.length ? pick(b, cols) : b);
+        const out = await this.fetcher.fetch(read, (b) => session.append(s.id, fit(b), { deadline, ...(opts.signal ? { signal: opts.signal } : {}) }), { deadline, qos: this.settings.qos, ...(opts.signal ? { signal: opts.signal } : {}) });
         // A batch no node holds is an interval nobody ingested (the batch ids of a window extend one
         // interval past it): absent, not a failure. Only failed batches make the answer incomplete.
         if (out.batchErrors.length > 0) {
@@ -139,8 +148,9 @@ export class SqlEngine {
     return planStatement(tree, this.catalog, { now: this.now(), lookbackSec: this.settings.lookbackSec, params });
   }
 
-  private async registerRead(session: LocalSqlSession, s: Schema): Promise<void> {
-    const arrowSchema = arrowSchemaFor(s);
+  /** Creates the dataset's table with `columns` (the plan's projection; absent: every field). */
+  private async registerRead(session: LocalSqlSession, s: Schema, columns?: readonly string[]): Promise<void> {
+    const arrowSchema = arrowSchemaFor(s, columns ? { fields: columns } : undefined);
     await session.register(s.id, arrowSchema, { aliases: s.name !== s.id ? [s.name] : [], dictionaries: enumDictionaries(s, arrowSchema) });
   }
 
@@ -172,6 +182,15 @@ export class SqlEngine {
       }),
     );
   }
+}
+
+/** `b`'s columns named `names`, in that order (apache-arrow's `select` misplaces the children). */
+function pick(b: arrow.RecordBatch, names: readonly string[]): arrow.RecordBatch {
+  const ix = names.map((n) => b.schema.fields.findIndex((f) => f.name === n));
+  if (ix.some((i) => i < 0)) return b; // missing columns: the append's shape check says which
+  const fields = ix.map((i) => b.schema.fields[i]!);
+  const schema = new arrow.Schema(fields, b.schema.metadata);
+  return new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(fields), length: b.numRows, nullCount: 0, children: ix.map((i) => b.data.children[i]!) }));
 }
 
 /** Any failure as the SqlError a door reports. */

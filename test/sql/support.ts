@@ -39,7 +39,7 @@ export function memoryEngine(n = 300, settings: Partial<SqlEngineSettings> = {})
       let hits = evaluateFilter(window, records);
       if (read.subQueries.length > 0) hits = evaluateFilter(ScanFilter.compile(flowsSchema, JSON.stringify(read.subQueries.map((s) => ({ filters: s.filters.map(filterJson) })))), hits);
       stats.returned += hits.length / flowsSchema.recordSize;
-      if (hits.length > 0) await onBatch(await decodeRecords(flowsSchema, hits));
+      if (hits.length > 0) await onBatch(await decodeRecords(flowsSchema, hits, read.columns ? { fields: read.columns } : undefined));
       return { batchErrors: [], missingBatches: 0 };
     },
   };

@@ -8,7 +8,8 @@
 use std::sync::Arc;
 
 use hd_engine_core::decode::{
-    decode_columns_with, plan_json, Addresses, Column, Columns, DecodeError, DecodeOptions,
+    decode_columns_projected, plan_json, projection, Addresses, Column, Columns, DecodeError,
+    DecodeOptions,
 };
 use hd_engine_core::schema::Schema;
 use neon::prelude::*;
@@ -23,6 +24,34 @@ fn options(raw_addresses: bool) -> DecodeOptions {
         } else {
             Addresses::Text
         },
+    }
+}
+
+/// The projection argument: `undefined` / `null` for every field, else an array of field names
+/// (resolved here, so an unknown name fails with the core's message).
+fn fields_arg<'cx, C: Context<'cx>>(
+    cx: &mut C,
+    schema: &Schema,
+    fields: Option<Handle<'cx, JsValue>>,
+) -> NeonResult<Option<Vec<usize>>> {
+    let Some(v) = fields else { return Ok(None) };
+    if v.is_a::<JsUndefined, _>(cx) || v.is_a::<JsNull, _>(cx) {
+        return Ok(None);
+    }
+    let Ok(arr) = v.downcast::<JsArray, _>(cx) else {
+        return cx.throw_type_error("fields must be an array of field names");
+    };
+    let items = arr.to_vec(cx)?;
+    let mut names = Vec::with_capacity(items.len());
+    for item in items {
+        let Ok(s) = item.downcast::<JsString, _>(cx) else {
+            return cx.throw_type_error("fields must be an array of field names");
+        };
+        names.push(s.value(cx));
+    }
+    match projection(schema, &names) {
+        Ok(ix) => Ok(Some(ix)),
+        Err(e) => throw_decode(cx, &e),
     }
 }
 
@@ -89,16 +118,24 @@ fn decode_plan<'cx>(
     }
 }
 
-/// Decodes `records` on the calling thread (for small buffers).
+/// Decodes `records` on the calling thread (for small buffers); `fields` (optional array of
+/// names) decodes only those columns, in that order.
 #[neon::export(name = "decodeRecords")]
 fn decode_records<'cx>(
     cx: &mut FunctionContext<'cx>,
     handle: Handle<'cx, JsValue>,
     records: Handle<'cx, JsBuffer>,
     raw_addresses: bool,
+    fields: Option<Handle<'cx, JsValue>>,
 ) -> JsResult<'cx, JsObject> {
     let schema: Arc<Schema> = crate::schema::unbox(cx, handle)?;
-    let result = decode_columns_with(&schema, records.as_slice(cx), &options(raw_addresses));
+    let ix = fields_arg(cx, &schema, fields)?;
+    let result = decode_columns_projected(
+        &schema,
+        records.as_slice(cx),
+        &options(raw_addresses),
+        ix.as_deref(),
+    );
     match result {
         Ok(cols) => columns(cx, &cols),
         Err(e) => throw_decode(cx, &e),
@@ -113,12 +150,14 @@ fn decode_records_async<'cx>(
     handle: Handle<'cx, JsValue>,
     records: Handle<'cx, JsBuffer>,
     raw_addresses: bool,
+    fields: Option<Handle<'cx, JsValue>>,
 ) -> JsResult<'cx, JsPromise> {
     let schema: Arc<Schema> = crate::schema::unbox(cx, handle)?;
+    let ix = fields_arg(cx, &schema, fields)?;
     let bytes = records.as_slice(cx).to_vec();
     let opts = options(raw_addresses);
     let promise = cx
-        .task(move || decode_columns_with(&schema, &bytes, &opts))
+        .task(move || decode_columns_projected(&schema, &bytes, &opts, ix.as_deref()))
         .promise(move |mut cx, result| match result {
             Ok(cols) => columns(&mut cx, &cols),
             Err(e) => throw_decode(&mut cx, &e),

@@ -113,6 +113,46 @@ pub fn decode_columns_with(
     records: &[u8],
     opts: &DecodeOptions,
 ) -> Result<Columns, DecodeError> {
+    decode_columns_projected(schema, records, opts, None)
+}
+
+/// The schema field indices of `names`, in the order given: a decode's projection. An unknown
+/// name or one given twice is a `DecodeError::Schema` naming it (and, when unknown, the fields).
+pub fn projection<S: AsRef<str>>(schema: &Schema, names: &[S]) -> Result<Vec<usize>, DecodeError> {
+    let mut out: Vec<usize> = Vec::with_capacity(names.len());
+    for n in names {
+        let n = n.as_ref();
+        let Some(&i) = schema.by_name.get(n) else {
+            let known: Vec<&str> = schema.fields.iter().map(|f| f.name.as_str()).collect();
+            return Err(DecodeError::Schema {
+                field: n.to_string(),
+                message: format!(
+                    "dataset '{}' has no such field (its fields: {})",
+                    schema.id,
+                    known.join(", ")
+                ),
+            });
+        };
+        if out.contains(&i) {
+            return Err(DecodeError::Schema {
+                field: n.to_string(),
+                message: "named twice in the projection".into(),
+            });
+        }
+        out.push(i);
+    }
+    Ok(out)
+}
+
+/// Decodes `records` into the columns of `fields` (schema field indices from `projection`, in
+/// that order), or of every field when `None`. A field left out costs nothing: it gets no
+/// builder, so its bytes are never read.
+pub fn decode_columns_projected(
+    schema: &Schema,
+    records: &[u8],
+    opts: &DecodeOptions,
+    fields: Option<&[usize]>,
+) -> Result<Columns, DecodeError> {
     let rs = schema.record_size;
     if rs == 0 || !records.len().is_multiple_of(rs) {
         return Err(DecodeError::RecordLength {
@@ -127,7 +167,7 @@ pub fn decode_columns_with(
         });
     }
     let rows = records.len() / rs;
-    let mut builders = plan::builders(schema, opts, rows)?;
+    let mut builders = plan::builders(schema, opts, rows, fields)?;
     let block = (BLOCK_BYTES / rs).max(1) * rs;
     for chunk in records.chunks(block) {
         for b in builders.iter_mut() {

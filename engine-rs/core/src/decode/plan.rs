@@ -82,17 +82,33 @@ pub fn plan_json(schema: &Schema, opts: &DecodeOptions) -> Result<String, Decode
     })
 }
 
-/// One builder per field, sized for `rows` records.
+/// One builder per field (or per field of `fields`, by index, in that order), sized for `rows`
+/// records.
 pub(crate) fn builders(
     schema: &Schema,
     opts: &DecodeOptions,
     rows: usize,
+    fields: Option<&[usize]>,
 ) -> Result<Vec<Box<dyn Builder>>, DecodeError> {
-    schema
-        .fields
-        .iter()
-        .map(|f| column(schema, f, opts, rows).map(|(_, b)| b))
-        .collect()
+    let build = |f: &Field| column(schema, f, opts, rows).map(|(_, b)| b);
+    match fields {
+        None => schema.fields.iter().map(build).collect(),
+        Some(ix) => ix
+            .iter()
+            .map(|&i| {
+                let f = schema.fields.get(i).ok_or_else(|| {
+                    bad(
+                        "",
+                        format!(
+                            "field index {i} is out of range ({} fields)",
+                            schema.fields.len()
+                        ),
+                    )
+                })?;
+                build(f)
+            })
+            .collect(),
+    }
 }
 
 /// The HD type name of a field type, as the schema JSON spells it.

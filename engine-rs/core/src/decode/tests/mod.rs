@@ -3,6 +3,7 @@
 
 mod chess;
 mod numbers;
+mod projection;
 mod structure;
 mod text;
 
