@@ -27,6 +27,7 @@ import { parseSccTargets, type SccTarget } from './sccTargets';
 import { checkProxyUrl, controlCallOptions, discoverTargets, postQuery, type ControlTls, type ProxyCallOptions, type ProxyResultEvent } from './proxyClient';
 import { runQuery, type BatchCallback, type ExecuteStreamOptions, type QueryCounters, type RunOutcome } from './queryRun';
 import { directRoute, proxyQueryBody, proxyRoute, recordMissing } from './queryRoutes';
+import { sccDispatchCredentials } from './grpcCredentials';
 import { localAddressToward, urlHostPort } from './returnHost';
 
 export type { BatchCallback, ExecuteStreamOptions } from './queryRun';
@@ -42,6 +43,11 @@ export interface QueryClientOptions {
   readonly log?: (line: string) => void;
   /** TLS of the Proxy calls (CA bundle, client certificate); registerWithDms fills in what is not given. */
   readonly controlTls?: ControlTls;
+  /**
+   * Mutual TLS toward the SCCs' gRPC port (QueryDispatch): CA bundle, certificate and key. Default:
+   * the registerWithDms material; without either, plain gRPC (docs/control-plane.md).
+   */
+  readonly dispatchTls?: ControlTls;
   /**
    * Receive results on this other client's listener instead of opening one (`listenPort` is then
    * not used). The listener tells queries apart by id and token, so clients sharing it run their
@@ -435,8 +441,9 @@ export class PlatformQueryClient {
       ? proxyRoute({
           submit: (q) => this.submitQueryToProxy(proxyQueryBody(q, window)),
           cancelTargets: (scc) => this.cancelTargets(scc),
+          credentials: sccDispatchCredentials(this.options.dispatchTls ?? this.registered),
         })
-      : directRoute(this.targets[0] as SccTarget, this.accounting);
+      : directRoute(this.targets[0] as SccTarget, this.accounting, sccDispatchCredentials(this.options.dispatchTls ?? this.registered));
     try {
       return await runQuery(
         {

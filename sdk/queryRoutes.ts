@@ -3,6 +3,7 @@
  * target) and Proxy mode (`POST /v1/query` at the Proxy, which rewrites and dispatches; the client
  * cancels at the SCC the Proxy names, or at every SCC the topology names).
  */
+import type * as grpc from '@grpc/grpc-js';
 import { DEFAULT_QUERY_GRPC_PORT } from '../query/dispatchService';
 import { QueryDispatchClient } from '../query/dispatchClient';
 import { serializeHdQuery, type HdQuery } from '../query/hdQuery';
@@ -11,17 +12,17 @@ import type { QueryAccounting } from './queryAccounting';
 import type { QueryRoute } from './queryRun';
 import { targetName, type SccTarget } from './sccTargets';
 
-/** A gRPC QueryDispatch client for an SCC target. */
-export function dispatchClientFor(t: SccTarget): QueryDispatchClient {
-  return new QueryDispatchClient(`${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.grpcPort ?? DEFAULT_QUERY_GRPC_PORT}`);
+/** A gRPC QueryDispatch client for an SCC target; `credentials` for mutual TLS (sdk/grpcCredentials.ts), else plain. */
+export function dispatchClientFor(t: SccTarget, credentials?: grpc.ChannelCredentials): QueryDispatchClient {
+  return new QueryDispatchClient(`${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.grpcPort ?? DEFAULT_QUERY_GRPC_PORT}`, credentials ? { credentials } : {});
 }
 
 /** Code of a BatchError for a batch the SCC found on no healthy replica. */
 const NO_REPLICA = 13;
 
 /** Direct SCC mode: the query goes to the first target's gRPC port; without an expectation, the query's own batches are waited for. */
-export function directRoute(target: SccTarget, accounting: QueryAccounting): QueryRoute {
-  const scc = dispatchClientFor(target);
+export function directRoute(target: SccTarget, accounting: QueryAccounting, credentials?: grpc.ChannelCredentials): QueryRoute {
+  const scc = dispatchClientFor(target, credentials);
   return {
     async dispatch(query) {
       if (!accounting.hasExpectation) accounting.expect(query.batchIds);
@@ -62,6 +63,8 @@ export interface ProxyRouteDeps {
   submit(query: HdQuery): Promise<ProxyResultEvent>;
   /** The SCCs to cancel at: the one named `scc` when known, else every SCC of the topology. */
   cancelTargets(scc: string | undefined): Promise<SccTarget[]>;
+  /** Mutual TLS toward the SCCs (the cancel goes there); absent: plain gRPC. */
+  readonly credentials?: grpc.ChannelCredentials;
 }
 
 /** Proxy mode: the Proxy places the query; a cancel goes straight to the SCCs (the Proxy has no cancel route). */
@@ -76,7 +79,7 @@ export function proxyRoute(deps: ProxyRouteDeps): QueryRoute {
       if (targets.length === 0) throw new Error('the Proxy names no SCC to cancel at (GET /v1/topology has no scc_targets)');
       const results = await Promise.allSettled(
         targets.map(async (t) => {
-          const c = dispatchClientFor(t);
+          const c = dispatchClientFor(t, deps.credentials);
           try {
             await c.cancelQuery(query.queryId, query.token);
           } finally {

@@ -9,9 +9,14 @@ import { PlatformQueryClient, type ControlTls } from '../sdk/platformQueryClient
 import { urlHostPort } from '../sdk/returnHost';
 import type { SccTarget } from '../sdk/sccTargets';
 
-/** The SCCs, or the Proxy with the TLS material and identity the service presents to it. */
+/**
+ * The SCCs, or the Proxy with the TLS material and identity the service presents to it. SCCs
+ * registered with a DMS serve their gRPC port with mutual TLS: the service then dispatches (direct
+ * mode) and cancels (both modes) with its DMS-CA certificate (`tls` of the SCCs, or the Proxy's
+ * when it holds a certificate and key); without one, plain gRPC.
+ */
 export type SqlUpstream =
-  | { readonly kind: 'scc'; readonly targets: readonly SccTarget[] }
+  | { readonly kind: 'scc'; readonly targets: readonly SccTarget[]; readonly tls?: ControlTls }
   | {
       readonly kind: 'proxy';
       readonly url: string;
@@ -22,7 +27,7 @@ export type SqlUpstream =
 
 /** One line for start-up and /health. */
 export function describeUpstream(u: SqlUpstream): string {
-  if (u.kind === 'scc') return `SCC ${u.targets.map((t) => `${t.host}:${t.port} (gRPC ${t.grpcPort})`).join(', ')}`;
+  if (u.kind === 'scc') return `SCC ${u.targets.map((t) => `${t.host}:${t.port} (gRPC ${t.grpcPort})`).join(', ')}${u.tls?.cert ? ' (mutual TLS)' : ''}`;
   const who = u.headers['x-forwarded-role'] ?? (u.headers.authorization ? 'a bearer token' : 'no identity');
   return `Proxy ${u.url} (as ${who}${u.tls.cert ? ', with its client certificate' : ''})`;
 }
@@ -34,6 +39,7 @@ export function queryClientFor(u: SqlUpstream, returnHost: string | undefined, r
     ...(returnHost ? { returnHost } : {}),
     log,
     ...(u.kind === 'proxy' ? { controlTls: u.tls } : {}),
+    ...(u.tls?.cert && u.tls.key ? { dispatchTls: u.tls } : {}),
     ...(owner ? { shareListenerOf: owner } : {}),
   });
   if (u.kind === 'scc') client.setSccTargets(u.targets);

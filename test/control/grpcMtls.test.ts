@@ -173,6 +173,26 @@ m('a revoked certificate is refused on the next connection once the SCC has the 
   await until(async () => (await probe(ctx.grpcAddress, dispatchCredentials(id.material, 'scc-test'))).status === 'UNAVAILABLE', 'the revoked certificate refused');
 });
 
+m('an SDK client in direct SCC mode queries with its client certificate (dispatchTls); without one it is refused', async (ctx) => {
+  const target = { host: ctx.cluster.host, port: ctx.cluster.scc.productionPort, grpcPort: ctx.cluster.scc.queryGrpcPort };
+  const id = await enrol(ctx.dms, 'sdk-direct', 'client');
+  {
+    await using q = new PlatformQueryClient('', '127.0.0.1', '', { listenPort: 0, log: () => undefined, dispatchTls: { ca: id.material.caPem, cert: id.material.certPem, key: id.material.keyPem } });
+    q.loadDatasetSchema(schemaJson);
+    q.setSccTargets([target]);
+    const table = await q.executeDataset({ start_time: T0, end_time: T0 + MINUTES * 60 - 1 });
+    assert.is(table.numRows, MINUTES * PER_MINUTE);
+  }
+  await using plain = new PlatformQueryClient('', '127.0.0.1', '', { listenPort: 0, log: () => undefined });
+  plain.loadDatasetSchema(schemaJson);
+  plain.setSccTargets([target]);
+  const refused = await plain.executeDataset({ start_time: T0, end_time: T0 + 59 }).then(
+    () => 'answered',
+    (err: unknown) => String(err),
+  );
+  assert.match(refused, /UNAVAILABLE/);
+});
+
 m('registered nodes report their health; the DMS shows it and marks a silent node down', async (ctx) => {
   const { dms, cluster } = ctx;
   const names = ['scc-test', ...cluster.sns.map((s) => s.name), 'proxy-m'];
