@@ -204,6 +204,8 @@ m('registered nodes report their health; the DMS shows it and marks a silent nod
   for (const n of names) assert.is(nodes.get(n)?.health?.status, 'ok', n);
   // The detail is the node's own /health document: the SCC's replicas, the Storage Node's identity.
   assert.ok(JSON.stringify(nodes.get('scc-test')?.health?.detail).includes('replicas'), JSON.stringify(nodes.get('scc-test')?.health?.detail));
+  const snDetail = nodes.get(cluster.sns[0].name)?.health?.detail ?? {};
+  assert.ok('devices' in snDetail && 'batches' in snDetail, JSON.stringify(snDetail));
   assert.is(nodes.get('proxy-m')?.health?.detail?.policy_version, 1);
 
   // A stopped Storage Node stops reporting: down after three missed periods; its SCC reports degraded.
