@@ -39,6 +39,29 @@ export interface TimeBatchOptions {
   readonly onProblem?: (message: string) => void;
   /** Timers run on it (tests pass a virtual-time scheduler). */
   readonly scheduler?: SchedulerLike;
+  /**
+   * Called on subscription with this run's {@link WindowKeeper}, so a source can hold the batch
+   * timeout or rewind the open windows (sources/windowRewind.ts); returns the detach function,
+   * called at teardown.
+   */
+  readonly attach?: (keeper: WindowKeeper) => () => void;
+}
+
+/**
+ * What a source that reads its input again may ask of `timeBatch` (a Kafka consumer after a
+ * rebalance, docs/ingester.md "Rebalances").
+ */
+export interface WindowKeeper {
+  /** Reading stopped for a while: no window closes for idleness until {@link release}. */
+  hold(): void;
+  /** Reading resumed: every open window's idle timeout starts again from now. */
+  release(): void;
+  /**
+   * Everything emitted since the last commit will be read again: every open window is discarded
+   * with a bbn carrying `reason` and may be opened again (the sink replaces the batch); windows
+   * already closed stay closed, and records read again for them are dropped as their duplicates.
+   */
+  rewind(reason: string): void;
 }
 
 interface OpenBatch {
@@ -54,7 +77,9 @@ interface OpenBatch {
  * `maxOpenBatches` open batches), at the end of input, or after `batchTimeoutMs` without records
  * (eob or bbn by `timeoutAction`). Records are forwarded at once, never held: only batch
  * bookkeeping lives here. A record whose batch was already closed is dropped and reported, so every
- * batch id gets exactly one closing element.
+ * batch id gets exactly one eob. A source that reads again from its last commit (a Kafka rebalance)
+ * may hold the timeout and rewind the open windows through `attach` ({@link WindowKeeper}): a
+ * rewound window gets a bbn and may open again under the same id, which the sink sends afresh.
  *
  * @example
  * records$.pipe(timeBatch({ split: codec.splitWindows, interval: 60, batchTimeoutMs: 5000 }))
@@ -77,6 +102,8 @@ export function timeBatch(opts: TimeBatchOptions): OperatorFunction<Chunk, Chunk
       const closedAbove = new Set<number>();
       let meta: { dataset: string; recordSize: number } | undefined;
       let active = true;
+      /** Set while a source holds the batch timeout (see {@link WindowKeeper.hold}). */
+      let held = false;
 
       const close = (b: OpenBatch, kind: 'eob' | 'bbn', reason: string): void => {
         b.timer?.unsubscribe();
@@ -98,6 +125,8 @@ export function timeBatch(opts: TimeBatchOptions): OperatorFunction<Chunk, Chunk
       const arm = (b: OpenBatch): void => {
         if (timeoutMs <= 0) return;
         b.timer?.unsubscribe();
+        b.timer = undefined;
+        if (held) return;
         b.timer = scheduler.schedule(() => {
           if (active && open.get(b.windowStart) === b) {
             close(b, opts.timeoutAction ?? 'eob', `no records for ${timeoutMs} ms (batch timeout)`);
@@ -111,7 +140,7 @@ export function timeBatch(opts: TimeBatchOptions): OperatorFunction<Chunk, Chunk
           if (g.windowStart < lowWater || closedAbove.has(g.windowStart)) {
             counters.dropped += g.count;
             counters.errors++;
-            opts.onProblem?.(`${g.count} records for window ${g.windowStart} arrived after its batch was closed; dropped`);
+            opts.onProblem?.(`${g.count} records for window ${g.windowStart} arrived after its batch was closed (late, or read again after a rebalance: then the batch holds them already); dropped`);
             continue;
           }
           let b = open.get(g.windowStart);
@@ -139,6 +168,37 @@ export function timeBatch(opts: TimeBatchOptions): OperatorFunction<Chunk, Chunk
         for (const w of [...open.keys()].sort((a, b) => a - b)) close(open.get(w) as OpenBatch, 'eob', '');
         subscriber.complete();
       };
+      /** Discards every open window (bbn); they are not marked closed, so their records may open them again. */
+      const rewind = (reason: string): void => {
+        if (!active) return;
+        for (const w of [...open.keys()].sort((a, b) => a - b)) {
+          const b = open.get(w) as OpenBatch;
+          b.timer?.unsubscribe();
+          open.delete(w);
+          counters.controls++;
+          subscriber.next({ kind: 'bbn', dataset: meta?.dataset ?? '', batchId: b.id, reason });
+        }
+      };
+      const keeper: WindowKeeper = {
+        hold: () => {
+          held = true;
+          for (const b of open.values()) {
+            b.timer?.unsubscribe();
+            b.timer = undefined;
+          }
+        },
+        release: () => {
+          if (!held) return;
+          held = false;
+          for (const b of open.values()) arm(b);
+        },
+        // Chunks still being split were emitted before the rewind: they go into the windows first.
+        rewind: (reason) => {
+          if (queued === 0) rewind(reason);
+          else chain = chain.then(() => rewind(reason)).catch(fail);
+        },
+      };
+      const detach = opts.attach?.(keeper);
       const upstream = source.subscribe({
         next: (chunk) => {
           if (chunk.kind !== 'records') {
@@ -175,6 +235,7 @@ export function timeBatch(opts: TimeBatchOptions): OperatorFunction<Chunk, Chunk
 
       return () => {
         active = false;
+        detach?.();
         upstream.unsubscribe();
         for (const b of open.values()) b.timer?.unsubscribe();
         open.clear();

@@ -155,7 +155,14 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
       const counters = opts.counters ?? new StageCounters('records');
       const flow = opts.flow ?? new Flow();
       const streams = new Map<string, Promise<HdwpClient[]>>();
+      /** Batches receiving records, by dataset and batch id. */
       const batches = new Map<string, PendingBatch>();
+      /**
+       * Batches whose eob or bbn was sent and not answered yet. Kept apart from `batches`: records
+       * of the same id that come after a bbn (a window rebuilt after a rebalance) are a new copy of
+       * the batch, sent afresh with its own replace bbn and settled by its own eob.
+       */
+      const closing = new Set<PendingBatch>();
       const answers = new Set<Promise<void>>();
       let active = true;
       const deadline = Date.now() + (opts.connectTimeoutMs ?? 30_000);
@@ -167,7 +174,7 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
         durableNow: () =>
           torn
             ? Promise.reject(new Error('the SCC sink stopped before the data was acknowledged'))
-            : Promise.all([...batches.values()].map((b) => b.settled)).then(() => undefined),
+            : Promise.all([...batches.values(), ...closing].map((b) => b.settled)).then(() => undefined),
       });
 
       const clientsFor = (el: RecordChunk, recordSize: number): Promise<HdwpClient[]> => {
@@ -184,7 +191,8 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
       const settle = (el: EobElement | BbnElement, key: string, work: Promise<unknown>): void => {
         // The batch stays listed until answered, so a checkpoint taken meanwhile waits for it.
         const b = batches.get(key) ?? newBatch();
-        batches.set(key, b);
+        batches.delete(key);
+        closing.add(b);
         const where = `batch ${el.batchId.toString()} of '${el.dataset}'`;
         const p = work
           .then(
@@ -215,7 +223,7 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
           )
           .finally(() => {
             answers.delete(p);
-            if (batches.get(key) === b) batches.delete(key);
+            closing.delete(b);
           });
         answers.add(p);
       };
@@ -274,11 +282,12 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
         await Promise.all(all.flatMap((r) => (r.status === 'fulfilled' ? r.value.map((c) => c.close()) : [])));
       };
       const abandon = (why: string): void => {
-        for (const b of batches.values()) {
+        for (const b of [...batches.values(), ...closing]) {
           counters.dropped += b.records;
           b.reject(new Error(why));
         }
         batches.clear();
+        closing.clear();
       };
 
       const sub = input.pipe(awaitEach(step, flow)).subscribe({

@@ -15,6 +15,7 @@ import type { DeadLetter, DeadLetterSink } from '../sinks/deadLetter';
 import { DeliveryLedger } from '../sinks/sccSinkDelivery';
 import { KafkaCommits, type TopicPartitionOffset } from './kafkaSourceCommits';
 import { encodeText, type TextFormat } from './textRecords';
+import { WindowRewind } from './windowRewind';
 
 /** Options of {@link kafkaSource}. */
 export interface KafkaSourceOptions {
@@ -36,6 +37,12 @@ export interface KafkaSourceOptions {
   readonly maxPending?: number;
   /** Take a checkpoint (and so commit) at most this often; default 1000 ms. */
   readonly commitIntervalMs?: number;
+  /**
+   * After a rebalance that left this member without a partition it read earlier in the run, hold
+   * the windows' batch timeout this long at most, waiting for the partition to come back (a
+   * consumer that joined the group for a while); default 30 s, 0 never holds.
+   */
+  readonly rebalanceHoldMs?: number;
   /** kafkajs session timeout; default 30 s. */
   readonly sessionTimeoutMs?: number;
   /** Most bytes one fetch may return (bounds the consumer's memory); default 8 MiB. */
@@ -110,9 +117,11 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
   const blockBytes = opts.blockBytes ?? 1024 * 1024;
   const commitEvery = opts.commitIntervalMs ?? 1000;
   const report = opts.report ?? (() => undefined);
+  const holdMs = opts.rebalanceHoldMs ?? 30_000;
   return new Observable<Chunk>((subscriber) => {
     let active = true;
     const ledger = DeliveryLedger.of(flow);
+    const windows = WindowRewind.of(flow);
     const commits = new KafkaCommits();
     let lastCheckpoint = Date.now();
     let commitChain: Promise<void> = Promise.resolve();
@@ -131,7 +140,40 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
       allowAutoTopicCreation: false,
     };
     const consumer: Consumer = kafka.consumer(config);
-    consumer.on(consumer.events.GROUP_JOIN, (e) => commits.assign(e.payload.memberAssignment));
+    // Rebalances (docs/ingester.md, "Rebalances"). While the group rebalances nothing is read, so
+    // windows must not close for idleness. A join starts a new generation: kafkajs reads every
+    // assigned partition again from its last commit, so once everything emitted before has
+    // reached timeBatch, the open windows are discarded and rebuilt from the re-read; nothing of
+    // the new generation is emitted before that (`rewound`).
+    let rewound: Promise<void> = Promise.resolve();
+    let holdTimer: NodeJS.Timeout | undefined;
+    const hold = (ms: number, why: string): void => {
+      if (ms <= 0) return;
+      windows.hold();
+      clearTimeout(holdTimer);
+      holdTimer = setTimeout(() => {
+        if (windows.held) report(`windows' batch timeout runs again after ${ms} ms held (${why})`);
+        windows.release();
+      }, ms);
+    };
+    const release = (): void => {
+      clearTimeout(holdTimer);
+      holdTimer = undefined;
+      windows.release();
+    };
+    consumer.on(consumer.events.REBALANCING, () => hold(holdMs, 'the group is rebalancing'));
+    consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      const missing = commits.assign(e.payload.memberAssignment);
+      const generation = commits.currentGeneration;
+      rewound = (async () => {
+        do await flow.whenAtMost(0);
+        while (flow.pending > 0);
+        if (!active || generation !== commits.currentGeneration) return;
+        if (generation > 1) windows.rewind(`ingester: consumer-group rebalance (generation ${generation}); the batch is read again from the last commit`);
+        if (missing.length > 0) hold(holdMs, `${missing.join(', ')} held by another member`);
+        else release();
+      })();
+    });
     consumer.on(consumer.events.CRASH, (e) => {
       if (!e.payload.restart && active) subscriber.error(new Error(`kafka consumer crashed: ${e.payload.error.message}`));
     });
@@ -175,7 +217,7 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
       commitChain.catch(() => undefined);
     };
 
-    const emitBlock = async (batch: Batch, messages: readonly KafkaMessage[]): Promise<void> => {
+    const emitBlock = async (batch: Batch, messages: readonly KafkaMessage[], current: () => boolean): Promise<void> => {
       const { block, starts } = blockOf(messages);
       const enc = await encodeText(opts.codec, opts.format, opts.dataset, opts.recordSize, block);
       if (enc.refused.length > 0) {
@@ -188,7 +230,7 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
         for (const l of letters) report(`${l.source} line ${l.line}${l.field ? `, field '${l.field}'` : ''}: ${l.reason}`);
         await opts.deadLetter?.write(letters);
       }
-      if (!active) return;
+      if (!active || !current()) return;
       counters.received += enc.records + enc.refused.length;
       counters.dropped += enc.refused.length;
       counters.errors += enc.refused.length;
@@ -210,19 +252,24 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
         eachBatchAutoResolve: false,
         partitionsConsumedConcurrently: 1,
         eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+          const generation = commits.currentGeneration;
+          // The rewind waits for the pipeline to drain (a slow SCC): keep the membership meanwhile.
+          await withHeartbeat(rewound, heartbeat, () => undefined);
           let rebalancing = false;
           const onHeartbeatError = (): void => {
             rebalancing = true;
           };
+          const current = (): boolean => generation === commits.currentGeneration;
           const msgs = batch.messages;
           let i = 0;
-          while (i < msgs.length && active && isRunning() && !isStale() && !rebalancing) {
+          while (i < msgs.length && active && isRunning() && !isStale() && !rebalancing && current()) {
             let j = i;
             let bytes = 0;
             while (j < msgs.length && (j === i || bytes + (msgs[j].value?.length ?? 0) <= blockBytes)) bytes += (msgs[j++].value?.length ?? 0) + 1;
             const work = (async () => {
-              await emitBlock(batch, msgs.slice(i, j));
-              if (!active) return;
+              // A block of an older generation is not emitted: its windows are being rebuilt from the commit.
+              await emitBlock(batch, msgs.slice(i, j), current);
+              if (!active || !current()) return;
               resolveOffset(msgs[j - 1].offset);
               // Backpressure: the next block only once downstream has room.
               await flow.whenAtMost(maxPending);
@@ -246,6 +293,7 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
     return () => {
       active = false;
       clearInterval(timer);
+      release();
       const closing = (async () => {
         await running;
         // What was emitted before the stop becomes durable as the rest of the pipeline drains. A

@@ -2,8 +2,10 @@
  * The offsets a `kafkaSource` may commit (docs/ingester.md, "At-least-once"): positions read, taken
  * at checkpoints and committed only once the checkpoint is durable, per consumer-group generation.
  * A rebalance starts a new generation: checkpoints of the old one are dropped (their partitions may
- * now belong to another member, whose commits must not be overwritten), and offsets only ever move
- * forward per partition.
+ * now belong to another member, whose commits must not be overwritten), every read position is
+ * forgotten (kafkajs reads every assigned partition again from its last commit, and the windows
+ * holding what was read are rebuilt: sources/windowRewind.ts), and offsets only ever move forward
+ * per partition.
  */
 
 /** `topic` + partition → the next offset to read (the Kafka commit convention). */
@@ -25,6 +27,8 @@ export class KafkaCommits {
   private readonly read: Positions = new Map();
   private readonly committed = new Map<string, bigint>();
   private assigned = new Set<string>();
+  /** Every partition this consumer was assigned in this run. */
+  private readonly held = new Map<string, string>();
   /** Checkpoints dropped because a rebalance came first. */
   droppedCheckpoints = 0;
 
@@ -39,13 +43,17 @@ export class KafkaCommits {
   }
 
   /**
-   * A rebalance gave this member `assignment` (topic → partitions): a new generation; positions of
-   * partitions no longer assigned are forgotten (their new owner reads from the last commit).
+   * A rebalance gave this member `assignment` (topic → partitions): a new generation. Every read
+   * position is forgotten: the partitions still assigned are read again from their last commit
+   * (kafkajs fetches the committed offsets at each join), those gone are read by their new owner.
+   * Returns the partitions (`topic/partition`) this member held earlier in the run and lacks now.
    */
-  assign(assignment: Readonly<Record<string, readonly number[]>>): void {
+  assign(assignment: Readonly<Record<string, readonly number[]>>): string[] {
     this.generation++;
     this.assigned = new Set(Object.entries(assignment).flatMap(([t, ps]) => ps.map((p) => key(t, p))));
-    for (const k of [...this.read.keys()]) if (!this.assigned.has(k)) this.read.delete(k);
+    this.read.clear();
+    for (const [t, ps] of Object.entries(assignment)) for (const p of ps) this.held.set(key(t, p), `${t}/${p}`);
+    return [...this.held].filter(([k]) => !this.assigned.has(k)).map(([, name]) => name);
   }
 
   /** Messages up to `lastOffset` of the partition were handed downstream. */

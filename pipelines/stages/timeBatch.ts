@@ -1,5 +1,6 @@
 import { RecordCodec } from '../../engine-rs/index';
 import { timeBatch } from '../../operators/timeBatch';
+import { WindowRewind } from '../../sources/windowRewind';
 import type { OperatorType } from '../registry';
 import { int, oneOf } from '../settings';
 import { schemaFile } from './schemaSetting';
@@ -32,6 +33,8 @@ export const timeBatchStage: OperatorType<typeof settings> = {
       timeoutAction: c.timeout_action === 'BBN' ? 'bbn' : 'eob',
       counters: ctx.counters,
       onProblem: (m) => ctx.report(m),
+      // A Kafka source of the same run holds the timeout and rebuilds open windows across rebalances.
+      attach: (keeper) => WindowRewind.of(ctx.flow).attach(keeper),
     });
   },
 };
