@@ -21,6 +21,9 @@ import { registerWithDms, type RegistrationCredentials, type RegistrationResult 
 import { CertificateRenewer } from './renewal';
 import { DEFAULT_HEALTH_REPORT_MS, HealthReporter, type HealthReport } from './healthReporter';
 
+/** Peers (certificate and port) kept for /health. */
+const MAX_PEERS = 256;
+
 /** Files of the state directory. */
 const FILES = { key: 'node.key.pem', cert: 'node.cert.pem', ca: 'ca.cert.pem', crl: 'crl.pem' } as const;
 
@@ -158,9 +161,14 @@ export class NodeIdentity {
     if (seen) {
       seen.connections++;
       seen.last = now;
+      // Moved to the end: the eviction below drops the peer seen longest ago.
+      this.peers.delete(key);
+      this.peers.set(key, seen);
       return;
     }
     this.peers.set(key, { ...peer, port, connections: 1, last: now });
+    // Every SDK client holds its own certificate: keep the most recent peers, not all ever seen.
+    if (this.peers.size > MAX_PEERS) this.peers.delete(this.peers.keys().next().value as string);
     this.log(`${port} port: mutual TLS peer ${peer.role} '${peer.name}' (certificate ${peer.serial})`);
   }
 

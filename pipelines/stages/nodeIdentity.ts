@@ -44,7 +44,7 @@ const snConfig: Setting<{ config: StorageNodeConfig; file: string } | undefined>
   },
 };
 
-/** Where this process reaches its own /health: the registered address when it is one, else loopback. */
+/** Where this process reaches its own /health: the bind address when it is one, else (all interfaces, a name) loopback. */
 function localHost(h: string | undefined): string {
   if (h === undefined || net.isIP(h) === 0 || h === '0.0.0.0' || h === '::') return '127.0.0.1';
   return net.isIPv6(h) ? `[${h}]` : h;
@@ -69,6 +69,7 @@ const settings = {
   control_port: port('command / query control port registered with the DMS; -1: none'),
   grpc_port: port('gRPC QueryDispatch port registered with the DMS (SCC); -1: none'),
   observability_port: port('/health and /metrics port registered with the DMS; -1: none'),
+  observability_host: str({ doc: "the SCC's /health bind address (OBSERVABILITY_INTERFACE), read for the health reports to the DMS; empty: production_host", default: '', allowEmpty: true }),
   crl_refresh_ms: int({ doc: 'how often the revocation list is fetched from the DMS — PLATFORM_CRL_REFRESH_MS', default: 300_000, min: 100, max: 86_400_000 }),
 };
 
@@ -95,6 +96,8 @@ export const nodeIdentityStage: SinkType<typeof settings> = {
     const credentials = credentialsOf(c);
     const bind = sn ? sn.productionIp : c.production_host;
     const host = c.advertise_host !== '' ? c.advertise_host : bind === '0.0.0.0' || bind === '::' ? nodeName : bind;
+    // Where the node's /health listens (this process reads it for the DMS health reports).
+    const obsBind = sn ? sn.observabilityIp : c.observability_host !== '' ? c.observability_host : bind;
     const at = (p: number): { host: string; port: number } | undefined => (p >= 0 ? { host, port: p } : undefined);
     const ports = sn ? { production: sn.productionPort, control: sn.commandPort, grpc: -1, observability: sn.observabilityPort } : { production: c.production_port, control: c.control_port, grpc: c.grpc_port, observability: c.observability_port };
     const addresses: NodeAddresses = {
@@ -116,7 +119,7 @@ export const nodeIdentityStage: SinkType<typeof settings> = {
       ...(c.cluster !== '' && { cluster: c.cluster }),
       crlRefreshMs: c.crl_refresh_ms,
       // The node's own /health document is what it reports to the DMS (replicas, devices, batches).
-      ...(ports.observability >= 0 && { health: () => reportFromHealthUrl(`http://${localHost(addresses.observability?.host)}:${ports.observability}/health`) }),
+      health: ports.observability > 0 ? () => reportFromHealthUrl(`http://${localHost(obsBind)}:${ports.observability}/health`) : () => Promise.resolve({ status: 'ok', detail: { health: 'no /health port to read (observability off)' } }),
     };
     let started: Promise<NodeIdentity> | undefined;
     const get = (): Promise<NodeIdentity> => (started ??= NodeIdentity.start(opts));
