@@ -94,13 +94,15 @@ export class HealthReporter {
  * else the status of each part. Unreachable: degraded, with the reason.
  */
 export async function reportFromHealthUrl(url: string, timeoutMs = 2000): Promise<HealthReport> {
-  let body: Record<string, unknown>;
+  let parsed: unknown;
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-    body = (await res.json()) as Record<string, unknown>;
+    parsed = await res.json();
   } catch (err) {
     return { status: 'degraded', detail: { error: `${url}: ${(err as Error).message}` } };
   }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { status: 'degraded', detail: { error: `${url}: not a JSON object (${JSON.stringify(parsed)?.slice(0, 100) ?? 'nothing'})` } };
+  const body = parsed as Record<string, unknown>;
   const s = body.status;
   const status: HealthReport['status'] = s === 'ok' || s === 'degraded' || s === 'initializing' ? s : 'degraded';
   const text = JSON.stringify(body);
