@@ -80,9 +80,15 @@ export class GrpcSccDispatcher implements SccDispatcher {
     return c;
   }
 
+  /** New calls get new channels; the old ones are closed once any call on them has had its deadline. */
   private dropChannels(): void {
-    for (const c of this.clients.values()) c.close();
+    const old = [...this.clients.values()];
     this.clients.clear();
+    if (old.length === 0) return;
+    const t = setTimeout(() => {
+      for (const c of old) c.close();
+    }, this.opts.deadlineMs + 1000);
+    t.unref();
   }
 
   async dispatch(targets: readonly SccAddress[], queryJson: string): Promise<DispatchOutcome> {
@@ -104,6 +110,7 @@ export class GrpcSccDispatcher implements SccDispatcher {
 
   close(): void {
     this.opts.identity?.off('update', this.onRenewed);
-    this.dropChannels();
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
   }
 }

@@ -13,6 +13,8 @@ import * as grpc from '@grpc/grpc-js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { dispatchCredentials } from '../../control/grpcTls';
+import { HttpError } from '../../control/http/errors';
+import { GrpcSccDispatcher } from '../../control/proxy/dispatch';
 import { MtlsIdentity } from '../../control/mtls';
 import { NodeIdentity } from '../../control/nodeIdentity';
 import { registerWithDms } from '../../control/registerWithDms';
@@ -266,6 +268,49 @@ r('the listener hands the renewed certificate to the next connection; open chann
   } finally {
     await service.close();
     dispatcher.close();
+    await node.stop();
+    await dms.close();
+    dir.remove();
+  }
+});
+
+r("the Proxy's dispatcher presents its renewed certificate on new channels, plain SCCs stay plain", async () => {
+  const dms = await startTestDms();
+  const dir = tempDir('hd-grpc-proxy-renew-');
+  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'scc-p' })).body as { token: string }).token;
+  const node = await NodeIdentity.start({ nodeName: 'scc-p', role: 'scc', dmsUrl: dms.url, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, stateDir: dir.dir, keyBits: KEY_BITS, addresses: { grpc: { host: '127.0.0.1', port: 1 } }, log: () => undefined });
+  const dispatcher = new QueryDispatcher({ nodeName: 'scc-p', targets: [], recordSize: 64, health: () => undefined, maxQueries: 4, maxQueryMs: 0, onEvent: () => undefined });
+  const service = new QueryService(dispatcher, { node, roles: ['proxy'] });
+  const plainDispatcher = new QueryDispatcher({ nodeName: 'scc-plain', targets: [], recordSize: 64, health: () => undefined, maxQueries: 4, maxQueryMs: 0, onEvent: () => undefined });
+  const plain = new QueryService(plainDispatcher);
+  const proxyId = await enrol(dms, 'proxy-r', 'proxy');
+  const sccs = new GrpcSccDispatcher({ deadlineMs: 5000, identity: proxyId });
+  try {
+    const port = await service.listen('127.0.0.1', 0);
+    const plainPort = await plain.listen('127.0.0.1', 0);
+    const secure = { name: 'scc-p', host: '127.0.0.1', port: 1, grpc_port: port, mtls: true };
+    /** What the SCC answered: a malformed query is INVALID_ARGUMENT (400 invalid_query) once the call got through. */
+    const send = (t: typeof secure | { name: string; host: string; port: number; grpc_port: number }): Promise<string> =>
+      sccs.dispatch([t], '{}').then(
+        () => 'dispatched',
+        (err: unknown) => (err instanceof HttpError ? err.code : String(err)),
+      );
+    assert.is(await send(secure), 'invalid_query');
+    assert.is(await send({ name: 'scc-plain', host: '127.0.0.1', port: 1, grpc_port: plainPort }), 'invalid_query', 'an SCC without mtls is called plain');
+    const first = proxyId.certificate.serial;
+    // The Proxy renews (here: a second registration's certificate and key handed to its identity).
+    const again = await enrol(dms, 'proxy-r', 'proxy');
+    proxyId.update({ keyPem: again.material.keyPem, certPem: again.material.certPem });
+    assert.is.not(proxyId.certificate.serial, first);
+    assert.is(await send(secure), 'invalid_query');
+    const seen = (node.health().peers as { serial: string; port: string }[]).filter((p) => p.port === 'grpc').map((p) => p.serial);
+    assert.ok(seen.includes(first) && seen.includes(proxyId.certificate.serial), JSON.stringify(seen));
+  } finally {
+    sccs.close();
+    await service.close();
+    await plain.close();
+    dispatcher.close();
+    plainDispatcher.close();
     await node.stop();
     await dms.close();
     dir.remove();
