@@ -24,7 +24,7 @@ import { QueryService } from '../../nodes/scc/queryService';
 import { DispatchError, QueryDispatchClient } from '../../query/dispatchClient';
 import { PlatformQueryClient } from '../../sdk/platformQueryClient';
 import { startCluster, type Cluster } from '../support/cluster';
-import type { HdProcess } from '../support/hdProcess';
+import { startHd, type HdProcess } from '../support/hdProcess';
 import { ingestMinutes } from '../support/ingestMinutes';
 import { spawnProxyProcess } from './proxySupport';
 import { startTestDms, tempDir, type TestDms } from './support';
@@ -318,3 +318,22 @@ r("the Proxy's dispatcher presents its renewed certificate on new channels, plai
 });
 
 r.run();
+
+// ---------------------------------------------------------------------------------------------
+
+const s = suite('query_roles: checked when the pipeline loads');
+
+s('an unknown role is refused with the setting, its place and the roles it may name', async () => {
+  const dir = tempDir('hd-grpc-roles-');
+  try {
+    const file = path.join(dir.dir, 'scc.yaml');
+    writeFileSync(file, 'pipeline: t\nstages:\n  queries:\n    type: queryDispatch\n    sn_targets: sn1:127.0.0.1:1:2\n    query_grpc_port: 0\n    query_roles: proxy,bogus\n');
+    const bad = startHd(['run', file, '--quiet']);
+    assert.is(await bad.exited, 1);
+    assert.match(bad.output(), /scc\.yaml:7:18: setting 'query_roles' expects a comma-separated list of certificate roles among scc, storageNode, proxy, client, ingester, sqlServer, admin, got "proxy,bogus"/);
+  } finally {
+    dir.remove();
+  }
+});
+
+s.run();
