@@ -10,6 +10,7 @@ import * as assert from 'uvu/assert';
 import { HealthWatch } from '../../control/dms/healthWatch';
 import type { DmsContext } from '../../control/dms/context';
 import { HealthReporter, reportFromHealthUrl } from '../../control/healthReporter';
+import { startServiceHealth } from '../../control/serviceHealth';
 import { MtlsIdentity } from '../../control/mtls';
 import { registerWithDms } from '../../control/registerWithDms';
 import type { NodeRole } from '../../control/dms/state';
@@ -116,6 +117,24 @@ w('a node that stops reporting is marked down with the reason; clients, never-re
   assert.is(stateOf(dms, 'sn-q'), 'quarantined');
   // Its next report brings it back.
   assert.is(await live.reportNow(), 'ready');
+});
+
+w('a service holding a pre-issued certificate (hd_sql) reports under its certificate name', async ({ dms }) => {
+  const id = await enrol(dms, 'hd-sql-h', 'sqlServer');
+  const m = id.material;
+  const lines: string[] = [];
+  const health = startServiceHealth({ dmsUrl: dms.url, tls: { ca: m.caPem, cert: m.certPem, key: m.keyPem }, intervalMs: 100, source: async () => ({ status: 'ok', detail: { upstream: 'proxy' } }), log: (l) => lines.push(l) });
+  try {
+    assert.is(health.nodeName, 'hd-sql-h');
+    const deadline = Date.now() + 20_000;
+    while (stateOf(dms, 'hd-sql-h') !== 'ready' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.is(stateOf(dms, 'hd-sql-h'), 'ready', lines.join('\n'));
+    assert.equal(dms.server.state.nodes['hd-sql-h']?.health?.detail, { upstream: 'proxy' });
+  } finally {
+    health.stop();
+  }
+  // Material that does not fit together is refused at once.
+  assert.throws(() => startServiceHealth({ dmsUrl: dms.url, tls: { ca: m.caPem, cert: m.certPem, key: dms.admin.key as string }, source: async () => ({ status: 'ok' }), log: () => undefined }), /the private key does not belong to the certificate/);
 });
 
 w.run();
