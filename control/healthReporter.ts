@@ -91,15 +91,16 @@ export class HealthReporter {
 /**
  * A report from a node's own /health document (lib/observability.ts): its status (`initializing`
  * maps to itself, anything unknown to degraded) and, as detail, the document when it is small,
- * else the status of each part. Unreachable: degraded, with the reason.
+ * else the status of each part. Unreachable: `unreachable` (degraded; initializing while the node is
+ * still starting), with the reason.
  */
-export async function reportFromHealthUrl(url: string, timeoutMs = 2000): Promise<HealthReport> {
+export async function reportFromHealthUrl(url: string, timeoutMs = 2000, unreachable: 'degraded' | 'initializing' = 'degraded'): Promise<HealthReport> {
   let parsed: unknown;
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
     parsed = await res.json();
   } catch (err) {
-    return { status: 'degraded', detail: { error: `${url}: ${(err as Error).message}` } };
+    return { status: unreachable, detail: { error: `${url}: ${(err as Error).message}` } };
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { status: 'degraded', detail: { error: `${url}: not a JSON object (${JSON.stringify(parsed)?.slice(0, 100) ?? 'nothing'})` } };
   const body = parsed as Record<string, unknown>;

@@ -96,6 +96,7 @@ export const nodeIdentityStage: SinkType<typeof settings> = {
     const credentials = credentialsOf(c);
     const bind = sn ? sn.productionIp : c.production_host;
     const host = c.advertise_host !== '' ? c.advertise_host : bind === '0.0.0.0' || bind === '::' ? nodeName : bind;
+    const createdAt = Date.now();
     // Where the node's /health listens (this process reads it for the DMS health reports).
     const obsBind = sn ? sn.observabilityIp : c.observability_host !== '' ? c.observability_host : bind;
     const at = (p: number): { host: string; port: number } | undefined => (p >= 0 ? { host, port: p } : undefined);
@@ -119,7 +120,11 @@ export const nodeIdentityStage: SinkType<typeof settings> = {
       ...(c.cluster !== '' && { cluster: c.cluster }),
       crlRefreshMs: c.crl_refresh_ms,
       // The node's own /health document is what it reports to the DMS (replicas, devices, batches).
-      health: ports.observability > 0 ? () => reportFromHealthUrl(`http://${localHost(obsBind)}:${ports.observability}/health`) : () => Promise.resolve({ status: 'ok', detail: { health: 'no /health port to read (observability off)' } }),
+      // Registration comes first, /health later: an unreachable /health in the first minute is start-up.
+      health:
+        ports.observability > 0
+          ? () => reportFromHealthUrl(`http://${localHost(obsBind)}:${ports.observability}/health`, 2000, Date.now() - createdAt < 60_000 ? 'initializing' : 'degraded')
+          : () => Promise.resolve({ status: 'ok', detail: { health: 'no /health port to read (observability off)' } }),
     };
     let started: Promise<NodeIdentity> | undefined;
     const get = (): Promise<NodeIdentity> => (started ??= NodeIdentity.start(opts));
