@@ -4,7 +4,9 @@
  * another CA and a revoked certificate are refused in the handshake; a certificate of a role that
  * may not query gets PERMISSION_DENIED. Then the nodes' health reports: they reach the DMS's
  * topology, and a stopped Storage Node is marked down (its SCC degraded) until it comes back.
- * A second suite renews a node's certificate under a live gRPC listener, in this process.
+ * A second suite, in this process: a node's certificate renewed under a live gRPC listener, an
+ * expired certificate refused, and the Proxy's dispatcher presenting its renewed certificate. A
+ * third checks query_roles when the pipeline loads.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -16,6 +18,8 @@ import { dispatchCredentials } from '../../control/grpcTls';
 import { HttpError } from '../../control/http/errors';
 import { GrpcSccDispatcher } from '../../control/proxy/dispatch';
 import { MtlsIdentity } from '../../control/mtls';
+import { CertificateAuthority } from '../../control/pki/certificateAuthority';
+import { generateRsaKey } from '../../control/pki/x509';
 import { NodeIdentity } from '../../control/nodeIdentity';
 import { registerWithDms } from '../../control/registerWithDms';
 import type { NodeRole } from '../../control/dms/state';
@@ -265,6 +269,32 @@ r('the listener hands the renewed certificate to the next connection; open chann
     assert.is(await servedSerial(), after);
     assert.is(await open.cancelQuery(1, TOKEN).then(() => 'OK', (e: unknown) => (e instanceof DispatchError ? e.status : String(e))), 'NOT_FOUND');
     open.close();
+  } finally {
+    await service.close();
+    dispatcher.close();
+    await node.stop();
+    await dms.close();
+    dir.remove();
+  }
+});
+
+r('an expired certificate of our CA is refused in the handshake; the same key with a valid one is served', async () => {
+  const dms = await startTestDms();
+  const dir = tempDir('hd-grpc-expired-');
+  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'scc-e' })).body as { token: string }).token;
+  const node = await NodeIdentity.start({ nodeName: 'scc-e', role: 'scc', dmsUrl: dms.url, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, stateDir: dir.dir, keyBits: KEY_BITS, log: () => undefined });
+  const dispatcher = new QueryDispatcher({ nodeName: 'scc-e', targets: [], recordSize: 64, health: () => undefined, maxQueries: 4, maxQueryMs: 0, onEvent: () => undefined });
+  const service = new QueryService(dispatcher, { node, roles: ['client'] });
+  try {
+    const address = `127.0.0.1:${await service.listen('127.0.0.1', 0)}`;
+    const ca = await CertificateAuthority.open({ dir: path.join(dms.dir, 'ca') });
+    const kp = await generateRsaKey(KEY_BITS);
+    // Ours, but its validity ended an hour ago.
+    const expired = ca.issue({ commonName: 'client-e', role: 'client', publicKeyPem: kp.publicKeyPem, lifetimeMs: 3_600_000 }, Date.now() - 2 * 3_600_000);
+    const valid = ca.issue({ commonName: 'client-e', role: 'client', publicKeyPem: kp.publicKeyPem, lifetimeMs: 3_600_000 });
+    const with_ = (certPem: string) => dispatchCredentials({ keyPem: kp.privateKeyPem, certPem, caPem: dms.server.caCertPem }, 'scc-e');
+    assert.is((await probe(address, with_(expired.certPem))).status, 'UNAVAILABLE');
+    assert.is((await probe(address, with_(valid.certPem))).status, 'NOT_FOUND');
   } finally {
     await service.close();
     dispatcher.close();
