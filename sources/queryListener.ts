@@ -57,7 +57,7 @@ export function queryListener(opts: QueryListenerOptions): Observable<QueryEleme
   return new Observable<QueryElement>((subscriber) => {
     let active = true;
     /**
-     * Running queries by `<connection>:<id>:<token hex>`. The SCC opens one control connection per leg,
+     * Running queries by `<connection>:<id>:<token hex>`. The SCC runs one leg at a time on a control connection,
      * so a second leg of the same query (batches re-routed from another replica) runs beside the first.
      */
     const running = new Map<string, ControlQuery>();

@@ -8,6 +8,7 @@ import { status } from '@grpc/grpc-js';
 import type { CancelReply, DispatchReply } from '../../query/dispatchService';
 import { parseHdQuery, QueryError, type HdQuery } from '../../query/hdQuery';
 import { sameToken } from '../../query/token';
+import { LegConnectionPool, type LegConnectionPoolOptions } from './legConnections';
 import { QueryAdmission } from './queryAdmission';
 import { hostPort, ReachabilityCache, REACHABILITY_TIMEOUT_MS } from '../../lib/reachability';
 import { QueryRun } from './queryRun';
@@ -51,6 +52,8 @@ export interface QueryDispatcherOptions {
   readonly reachTimeoutMs?: number;
   /** How long a return address that answered is trusted without a new probe; default {@link DEFAULT_REACH_TRUST_MS}, 0 probes every dispatch. */
   readonly reachTrustMs?: number;
+  /** Idle query-leg connections kept per node (legConnections.ts); default: kept 10 s, reused up to 60 s after they opened. */
+  readonly legConnections?: LegConnectionPoolOptions;
   /** How often running queries look at replica health; default 200 ms. */
   readonly healthCheckMs?: number;
   readonly onEvent?: (message: string) => void;
@@ -65,6 +68,8 @@ export interface QueryDispatchStats {
   readonly dispatched: number;
   readonly refused: number;
   readonly cancelled: number;
+  /** Query-leg connections: reused from the pool, opened fresh, handed back, closed while idle, idle now. */
+  readonly legConnections: LegConnectionPool['stats'];
 }
 
 /** Serves Dispatch and CancelQuery for one SCC. */
@@ -75,6 +80,7 @@ export class QueryDispatcher {
   private readonly recent = new Map<number, Uint8Array>();
   private readonly admission: QueryAdmission;
   private readonly reachable: ReachabilityCache;
+  private readonly pool: LegConnectionPool;
   private healthTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private counts = { dispatched: 0, refused: 0, cancelled: 0 };
@@ -83,11 +89,12 @@ export class QueryDispatcher {
   constructor(private readonly opts: QueryDispatcherOptions) {
     this.admission = new QueryAdmission(opts.maxQueries ?? 256);
     this.reachable = new ReachabilityCache(opts.reachTrustMs ?? DEFAULT_REACH_TRUST_MS);
+    this.pool = new LegConnectionPool(opts.legConnections);
   }
 
   /** What the dispatcher has done so far. */
   get stats(): QueryDispatchStats {
-    return { running: this.runs.size, ...this.counts };
+    return { running: this.runs.size, ...this.counts, legConnections: this.pool.stats };
   }
 
   /** Runs a query given as HDQuery JSON; resolves with where its batches went. */
@@ -118,6 +125,7 @@ export class QueryDispatcher {
   close(): void {
     this.closed = true;
     for (const run of [...this.runs.values()]) run.cancel();
+    this.pool.close();
     clearInterval(this.healthTimer);
     this.healthTimer = undefined;
   }
@@ -151,6 +159,7 @@ export class QueryDispatcher {
         health: this.opts.health,
         maxQueryMs: this.opts.maxQueryMs ?? 3_600_000,
         connectTimeoutMs: this.opts.connectTimeoutMs,
+        pool: this.pool,
         onEvent: this.opts.onEvent,
         onFinished: (r) => this.finished(r),
       });

@@ -1,6 +1,8 @@
 /**
  * One leg of a query on the SCC (docs/query.md, "What the SCC does", step 4): an HDWP connection to
- * one Storage Node's control port carrying the query with `batch_ids` narrowed to the leg's batches.
+ * one Storage Node's control port carrying the query with `batch_ids` narrowed to the leg's batches
+ * (an idle connection from the SCC's {@link LegConnectionPool} when there is one, handed back once
+ * every batch is answered).
  * The node answers one eob or bbn per batch (with the query block) once that batch's results went
  * to the client; the leg reports each answer and, once every batch is answered or the connection
  * fails, how it ended — and whether its unanswered batches may go to another replica.
@@ -14,6 +16,7 @@ import { HDWP_ERROR_FRAME_CODES, HDWP_VERSION, type Frame } from '../../engine-r
 import { parseBbnReason } from '../../query/batchNotice';
 import { serializeHdQuery, type HdQuery } from '../../query/hdQuery';
 import { sameToken } from '../../query/token';
+import { legConnectionKey, type LegConnection, type LegConnectionPool } from './legConnections';
 import { legTlsOf } from './linkTls';
 import type { SnTarget } from './settings';
 
@@ -55,6 +58,8 @@ export interface QueryLegOptions {
   readonly connectTimeoutMs?: number;
   /** Mutual TLS to the node; default: what the SCC registered for it (linkTls.ts), else plain TCP. */
   readonly tls?: tls.ConnectionOptions;
+  /** Idle connections to take from and hand back to; without one, every leg connects and closes. */
+  readonly pool?: LegConnectionPool;
 }
 
 /** One connection to one Storage Node for some batches of one query. */
@@ -62,8 +67,11 @@ export class QueryLeg {
   /** Batches not answered yet. */
   readonly pending: Set<string>;
   readonly node: SnTarget;
-  private socket: net.Socket | undefined;
-  private readonly decoder = new FrameDecoder();
+  private conn: LegConnection | undefined;
+  /** Set while the leg runs on a pooled connection: connects afresh if that one turns out dead. */
+  private retryFresh: (() => void) | undefined;
+  /** Whether the node has answered anything of this query on the leg's connection. */
+  private heard = false;
   private ended = false;
 
   /** Nothing happens until {@link start}. */
@@ -77,39 +85,37 @@ export class QueryLeg {
     return `${this.node.name} (${this.node.host}:${this.node.controlPort})`;
   }
 
-  /** Connects and sends hello and the query frame. */
+  /** Sends the query frame on an idle pooled connection to the node, or connects and sends hello and the query frame. */
   start(): void {
     const { query } = this.opts;
-    let bytes: Buffer;
+    let queryFrame: Buffer;
+    let hello: Buffer;
     try {
       const json = serializeHdQuery({ ...query, batchIds: [...this.pending] });
-      bytes = Buffer.concat([
-        encodeFrame({ kind: 'hello', version: HDWP_VERSION, role: 'scc', datasetId: query.dataset, recordSize: this.opts.recordSize }),
-        encodeFrame({ kind: 'query', queryId: query.queryId, token: query.token, json }),
-      ]);
+      hello = encodeFrame({ kind: 'hello', version: HDWP_VERSION, role: 'scc', datasetId: query.dataset, recordSize: this.opts.recordSize });
+      queryFrame = encodeFrame({ kind: 'query', queryId: query.queryId, token: query.token, json });
     } catch (err) {
       this.finish({ kind: 'failed', retry: false, busy: false, code: HDWP_ERROR_FRAME_CODES.internal, message: `cannot encode the query for ${this.where}: ${(err as Error).message}` });
       return;
     }
     const link = this.opts.tls ?? legTlsOf(this.node);
-    const socket = link ? tls.connect({ ...link, host: this.node.host, port: this.node.controlPort }) : net.connect({ host: this.node.host, port: this.node.controlPort });
-    this.socket = socket;
-    socket.setNoDelay(true);
-    socket.setTimeout(this.opts.connectTimeoutMs ?? 5000, () => this.fail(`no connection to ${this.where} within ${this.opts.connectTimeoutMs ?? 5000} ms`));
-    // Over TLS the query goes out once the handshake has verified the node.
-    socket.once(link ? 'secureConnect' : 'connect', () => {
-      socket.setTimeout(0);
-      socket.setKeepAlive(true, 30_000);
-      socket.write(bytes);
-    });
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    socket.on('error', (err: NodeJS.ErrnoException) => this.fail(`connection to ${this.where} failed: ${err.code ?? err.message}`));
-    socket.on('close', () => this.fail(`connection to ${this.where} closed by the node`));
+    const key = legConnectionKey(this.node, query.dataset, this.opts.recordSize, link);
+    const connectFresh = (): void => this.connect(link, key, Buffer.concat([hello, queryFrame]));
+    const pooled = this.opts.pool?.take(key, query.queryId);
+    if (!pooled) {
+      connectFresh();
+      return;
+    }
+    // A pooled connection the node closed just now fails before anything of this query came back:
+    // then, and only then, the leg connects afresh instead of failing over to another replica.
+    this.retryFresh = connectFresh;
+    this.use(pooled);
+    pooled.socket.write(queryFrame);
   }
 
   /** Sends the cancel frame (the node stops reading) and closes; no outcome is reported after it. */
   cancel(): void {
-    const s = this.socket;
+    const s = this.conn?.socket;
     const wasOpen = !this.ended;
     this.ended = true;
     if (!s || s.destroyed) return;
@@ -127,11 +133,67 @@ export class QueryLeg {
     this.opts.listener.end(this, { kind: 'failed', retry: true, busy: false, code: HDWP_ERROR_FRAME_CODES.internal, message: `${this.where}: ${reason}` });
   }
 
+  /** Connects to the node's control port (mutual TLS when the SCC has an identity) and sends `bytes` (hello and query) once connected. */
+  private connect(link: tls.ConnectionOptions | undefined, key: string, bytes: Buffer): void {
+    const socket = link ? tls.connect({ ...link, host: this.node.host, port: this.node.controlPort }) : net.connect({ host: this.node.host, port: this.node.controlPort });
+    this.opts.pool?.opened();
+    socket.setNoDelay(true);
+    socket.setTimeout(this.opts.connectTimeoutMs ?? 5000, () => this.fail(`no connection to ${this.where} within ${this.opts.connectTimeoutMs ?? 5000} ms`));
+    // Over TLS the query goes out once the handshake has verified the node.
+    socket.once(link ? 'secureConnect' : 'connect', () => {
+      socket.setTimeout(0);
+      socket.setKeepAlive(true, 30_000);
+      socket.write(bytes);
+    });
+    this.use({ socket, decoder: new FrameDecoder(), key, openedAt: Date.now() });
+  }
+
+  /** Makes `conn` this leg's connection. */
+  private use(conn: LegConnection): void {
+    this.conn = conn;
+    conn.lastQueryId = this.opts.query.queryId;
+    conn.socket.on('data', this.onSocketData);
+    conn.socket.on('error', this.onSocketError);
+    conn.socket.on('close', this.onSocketClose);
+  }
+
+  /** Lets go of the connection: back to the pool once every batch is answered (`reuse`), else closed. */
+  private release(reuse: boolean): void {
+    const conn = this.conn;
+    if (!conn) return;
+    this.conn = undefined;
+    conn.socket.off('data', this.onSocketData);
+    conn.socket.off('error', this.onSocketError);
+    conn.socket.off('close', this.onSocketClose);
+    conn.socket.setTimeout(0);
+    if (reuse && this.opts.pool) this.opts.pool.give(conn);
+    else conn.socket.end();
+  }
+
+  private readonly onSocketData = (chunk: Buffer): void => this.onData(chunk);
+  private readonly onSocketError = (err: NodeJS.ErrnoException): void => this.lost(`connection to ${this.where} failed: ${err.code ?? err.message}`);
+  private readonly onSocketClose = (): void => this.lost(`connection to ${this.where} closed by the node`);
+
+  /** The connection broke: a reused one that carried nothing of this query yet is replaced by a fresh one; otherwise the leg fails. */
+  private lost(message: string): void {
+    const retry = this.retryFresh;
+    if (retry && !this.heard && !this.ended) {
+      this.retryFresh = undefined;
+      const conn = this.conn;
+      this.release(false);
+      conn?.socket.destroy();
+      retry();
+      return;
+    }
+    this.fail(message);
+  }
+
   private onData(chunk: Buffer): void {
-    if (this.ended) return;
+    const conn = this.conn;
+    if (this.ended || !conn) return;
     let frames: Frame[];
     try {
-      frames = this.decoder.push(chunk);
+      frames = conn.decoder.push(chunk);
     } catch (err) {
       if (!(err instanceof HdwpError)) throw err;
       for (const f of err.frames) this.onFrame(f);
@@ -150,6 +212,7 @@ export class QueryLeg {
         return; // the node's side of the handshake: the SCC sends no records on a query leg
       case 'eob':
       case 'bbn': {
+        this.heard = true;
         if (!f.auth || f.auth.queryId !== query.queryId || !sameToken(f.auth.token, query.token)) {
           this.fail(`${f.kind} from ${this.where} without this query's block`);
           return;
@@ -158,15 +221,16 @@ export class QueryLeg {
         if (!this.pending.delete(hex)) return;
         this.opts.listener.answer(this, hex, f.kind === 'eob' ? { kind: 'eob' } : { kind: 'bbn', ...parseBbnReason(f.reason) });
         if (this.pending.size === 0) {
-          this.socket?.end();
+          this.release(true);
           this.finish({ kind: 'done' });
         }
         return;
       }
       case 'error': {
+        this.heard = true;
         const busy = f.code === HDWP_ERROR_FRAME_CODES.badQuery && ALREADY_RUNNING.test(f.message);
         const retry = busy || !FINAL_CODES.includes(f.code);
-        this.socket?.end();
+        this.release(false);
         this.finish({ kind: 'failed', retry, busy, code: f.code, message: `${this.where}: error ${f.code}: ${f.message}` });
         return;
       }
@@ -176,7 +240,7 @@ export class QueryLeg {
   }
 
   private fail(message: string): void {
-    this.socket?.destroy();
+    this.conn?.socket.destroy();
     this.finish({ kind: 'failed', retry: true, busy: false, code: HDWP_ERROR_FRAME_CODES.internal, message });
   }
 

@@ -8,6 +8,7 @@
 import { HDWP_ERROR_FRAME_CODES } from '../../engine-rs/hdwpFrame';
 import type { HdQuery } from '../../query/hdQuery';
 import { abandonsQueries, takesQueries } from './queryHealth';
+import type { LegConnectionPool } from './legConnections';
 import { QueryLeg, type BatchAnswer, type LegListener, type LegOutcome } from './queryLeg';
 import { sendBatchNotices, type BatchNotice } from './queryNotice';
 import type { ReplicaState } from './replicas';
@@ -28,6 +29,8 @@ export interface QueryRunOptions {
   /** Cancel the query after this long (0: never); its unfinished batches fail with code 5. */
   readonly maxQueryMs: number;
   readonly connectTimeoutMs?: number;
+  /** Idle leg connections to reuse (legConnections.ts); without it every leg connects. */
+  readonly pool?: LegConnectionPool;
   readonly maxBatchesPerLeg?: number;
   /** Called once when every batch is settled (delivered, failed or cancelled). */
   readonly onFinished: (run: QueryRun) => void;
@@ -234,7 +237,7 @@ export class QueryRun implements LegListener {
     this.queues.set(name, queue.slice(max));
     for (const hex of take) this.set(this.batches.get(hex) as BatchState, { status: 'running' });
     const node = this.opts.targets.find((t) => t.name === name) as SnTarget;
-    const leg = new QueryLeg({ node, query: this.query, batchIds: take, recordSize: this.opts.recordSize, listener: this, connectTimeoutMs: this.opts.connectTimeoutMs });
+    const leg = new QueryLeg({ node, query: this.query, batchIds: take, recordSize: this.opts.recordSize, listener: this, connectTimeoutMs: this.opts.connectTimeoutMs, ...(this.opts.pool && { pool: this.opts.pool }) });
     this.legs.set(name, leg);
     leg.start();
   }

@@ -41,6 +41,8 @@ export class StandInQueryNode {
   readonly queries: SeenQuery[] = [];
   /** Batch → plan; unlisted batches are delivered. */
   plan: (hex: string) => BatchPlan = () => 'deliver';
+  /** When set, the next query frame makes the node close its control connection without an answer (then it is cleared). */
+  closeOnNextQuery = false;
   /** Close the control connection (a crash) after answering this many batches of a leg. */
   dropAfter: number | undefined;
   port = 0;
@@ -48,6 +50,9 @@ export class StandInQueryNode {
   private releaseHold: (() => void) | undefined;
   private held: Promise<void> = new Promise((r) => (this.releaseHold = r));
   private readonly running = new Set<string>();
+  private readonly conns = new Set<HdwpConnection>();
+  /** Control connections accepted so far. */
+  accepted = 0;
 
   /** @param name the node's name in SN_TARGETS */
   constructor(readonly name: string) {}
@@ -60,7 +65,11 @@ export class StandInQueryNode {
       acceptsQueries: true,
       host: '127.0.0.1',
       port: 0,
-      onConnection: (conn) => ({ onFrame: (f) => this.onFrame(conn, f) }),
+      onConnection: (conn) => {
+        this.accepted++;
+        this.conns.add(conn);
+        return { onFrame: (f) => this.onFrame(conn, f), onClose: () => this.conns.delete(conn) };
+      },
     });
     this.port = (await this.server.listen()).port;
   }
@@ -69,6 +78,16 @@ export class StandInQueryNode {
   release(): void {
     this.releaseHold?.();
     this.held = new Promise((r) => (this.releaseHold = r));
+  }
+
+  /** Control connections open now. */
+  get openConnections(): number {
+    return this.conns.size;
+  }
+
+  /** Closes every control connection (as a node restart would), keeps listening. */
+  dropConnections(): void {
+    for (const c of this.conns) c.close();
   }
 
   /** Stops listening and closes every connection. */
@@ -85,6 +104,11 @@ export class StandInQueryNode {
       return;
     }
     if (f.kind !== 'query') return;
+    if (this.closeOnNextQuery) {
+      this.closeOnNextQuery = false;
+      conn.close();
+      return;
+    }
     const auth: QueryAuth = { queryId: f.queryId, token: Buffer.from(f.token) };
     const key = `${f.queryId}:${Buffer.from(f.token).toString('hex')}`;
     // As the real node does: one query id and token runs once at a time.

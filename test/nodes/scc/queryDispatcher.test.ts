@@ -2,6 +2,7 @@ import { status } from '@grpc/grpc-js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { generateBatchIdNumber } from '../../../engine-rs/batchId';
+import type { LegConnectionPoolOptions } from '../../../nodes/scc/legConnections';
 import { QueryAdmission } from '../../../nodes/scc/queryAdmission';
 import { QueryDispatcher, QueryDispatchFailure } from '../../../nodes/scc/queryDispatcher';
 import { QueryRun } from '../../../nodes/scc/queryRun';
@@ -38,7 +39,7 @@ interface World {
 const w = {} as World;
 let nextId = 1;
 
-function dispatcher(opts: { maxQueries?: number; maxQueryMs?: number; health?: boolean } = {}): QueryDispatcher {
+function dispatcher(opts: { maxQueries?: number; maxQueryMs?: number; health?: boolean; legConnections?: LegConnectionPoolOptions } = {}): QueryDispatcher {
   return new QueryDispatcher({
     nodeName: 'scc-unit',
     targets: w.sns.map((s) => ({ name: s.name, host: '127.0.0.1', controlPort: s.port, prodPort: 1 })),
@@ -47,6 +48,7 @@ function dispatcher(opts: { maxQueries?: number; maxQueryMs?: number; health?: b
     maxQueries: opts.maxQueries,
     maxQueryMs: opts.maxQueryMs,
     healthCheckMs: 20,
+    ...(opts.legConnections && { legConnections: opts.legConnections }),
   });
 }
 
@@ -62,8 +64,13 @@ async function failure(p: Promise<unknown> | (() => unknown)): Promise<QueryDisp
   return e as QueryDispatchFailure;
 }
 
+/** Waits for `cond`; fails the test (instead of hanging it) after 20 s. */
 const until = async (cond: () => boolean): Promise<void> => {
-  while (!cond()) await new Promise((r) => setTimeout(r, 5));
+  const deadline = Date.now() + 20_000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within 20 s: ${cond.toString()}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
 };
 
 const disp = suite('QueryDispatcher (in process, stand-in query nodes, real sockets)');
@@ -85,6 +92,85 @@ disp.after(async () => {
   for (const s of w.sns) await s.stop();
 });
 
+/** Dispatches a query of `n` batches and waits until every batch reached the listener. */
+async function runToEnd(d: QueryDispatcher, n: number): Promise<void> {
+  const { json, open } = query(n);
+  try {
+    await d.dispatch(json);
+    await until(() => open.completed.size === n);
+    await until(() => d.stats.running === 0);
+  } finally {
+    open.close();
+  }
+}
+
+disp('query legs reuse idle connections to a node: later queries open none, and each is still answered', async () => {
+  const d = dispatcher();
+  const accepted = w.sns.map((s) => s.accepted);
+  try {
+    await runToEnd(d, 2);
+    const first = d.stats.legConnections;
+    assert.is(first.opened, 2, 'one leg per node');
+    assert.is(first.returned, 2);
+    assert.is(first.idle, 2);
+    for (let i = 0; i < 5; i++) await runToEnd(d, 2);
+    const after = d.stats.legConnections;
+    assert.is(after.opened, 2, 'no new connection for the next five queries');
+    assert.is(after.reused, 10);
+    assert.equal(
+      w.sns.map((s, i) => s.accepted - (accepted[i] as number)),
+      [1, 1],
+      'each node accepted one control connection in all',
+    );
+  } finally {
+    d.close();
+  }
+  // close() ends the idle connections.
+  await until(() => w.sns.every((s) => s.openConnections === 0));
+});
+
+disp('a pooled connection the node closed is replaced without failing over; idle ones close after idleMs', async () => {
+  const d = dispatcher({ legConnections: { idleMs: 60_000 } });
+  try {
+    await runToEnd(d, 2);
+    assert.is(d.stats.legConnections.idle, 2);
+    // The nodes drop their control connections (as a restart would) while they sit in the pool.
+    for (const s of w.sns) s.dropConnections();
+    await until(() => d.stats.legConnections.idle === 0);
+    await runToEnd(d, 2);
+    assert.is(d.stats.legConnections.opened, 4, 'fresh connections once the pooled ones were gone');
+    // A pooled connection that the node closes on the query itself (nothing of the query came back):
+    // the leg connects to the same node again; the batch is neither failed nor sent to the other replica.
+    for (const s of w.sns) s.closeOnNextQuery = true;
+    const seen = w.sns.map((s) => s.queries.length);
+    const { q, json, open } = query(1);
+    try {
+      const placed = await d.dispatch(json);
+      await until(() => open.completed.size === 1);
+      const node = placed.nodes[0] as string;
+      const sn = w.sns.find((s) => s.name === node) as StandInQueryNode;
+      const other = w.sns.find((s) => s.name !== node) as StandInQueryNode;
+      assert.ok(sn.queries.some((x) => x.auth.queryId === q.queryId), 'answered by the node it was placed on');
+      assert.is(other.queries.length, seen[w.sns.indexOf(other)], 'the other replica was not asked');
+      assert.is(d.stats.legConnections.opened, 5, 'one fresh connection replaced the closed one');
+    } finally {
+      for (const s of w.sns) s.closeOnNextQuery = false;
+      open.close();
+    }
+  } finally {
+    d.close();
+  }
+  const short = dispatcher({ legConnections: { idleMs: 30 } });
+  try {
+    await runToEnd(short, 2);
+    await until(() => short.stats.legConnections.closedIdle === 2);
+    assert.is(short.stats.legConnections.idle, 0);
+    await until(() => w.sns.every((s) => s.openConnections === 0));
+  } finally {
+    short.close();
+  }
+});
+
 disp('admission full is RESOURCE_EXHAUSTED; a high query_qos still gets in', async () => {
   const d = dispatcher({ maxQueries: 2 });
   for (const s of w.sns) s.plan = () => 'hold';
@@ -95,7 +181,9 @@ disp('admission full is RESOURCE_EXHAUSTED; a high query_qos still gets in', asy
     assert.match(low.message, /^admission full on scc-unit: 1 queries running; a query of query_qos 1 is admitted below 1 \(max_queries 2\)/);
     await d.dispatch(query(2, 255).json);
     assert.is((await failure(d.dispatch(query(2, 255).json))).code, status.RESOURCE_EXHAUSTED);
-    assert.equal(d.stats, { running: 2, dispatched: 2, refused: 2, cancelled: 0 });
+    const { legConnections, ...counts } = d.stats;
+    assert.equal(counts, { running: 2, dispatched: 2, refused: 2, cancelled: 0 });
+    assert.is(legConnections.opened, 4, 'two held queries of two batches: a leg on each node each');
   } finally {
     d.close();
   }
