@@ -25,8 +25,9 @@ import { pushableSubQueries } from './pushableFilters';
 import { ControlHeaders, counterText } from './controlHeaders';
 import { parseSccTargets, type SccTarget } from './sccTargets';
 import { checkProxyUrl, controlCallOptions, discoverTargets, postQuery, type ControlTls, type ProxyCallOptions, type ProxyResultEvent } from './proxyClient';
-import { runQuery, type BatchCallback, type ExecuteStreamOptions, type QueryCounters, type RunOutcome } from './queryRun';
-import { directRoute, proxyQueryBody, proxyRoute, recordMissing } from './queryRoutes';
+import { runQuery, type BatchCallback, type ExecuteStreamOptions, type QueryCounters, type QueryRoute, type RunOutcome } from './queryRun';
+import { DispatchChannels } from '../query/dispatchChannels';
+import { directRoute, dispatchAddressOf, proxyQueryBody, proxyRoute, recordMissing } from './queryRoutes';
 import { sccDispatchCredentials } from './grpcCredentials';
 import { localAddressToward, urlHostPort } from './returnHost';
 
@@ -81,6 +82,8 @@ export class PlatformQueryClient {
   /** False when the listener is another client's (shareListenerOf). */
   private readonly ownsListener: boolean;
   private readonly accounting = new QueryAccounting();
+  /** gRPC channels to the SCCs, kept open across queries (direct mode). */
+  private readonly channels = new DispatchChannels();
   private readonly controlHeaders = new ControlHeaders();
   private readonly log: (line: string) => void;
   private timeoutMs = 0;
@@ -370,6 +373,7 @@ export class PlatformQueryClient {
     if (this.stopped) return;
     this.stopped = true;
     this.running?.release('cancelled');
+    this.channels.close();
     if (this.ownsListener) await this.listening.then(() => this.listener.close(), () => undefined);
     await this.local?.close();
   }
@@ -425,6 +429,13 @@ export class PlatformQueryClient {
     return i >= 0 ? [this.targets[i] as SccTarget] : [...this.targets];
   }
 
+  /** Direct SCC mode toward `target`, over the channel kept for it (made anew when the certificate changes). */
+  private directRoute(target: SccTarget): QueryRoute {
+    const tls = this.options.dispatchTls ?? this.registered;
+    const identity = tls ? `${tls.cert ?? ''}|${tls.key ? 'key' : ''}|${tls.ca ?? ''}` : '';
+    return directRoute(target, this.accounting, this.channels.client(dispatchAddressOf(target), identity, () => sccDispatchCredentials(tls)));
+  }
+
   /** Places the query (at the first SCC, or the Proxy), feeds each arriving batch to `onBatch` and waits for every expected batch. */
   private async execute(input: string | Record<string, unknown>, onBatch: BatchCallback, columns?: readonly string[]): Promise<RunOutcome> {
     if (this.stopped) throw new Error('the query client is stopped');
@@ -443,7 +454,7 @@ export class PlatformQueryClient {
           cancelTargets: (scc) => this.cancelTargets(scc),
           credentials: sccDispatchCredentials(this.options.dispatchTls ?? this.registered),
         })
-      : directRoute(this.targets[0] as SccTarget, this.accounting, sccDispatchCredentials(this.options.dispatchTls ?? this.registered));
+      : this.directRoute(this.targets[0] as SccTarget);
     try {
       return await runQuery(
         {

@@ -12,17 +12,25 @@ import type { QueryAccounting } from './queryAccounting';
 import type { QueryRoute } from './queryRun';
 import { targetName, type SccTarget } from './sccTargets';
 
+/** `host:port` of an SCC target's QueryDispatch service. */
+export function dispatchAddressOf(t: SccTarget): string {
+  return `${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.grpcPort ?? DEFAULT_QUERY_GRPC_PORT}`;
+}
+
 /** A gRPC QueryDispatch client for an SCC target; `credentials` for mutual TLS (sdk/grpcCredentials.ts), else plain. */
 export function dispatchClientFor(t: SccTarget, credentials?: grpc.ChannelCredentials): QueryDispatchClient {
-  return new QueryDispatchClient(`${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.grpcPort ?? DEFAULT_QUERY_GRPC_PORT}`, credentials ? { credentials } : {});
+  return new QueryDispatchClient(dispatchAddressOf(t), credentials ? { credentials } : {});
 }
 
 /** Code of a BatchError for a batch the SCC found on no healthy replica. */
 const NO_REPLICA = 13;
 
-/** Direct SCC mode: the query goes to the first target's gRPC port; without an expectation, the query's own batches are waited for. */
-export function directRoute(target: SccTarget, accounting: QueryAccounting, credentials?: grpc.ChannelCredentials): QueryRoute {
-  const scc = dispatchClientFor(target, credentials);
+/**
+ * Direct SCC mode: the query goes to the first target's gRPC port over `scc` (a channel the
+ * caller keeps open across queries, query/dispatchChannels.ts); without an expectation, the
+ * query's own batches are waited for.
+ */
+export function directRoute(target: SccTarget, accounting: QueryAccounting, scc: QueryDispatchClient): QueryRoute {
   return {
     async dispatch(query) {
       if (!accounting.hasExpectation) accounting.expect(query.batchIds);
@@ -33,7 +41,7 @@ export function directRoute(target: SccTarget, accounting: QueryAccounting, cred
       await scc.cancelQuery(query.queryId, query.token);
       return targetName(target);
     },
-    close: () => scc.close(),
+    close: () => undefined,
   };
 }
 
