@@ -216,6 +216,14 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
                 b.resolve();
                 return;
               }
+              if (el.kind === 'bbn' && isClosedAtScc(err)) {
+                // A bbn (a window discarded at a rebalance) for a batch the SCC closed meanwhile, by
+                // its own batch timeout: it holds what it got and cannot be replaced. The records
+                // read again for it are refused there in turn, and their eob's answer says so.
+                opts.report?.(`${where}: its bbn (${el.reason}) came after the SCC had closed the batch, which keeps what it got: ${(err as Error).message}`);
+                b.resolve();
+                return;
+              }
               const e = new Error(`${where} was not made durable: ${(err as Error).message}; the records read for it stay uncommitted`);
               b.reject(e);
               fail(e);

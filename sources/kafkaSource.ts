@@ -256,8 +256,10 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
           // The rewind waits for the pipeline to drain (a slow SCC): keep the membership meanwhile.
           await withHeartbeat(rewound, heartbeat, () => undefined);
           let rebalancing = false;
-          const onHeartbeatError = (): void => {
+          const onHeartbeatError = (err: unknown): void => {
             rebalancing = true;
+            // kafkajs emits REBALANCING only when a fetch learns of it; a heartbeat may learn first.
+            if ((err as { type?: string }).type === 'REBALANCE_IN_PROGRESS') hold(holdMs, 'the group is rebalancing');
           };
           const current = (): boolean => generation === commits.currentGeneration;
           const msgs = batch.messages;

@@ -119,6 +119,7 @@ async function throughRebalance(topic: string, timeoutMs: number, t0: number): P
 
     await waitFor(async () => (await groupProgress(e.client, `g-${topic}`, topic)).committed === all.length, 'every offset committed', ing.proc.output);
     assert.ok(((await metric(ing.obs, 'hd_stage_received_total', { stage: 'source' })) ?? 0) > all.length, 'the ingester read part of the data again after the rebalances');
+    assert.ok(((await metric(ing.obs, 'hd_stage_dropped_total', { stage: 'scc' })) ?? 0) > 0, 'windows open at a rebalance were discarded (bbn) and rebuilt');
     assert.is(await ing.proc.stop(), 0, ing.proc.output());
   } catch (err) {
     process.stderr.write(ing.proc.output());
