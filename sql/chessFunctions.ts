@@ -100,7 +100,7 @@ export async function installChessFunctions(session: LocalSqlSession): Promise<v
   );
   await session.query('CREATE SCHEMA IF NOT EXISTS hd_chess');
   await session.query(`CREATE OR REPLACE TABLE ${CHESS_MOVES_TABLE} AS SELECT * FROM temp.main.${load}`);
-  await session.query(`DROP TABLE temp.main.${load}`);
+  await session.park(load, { dropAbove: 0 }); // dropped, and forgotten by the session (which may be reused)
   for (const m of CHESS_MACROS) await session.query(m);
 }
 

@@ -14,6 +14,7 @@ import type { Catalog } from './catalog';
 import { ensureChessFunctions } from './chessFunctions';
 import type { DatasetFetcher } from './datasetFetcher';
 import { CATALOG_TABLES, planStatement, type DatasetRead, type Plan } from './planner';
+import { SessionPool } from './sessionPool';
 import { SqlError } from './sqlError';
 
 /** Settings of the engine (the reference's SQL server settings it uses). */
@@ -50,6 +51,9 @@ export interface ExecuteOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Statement texts whose parse trees are kept. */
+const PARSED_STATEMENTS = 256;
+
 const utf8 = (xs: readonly string[]): arrow.Vector => arrow.vectorFromArray([...xs], new arrow.Utf8());
 
 /** Plans, fetches and evaluates SQL statements. */
@@ -61,16 +65,33 @@ export class SqlEngine {
     private readonly fetcher: DatasetFetcher,
     readonly settings: SqlEngineSettings,
     private readonly now: () => number = () => Math.floor(Date.now() / 1000),
-  ) {}
+  ) {
+    this.pool = new SessionPool(local);
+  }
+
+  /** Sessions reused across statements (sql/sessionPool.ts). */
+  private readonly pool: SessionPool;
+  /** Parse trees by statement text (bounded LRU): `json_serialize_sql` is a DuckDB round trip. */
+  private readonly trees = new Map<string, string>();
 
   /** Plans `sql` without running it (parsing needs DuckDB). */
   async plan(sql: string, params: readonly unknown[] = []): Promise<Plan> {
-    const session = await this.local.openSession();
+    return this.withSession((session) => this.planIn(session, sql, params));
+  }
+
+  /** Runs `fn` on a pooled session: released (tables parked) when it resolves, closed when it throws. */
+  private async withSession<T>(fn: (s: LocalSqlSession) => Promise<T>): Promise<T> {
+    const session = await this.pool.take();
+    let out: T;
     try {
-      return await this.planIn(session, sql, params);
-    } finally {
-      await session.close();
+      out = await fn(session);
+    } catch (err) {
+      await this.pool.discard(session);
+      throw err;
     }
+    // Parking runs after the answer is handed back; the next statement takes another session if it has not finished.
+    void this.pool.release(session);
+    return out;
   }
 
   /**
@@ -78,80 +99,86 @@ export class SqlEngine {
    * `paramCount` parameters null (the SQL wire's Describe of a prepared statement).
    */
   async describe(sql: string, paramCount: number): Promise<arrow.Schema> {
-    const session = await this.local.openSession();
     try {
-      const params = Array.from({ length: paramCount }, () => null);
-      await ensureChessFunctions(this.local, session);
-      const plan = await this.planIn(session, sql, []);
-      if (plan.usesCatalog) await this.registerCatalog(session);
-      for (const read of plan.reads) await this.registerRead(session, read.schema);
-      const text = plan.rewrittenTree === undefined ? sql : await this.deserialize(session, plan.rewrittenTree);
-      return (await session.query(text, params.length > 0 ? { params } : {})).schema;
+      return await this.withSession(async (session) => {
+        const params = Array.from({ length: paramCount }, () => null);
+        await ensureChessFunctions(this.local, session);
+        const plan = await this.planIn(session, sql, []);
+        if (plan.usesCatalog) await this.registerCatalog(session);
+        for (const read of plan.reads) await this.registerRead(session, read.schema);
+        const text = plan.rewrittenTree === undefined ? sql : await this.deserialize(session, plan.rewrittenTree);
+        return (await session.query(text, params.length > 0 ? { params } : {})).schema;
+      });
     } catch (err) {
       throw toSqlError(err);
-    } finally {
-      await session.close();
     }
   }
 
   /** Runs one statement. @throws SqlError */
   async execute(sql: string, opts: ExecuteOptions = {}): Promise<SqlResult> {
     const deadline = Date.now() + this.settings.timeoutMs;
-    const session = await this.local.openSession();
     try {
-      await ensureChessFunctions(this.local, session);
-      const planned = await this.planIn(session, sql, opts.params ?? []);
-      const plan: Plan = this.settings.projectColumns === false ? { ...planned, reads: planned.reads.map((r): DatasetRead => ({ schema: r.schema, startTime: r.startTime, endTime: r.endTime, subQueries: r.subQueries })) } : planned;
-      const notices = [...plan.notices];
-      if (plan.usesCatalog) await this.registerCatalog(session);
-      for (const read of plan.reads) {
-        const s = read.schema;
-        await this.registerRead(session, s, read.columns);
-        if (read.startTime > read.endTime) continue;
-        // A fetcher that decoded more than the projection (the columns are a request, not a promise): keep the plan's.
-        const cols = read.columns;
-        const fit = (b: arrow.RecordBatch): arrow.RecordBatch => (cols && b.numCols !== cols.length ? pick(b, cols) : b);
-        const out = await this.fetcher.fetch(read, (b) => session.append(s.id, fit(b), { deadline, ...(opts.signal ? { signal: opts.signal } : {}) }), { deadline, qos: this.settings.qos, ...(opts.signal ? { signal: opts.signal } : {}) });
-        // A batch no node holds is an interval nobody ingested (the batch ids of a window extend one
-        // interval past it): absent, not a failure. Only failed batches make the answer incomplete.
-        if (out.batchErrors.length > 0) {
-          notices.push(`${s.id}: ${out.batchErrors.length} batch(es) failed delivery and are absent from the result${out.batchErrors[0] ? ` (first: ${out.batchErrors[0].message})` : ''}`);
-        }
-      }
-      const text = plan.rewrittenTree === undefined ? sql : await this.deserialize(session, plan.rewrittenTree);
-      let table = await session.query(text, { deadline, ...(opts.params && opts.params.length > 0 ? { params: opts.params } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
-      const max = this.settings.maxRows;
-      if (max > 0 && table.numRows > max) {
-        notices.push(`the result was cut to ${max} of ${table.numRows} rows (HD_SQL_MAX_ROWS)`);
-        table = table.slice(0, max);
-      }
-      if (this.settings.strict && notices.length > 0) {
-        throw new SqlError('incomplete_result', `HD_SQL_STRICT is on and the answer would not be exactly what was asked: ${notices.join('; ')}. Bound the time field, narrow the query, or retry once the batches are readable`);
-      }
-      return { table, notices, plan };
+      return await this.withSession((session) => this.executeIn(session, sql, opts, deadline));
     } catch (err) {
       throw toSqlError(err, opts.signal);
-    } finally {
-      await session.close();
     }
+  }
+
+  private async executeIn(session: LocalSqlSession, sql: string, opts: ExecuteOptions, deadline: number): Promise<SqlResult> {
+    await ensureChessFunctions(this.local, session);
+    const planned = await this.planIn(session, sql, opts.params ?? []);
+    const plan: Plan = this.settings.projectColumns === false ? { ...planned, reads: planned.reads.map((r): DatasetRead => ({ schema: r.schema, startTime: r.startTime, endTime: r.endTime, subQueries: r.subQueries })) } : planned;
+    const notices = [...plan.notices];
+    if (plan.usesCatalog) await this.registerCatalog(session);
+    for (const read of plan.reads) {
+      const s = read.schema;
+      await this.registerRead(session, s, read.columns);
+      if (read.startTime > read.endTime) continue;
+      // A fetcher that decoded more than the projection (the columns are a request, not a promise): keep the plan's.
+      const cols = read.columns;
+      const fit = (b: arrow.RecordBatch): arrow.RecordBatch => (cols && b.numCols !== cols.length ? pick(b, cols) : b);
+      const out = await this.fetcher.fetch(read, (b) => session.append(s.id, fit(b), { deadline, ...(opts.signal ? { signal: opts.signal } : {}) }), { deadline, qos: this.settings.qos, ...(opts.signal ? { signal: opts.signal } : {}) });
+      // A batch no node holds is an interval nobody ingested (the batch ids of a window extend one
+      // interval past it): absent, not a failure. Only failed batches make the answer incomplete.
+      if (out.batchErrors.length > 0) {
+        notices.push(`${s.id}: ${out.batchErrors.length} batch(es) failed delivery and are absent from the result${out.batchErrors[0] ? ` (first: ${out.batchErrors[0].message})` : ''}`);
+      }
+    }
+    const text = plan.rewrittenTree === undefined ? sql : await this.deserialize(session, plan.rewrittenTree);
+    let table = await session.query(text, { deadline, ...(opts.params && opts.params.length > 0 ? { params: opts.params } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
+    const max = this.settings.maxRows;
+    if (max > 0 && table.numRows > max) {
+      notices.push(`the result was cut to ${max} of ${table.numRows} rows (HD_SQL_MAX_ROWS)`);
+      table = table.slice(0, max);
+    }
+    if (this.settings.strict && notices.length > 0) {
+      throw new SqlError('incomplete_result', `HD_SQL_STRICT is on and the answer would not be exactly what was asked: ${notices.join('; ')}. Bound the time field, narrow the query, or retry once the batches are readable`);
+    }
+    return { table, notices, plan };
   }
 
   private async planIn(session: LocalSqlSession, sql: string, params: readonly unknown[]): Promise<Plan> {
     if (sql.trim() === '') throw new SqlError('invalid_statement', 'empty statement');
-    let tree: string;
-    try {
-      const t = await session.query(`SELECT json_serialize_sql('${sql.replace(/'/g, "''")}')::VARCHAR AS tree`);
-      tree = String(t.getChildAt(0)?.get(0));
-    } catch (err) {
-      throw new SqlError('invalid_statement', `cannot parse the statement: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-    }
+    let tree = this.trees.get(sql);
+    if (tree === undefined) {
+      try {
+        const t = await session.query(`SELECT json_serialize_sql('${sql.replace(/'/g, "''")}')::VARCHAR AS tree`);
+        tree = String(t.getChildAt(0)?.get(0));
+      } catch (err) {
+        throw new SqlError('invalid_statement', `cannot parse the statement: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      }
+      if (this.trees.size >= PARSED_STATEMENTS) this.trees.delete(this.trees.keys().next().value as string);
+    } else this.trees.delete(sql); // re-inserted below: most recently used last
+    this.trees.set(sql, tree);
+    // planStatement parses the text afresh each time (it rewrites its own copy), so a cached tree is never shared.
     return planStatement(tree, this.catalog, { now: this.now(), lookbackSec: this.settings.lookbackSec, params });
   }
 
   /** Creates the dataset's table with `columns` (the plan's projection; absent: every field). */
   private async registerRead(session: LocalSqlSession, s: Schema, columns?: readonly string[]): Promise<void> {
     const arrowSchema = arrowSchemaFor(s, columns ? { fields: columns } : undefined);
-    await session.register(s.id, arrowSchema, { aliases: s.name !== s.id ? [s.name] : [], dictionaries: enumDictionaries(s, arrowSchema) });
+    // arrowSchemaFor returns the same Schema object for the same columns: a reused session keeps the table.
+    await session.reuseOrRegister(s.id, arrowSchema, { aliases: s.name !== s.id ? [s.name] : [], dictionaries: enumDictionaries(s, arrowSchema) });
   }
 
   private async deserialize(session: LocalSqlSession, tree: string): Promise<string> {

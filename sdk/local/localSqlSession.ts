@@ -58,6 +58,10 @@ interface Registered {
   readonly dictionaries?: ReadonlyMap<string, arrow.Vector>;
   loaders?: ColumnLoader[];
   chunk?: duckdb.DataChunk;
+  /** Rows appended since the table was created or last emptied. */
+  rows: number;
+  /** Parked (`park`): kept for reuse, lends no metadata to results until registered again. */
+  parked: boolean;
 }
 
 /** Rows per DuckDB data chunk (DuckDB's vector size). */
@@ -100,9 +104,86 @@ export class LocalSqlSession {
     private readonly onClose: (s: LocalSqlSession) => void,
   ) {}
 
+  /** Rows removed by `park` without dropping their table over the session's life (DuckDB may keep their memory until the connection closes). */
+  private emptiedRows = 0;
+
   /** The names registered so far (aliases not included). */
   get tableNames(): readonly string[] {
     return [...this.tables.keys()];
+  }
+
+  /** True once `close` was called (or the LocalSql closed it). */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Rows `park` emptied from kept tables so far: a pool recycles a session past some bound. */
+  get parkedRows(): number {
+    return this.emptiedRows;
+  }
+
+  /**
+   * An empty table `name` of `schema` for rows to come (`append`). When the session already has
+   * `name` from a `reuseOrRegister` with this very Schema object and the same aliases, that table
+   * is kept (emptied if it holds rows) instead of being created again: statements on a reused
+   * session that read the same columns of a dataset skip the DDL. Otherwise `register(name, schema, opts)`.
+   */
+  reuseOrRegister(name: string, schema: arrow.Schema, opts: RegisterOptions = {}): Promise<void> {
+    return this.oneAtATime(async () => {
+      this.assertOpen();
+      const e = this.tables.get(name);
+      const aliases = [...new Set(opts.aliases ?? [])].filter((a) => a !== name);
+      if (e && e.loaders && e.schema === schema && e.aliases.length === aliases.length && e.aliases.every((a, i) => a === aliases[i])) {
+        if (e.rows > 0) await this.empty(e);
+        e.parked = false;
+        return;
+      }
+      await this.registerNow(name, schema, opts);
+    });
+  }
+
+  /**
+   * Parks `name` after a statement: its rows go (the table is dropped when it held more than
+   * `dropAbove` rows, default 65 536, so a large load's memory is freed at once; else it is
+   * emptied and kept for `reuseOrRegister`), and it lends no column metadata to results until
+   * registered again. Unknown names are ignored.
+   */
+  park(name: string, opts: { dropAbove?: number } = {}): Promise<void> {
+    return this.oneAtATime(async () => {
+      this.assertOpen();
+      const e = this.tables.get(name);
+      if (!e) return;
+      if (!e.loaders || e.rows > (opts.dropAbove ?? 65_536)) {
+        this.tables.delete(name);
+        if (!e.loaders) return;
+        // Counted as running: close() waits for it instead of closing the connection under it.
+        this.enter();
+        try {
+          for (const a of e.aliases) await this.connection.run(`DROP VIEW IF EXISTS temp.main.${quoteIdentifier(a)}`);
+          await this.connection.run(`DROP TABLE IF EXISTS temp.main.${quoteIdentifier(name)}`);
+        } catch (err) {
+          throw sqlError(err);
+        } finally {
+          this.leave();
+        }
+        return;
+      }
+      if (e.rows > 0) await this.empty(e);
+      e.parked = true;
+    });
+  }
+
+  private async empty(e: Registered): Promise<void> {
+    this.enter();
+    try {
+      await this.connection.run(`TRUNCATE temp.main.${quoteIdentifier(e.name)}`);
+    } catch (err) {
+      throw sqlError(err);
+    } finally {
+      this.leave();
+    }
+    this.emptiedRows += e.rows;
+    e.rows = 0;
   }
 
   /**
@@ -121,7 +202,7 @@ export class LocalSqlSession {
     const aliases = [...new Set((opts.aliases ?? []).map((a) => checkTableName('aliases', a)))].filter((a) => a !== name);
     const schema = source instanceof arrow.Schema ? source : source instanceof arrow.Table || source instanceof arrow.RecordBatch ? source.schema : source[0]?.schema;
     if (!schema) throw new LocalSqlError('ERR_LOCAL_ARGS', `register ${name}: no batches and no schema`);
-    const entry: Registered = { name, schema, aliases, dictionaries: opts.dictionaries };
+    const entry: Registered = { name, schema, aliases, dictionaries: opts.dictionaries, rows: 0, parked: false };
     this.tables.set(name, entry);
     if (source instanceof arrow.Schema) return;
     const batches = batchesOf(source);
@@ -235,6 +316,7 @@ export class LocalSqlSession {
     const seen = new Set<string>();
     const fields: arrow.Field[] = [];
     for (const t of this.tables.values()) {
+      if (t.parked) continue;
       for (const f of t.schema.fields) if (!seen.has(f.name)) (seen.add(f.name), fields.push(f));
     }
     return new arrow.Schema(fields);
@@ -288,6 +370,7 @@ export class LocalSqlSession {
           for (let c = 0; c < loaders.length; c++) loaders[c]!.write(duckdb.data_chunk_get_vector(chunk, c), columns[c]!, start, n);
           duckdb.data_chunk_set_size(chunk, n);
           appender.appendDataChunk(wrapped);
+          entry.rows += n;
           if (++sinceYield >= CHUNKS_PER_YIELD) {
             sinceYield = 0;
             // Appends are synchronous native calls: let timers and sockets run between slices.

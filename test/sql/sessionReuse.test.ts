@@ -1,0 +1,96 @@
+/**
+ * hd_sql reuses DuckDB sessions across statements (sql/sessionPool.ts): no row of one statement is
+ * seen by the next, a failed statement's session is not reused, concurrent statements each get
+ * their own session, and the answers are those of a fresh engine.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type * as arrow from 'apache-arrow';
+import { LocalSql } from '../../sdk/local/localSql';
+import { SessionPool } from '../../sql/sessionPool';
+import { memoryEngine, T0 } from './support';
+
+const test = suite('hd_sql session reuse');
+const { engine, local, stats } = memoryEngine(300);
+let opened = 0;
+const open = local.openSession.bind(local);
+local.openSession = async () => (opened++, open());
+
+const show = (t: arrow.Table): string => JSON.stringify(t.toArray().map((r) => r.toJSON()), (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
+const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 20)); // parking runs after the answer
+
+const statements = [
+  `SELECT count(*) AS n, sum(bytes) AS b FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 100}`,
+  `SELECT count(*) AS n, sum(bytes) AS b FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 100}`,
+  `SELECT count(*) AS n FROM flows WHERE ts >= ${T0 + 50} AND ts < ${T0 + 300} AND dst_port = 443`,
+  `SELECT count(*) AS n, min(ts) AS lo FROM flows WHERE ts >= ${T0}`,
+  `SELECT * FROM flows WHERE ts >= ${T0 + 10} AND ts < ${T0 + 13} ORDER BY ts`,
+  `SELECT count(*) AS n, sum(bytes) AS b FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 100}`,
+  `SELECT table_name FROM information_schema.tables`,
+  `SELECT src_ip, count(*) AS n FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 40} GROUP BY 1 ORDER BY 1`,
+];
+
+test('statements on reused sessions answer as a fresh engine does, one session for all', async () => {
+  const want: string[] = [];
+  for (const sql of statements) {
+    const fresh = memoryEngine(300);
+    want.push(show((await fresh.engine.execute(sql)).table));
+    await fresh.local.close();
+  }
+  await engine.execute(statements[0]!); // the first statement opens the session the others reuse
+  await settle();
+  opened = 0;
+  for (const [i, sql] of statements.entries()) {
+    assert.is(show((await engine.execute(sql)).table), want[i], sql);
+    await settle();
+  }
+  assert.is(opened, 0, 'every statement ran on the pooled session');
+  assert.ok(stats.reads > 0);
+});
+
+test('a failed statement closes its session; the next one is right', async () => {
+  await engine.execute(`SELECT count(*) FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 10}`);
+  await settle();
+  opened = 0;
+  await engine.execute(`SELECT nope FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 10}`).then(
+    () => assert.unreachable('unknown column'),
+    (err: Error) => assert.match(err.message, /nope/),
+  );
+  const r = await engine.execute(`SELECT count(*) AS n FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 10}`);
+  assert.is(Number(r.table.getChild('n')?.get(0)), 10);
+  assert.is(opened, 1, 'a new session replaced the failed one');
+});
+
+test('concurrent statements each get a session and their own rows', async () => {
+  await settle();
+  const sql = (k: number): string => `SELECT count(*) AS n FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 10 * k}`;
+  const out = await Promise.all([1, 2, 3, 4, 5, 6].map((k) => engine.execute(sql(k))));
+  assert.equal(out.map((r) => Number(r.table.getChild('n')?.get(0))), [10, 20, 30, 40, 50, 60]);
+  await settle();
+  const again = await Promise.all([6, 5, 4, 3, 2, 1].map((k) => engine.execute(sql(k))));
+  assert.equal(again.map((r) => Number(r.table.getChild('n')?.get(0))), [60, 50, 40, 30, 20, 10]);
+});
+
+test('the pool keeps at most maxIdle sessions and recycles one past maxParkedRows', async () => {
+  const l = new LocalSql({ threads: 1 });
+  try {
+    const pool = new SessionPool(l, { maxIdle: 1, maxParkedRows: 0 });
+    const [a, b] = [await pool.take(), await pool.take()];
+    await pool.release(a);
+    await pool.release(b);
+    assert.is(pool.idleCount, 1);
+    assert.ok(b.isClosed, 'beyond maxIdle: closed');
+    const s = await pool.take();
+    assert.is(s, a);
+    await s.query('CREATE TEMP TABLE x AS SELECT 1 AS v');
+    await s.register('y', (await s.query('SELECT 1 AS v')));
+    await pool.release(s);
+    assert.ok(s.isClosed, 'emptied rows past maxParkedRows: closed');
+    assert.is(pool.idleCount, 0);
+  } finally {
+    await l.close();
+  }
+});
+
+test.after(() => local.close());
+test.run();
