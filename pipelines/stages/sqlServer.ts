@@ -1,9 +1,10 @@
 import path from 'node:path';
-import { startSqlServer } from '../../sql/server';
+import { startServiceHealth } from '../../control/serviceHealth';
+import { startSqlServer, type RunningSqlServer } from '../../sql/server';
 import type { Schema } from '../../engine-rs/schema';
 import { dmsTls, fetchDmsSchemas, fetchProxySchemas, type DmsSchemaSource } from '../../sql/schemaSources';
 import { loadSchemaDir, parseListenAddress, parseSccTargetList, readPasswordFile, returnAddress, type ListenAddress } from '../../sql/serverSettings';
-import type { SqlUpstream } from '../../sql/upstream';
+import { describeUpstream, upstreamReachable, type SqlUpstream } from '../../sql/upstream';
 import type { SinkType } from '../registry';
 import { bool, int, str } from '../settings';
 import { schemaDirSetting } from './schemaDirSetting';
@@ -71,9 +72,9 @@ export const sqlServerStage: SinkType<typeof settings> = {
     const pg = at(c.pgwire_enabled, c.pgwire_address, 'HD_SQL_PGWIRE_ADDRESS');
     const password = c.pgwire_password_file === '' ? undefined : readPasswordFile(path.resolve(c.pgwire_password_file), 'HD_SQL_PGWIRE_PASSWORD_FILE');
     const ret = returnAddress(c.return_host, c.data_plane_subnet);
-    const start = async () => {
+    const start = async (): Promise<RunningSqlServer> => {
       const { schemas, source } = await loadSchemas();
-      return startSqlServer({
+      const server = await startSqlServer({
         nodeName: c.node_name,
         schemas,
         schemaSource: source,
@@ -89,6 +90,25 @@ export const sqlServerStage: SinkType<typeof settings> = {
         observability: c.observability_port < 0 ? undefined : { host: c.observability_host, port: c.observability_port },
         log,
       });
+      if (!dms) return server;
+      // With a DMS-CA certificate the service reports its health to the DMS like a registered node
+      // (docs/control-plane.md, "Node health"): degraded while an upstream address does not answer.
+      const health = startServiceHealth({
+        dmsUrl: dms.endpoint,
+        tls: dmsTls(dms),
+        log,
+        source: async () => {
+          const upstreams = await upstreamReachable(upstream);
+          return { status: upstreams.every((u) => u.reachable) ? 'ok' : 'degraded', detail: { upstream: describeUpstream(upstream), addresses: upstreams } };
+        },
+      });
+      return {
+        ...server,
+        close: async () => {
+          health.stop();
+          await server.close();
+        },
+      };
     };
     return serviceSink(start, ctx);
   },
@@ -111,7 +131,8 @@ function upstreamOf(c: StageConfig, dms: DmsSchemaSource | undefined): SqlUpstre
     if (c.scc_targets === '') throw new Error('hd_sql needs where to send its reads: HD_PROXY_ENDPOINT (the HD Proxy) or HD_SQL_SCC_TARGETS (host:port[:grpcPort],... of the SCCs)');
     const targets = parseSccTargetList(c.scc_targets, 'HD_SQL_SCC_TARGETS');
     if (targets.length === 0) throw new Error('HD_SQL_SCC_TARGETS names no SCC');
-    return { kind: 'scc', targets };
+    // SCCs registered with a DMS serve QueryDispatch with mutual TLS: dispatch with the service's DMS-CA certificate.
+    return { kind: 'scc', targets, ...(dms && { tls: dmsTls(dms) }) };
   }
   let url: URL;
   try {

@@ -12,6 +12,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
+import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { dispatchCredentials } from '../../control/grpcTls';
@@ -28,7 +29,7 @@ import { QueryService } from '../../nodes/scc/queryService';
 import { DispatchError, QueryDispatchClient } from '../../query/dispatchClient';
 import { PlatformQueryClient } from '../../sdk/platformQueryClient';
 import { startCluster, type Cluster } from '../support/cluster';
-import { startHd, type HdProcess } from '../support/hdProcess';
+import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 import { ingestMinutes } from '../support/ingestMinutes';
 import { spawnProxyProcess } from './proxySupport';
 import { startTestDms, tempDir, type TestDms } from './support';
@@ -138,6 +139,49 @@ m('a query through the registered Proxy reaches the SCC over mutual TLS and retu
     JSON.stringify(h.identity.peers),
   );
   assert.match(ctx.cluster.scc.proc.output(), /query dispatch \(gRPC QueryDispatch, mutual TLS for proxy, sqlServer, client, admin\)/);
+});
+
+m('hd_sql in direct SCC mode with its DMS-CA certificate queries the registered SCC and reports its health to the DMS', async (ctx) => {
+  const id = await enrol(ctx.dms, 'hd-sql-direct', 'sqlServer');
+  const t = tempDir('hd-sql-direct-');
+  const files = { ca: path.join(t.dir, 'ca.pem'), cert: path.join(t.dir, 'sql.crt'), key: path.join(t.dir, 'sql.key') };
+  writeFileSync(files.ca, id.material.caPem);
+  writeFileSync(files.cert, id.material.certPem);
+  writeFileSync(files.key, id.material.keyPem, { mode: 0o600 });
+  const [pgPort, ret] = [await freePort(), await freePort()];
+  const sql = startHd(['run', 'pipelines/sql.yaml', '--quiet'], {
+    HD_SQL_SCC_TARGETS: `${ctx.cluster.host}:${ctx.cluster.scc.productionPort}:${ctx.cluster.scc.queryGrpcPort}`,
+    HD_DMS_ENDPOINT: ctx.dms.url,
+    HD_DMS_CA_FILE: files.ca,
+    HD_DMS_CLIENT_CERT_FILE: files.cert,
+    HD_DMS_CLIENT_KEY_FILE: files.key,
+    PLATFORM_DATA_RETURN_HOST: '127.0.0.1',
+    PLATFORM_DATA_RETURN_PORT: String(ret),
+    HD_SQL_PGWIRE_ADDRESS: `127.0.0.1:${pgPort}`,
+    HD_SQL_HTTP_ENABLED: 'false',
+    HD_SQL_FLIGHTSQL_ENABLED: 'false',
+    OBSERVABILITY_PORT: '-1',
+    HD_SQL_THREADS: '1',
+  });
+  try {
+    await waitForPort('127.0.0.1', pgPort, sql, 60_000);
+    assert.match(sql.output(), /SCC 127\.0\.0\.1:\d+ \(gRPC \d+\) \(mutual TLS\)/);
+    const c = new pg.Client({ host: '127.0.0.1', port: pgPort, user: 'hd', database: 'hd' });
+    await c.connect();
+    try {
+      const r = await c.query(`SELECT count(*)::INTEGER AS n FROM flows WHERE ts >= ${T0} AND ts < ${T0 + MINUTES * 60}`);
+      assert.equal(r.rows, [{ n: MINUTES * PER_MINUTE }]);
+    } finally {
+      await c.end();
+    }
+    // Its first report goes out at start: the DMS lists it, healthy, with the upstream it reaches.
+    await until(async () => (await nodesOf(ctx.dms)).get('hd-sql-direct')?.health?.status === 'ok', "hd_sql's health report");
+    const h = (await nodesOf(ctx.dms)).get('hd-sql-direct')?.health;
+    assert.match(JSON.stringify(h?.detail), /mutual TLS/);
+  } finally {
+    assert.is(await sql.stop(), 0, sql.output());
+    t.remove();
+  }
 });
 
 m('a plain gRPC client is refused in the handshake (UNAVAILABLE), never reaching the service', async (ctx) => {
