@@ -33,6 +33,11 @@ export interface QueryDispatchClientOptions {
   readonly credentials?: grpc.ChannelCredentials;
   /** Deadline of each call; default 30 s. */
   readonly deadlineMs?: number;
+  /**
+   * More channel options, e.g. `grpc.ssl_target_name_override` with the SCC's node name, so the TLS
+   * handshake names the node (SNI) instead of an address (which Node warns about).
+   */
+  readonly channelOptions?: grpc.ChannelOptions;
 }
 
 type Unary<Req, Res> = (req: Req, meta: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: Res) => void) => grpc.ClientUnaryCall;
@@ -64,6 +69,7 @@ export class QueryDispatchClient {
     this.raw = new RawClientCtor(address, opts.credentials ?? grpc.credentials.createInsecure(), {
       'grpc.max_send_message_length': MAX_DISPATCH_MESSAGE_BYTES,
       'grpc.max_receive_message_length': MAX_DISPATCH_MESSAGE_BYTES,
+      ...opts.channelOptions,
     });
   }
 

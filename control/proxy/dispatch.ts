@@ -74,7 +74,11 @@ export class GrpcSccDispatcher implements SccDispatcher {
     if (!c) {
       const material: TlsMaterial | undefined = this.opts.identity?.material;
       if (tls && !material) throw new HttpError('upstream_unavailable', `${t.name} serves mutual TLS, and this Proxy has no certificate to present`);
-      c = new QueryDispatchClient(address, { ...(tls && material && { credentials: dispatchCredentials(material, t.name) }), deadlineMs: this.opts.deadlineMs });
+      c = new QueryDispatchClient(address, {
+        // The handshake names the SCC (SNI), whose certificate must carry that name.
+        ...(tls && material && { credentials: dispatchCredentials(material, t.name), channelOptions: { 'grpc.ssl_target_name_override': t.name, 'grpc.default_authority': t.name } }),
+        deadlineMs: this.opts.deadlineMs,
+      });
       this.clients.set(key, c);
     }
     return c;
