@@ -24,7 +24,7 @@ import { buildQueryInput } from './queryInput';
 import { pushableSubQueries } from './pushableFilters';
 import { ControlHeaders, counterText } from './controlHeaders';
 import { parseSccTargets, type SccTarget } from './sccTargets';
-import { checkProxyUrl, controlCallOptions, discoverTargets, postQuery, type ControlTls, type ProxyCallOptions, type ProxyResultEvent } from './proxyClient';
+import { checkProxyUrl, controlCallOptions, discoverTargets, postCancel, postQuery, type ControlTls, type ProxyCallOptions, type ProxyResultEvent } from './proxyClient';
 import { runQuery, type BatchCallback, type ExecuteStreamOptions, type QueryCounters, type QueryRoute, type RunOutcome } from './queryRun';
 import { DispatchChannels } from '../query/dispatchChannels';
 import { directRoute, dispatchAddressOf, proxyQueryBody, proxyRoute, recordMissing } from './queryRoutes';
@@ -451,6 +451,7 @@ export class PlatformQueryClient {
     const route = this.proxyUrl
       ? proxyRoute({
           submit: (q) => this.submitQueryToProxy(proxyQueryBody(q, window)),
+          cancelAtProxy: async (q, scc) => (await postCancel(this.proxyUrl, { query_id: q.queryId, token: Buffer.from(q.token).toString('hex'), ...(scc !== undefined && { scc }) }, this.proxyCall())).scc,
           cancelTargets: (scc) => this.cancelTargets(scc),
           credentials: sccDispatchCredentials(this.options.dispatchTls ?? this.registered),
         })

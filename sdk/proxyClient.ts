@@ -253,6 +253,23 @@ export async function fetchDatasets(proxyUrl: string, opts: ProxyCallOptions): P
 }
 
 /**
+ * `POST {proxyUrl}/v1/query/cancel` (ours): the Proxy relays CancelQuery to `scc` (or every SCC of
+ * the primary cluster). Resolves with where it landed; throws ProxyError (404 `not_found` when no
+ * SCC runs the query, 404 with another code from a Proxy without the route).
+ */
+export async function postCancel(proxyUrl: string, body: { query_id: number; token: string; scc?: string }, opts: ProxyCallOptions): Promise<{ cancelled: boolean; scc: string; nodes: number }> {
+  const r = await call('POST', proxyUrl, '/v1/query/cancel', opts, body);
+  if (r.status !== 200) throw errorOf(`the cancel of query ${body.query_id}`, r.status, r.text);
+  try {
+    const doc = JSON.parse(r.text) as { cancelled?: unknown; scc?: unknown; nodes?: unknown };
+    if (typeof doc.cancelled === 'boolean' && typeof doc.scc === 'string' && typeof doc.nodes === 'number') return { cancelled: doc.cancelled, scc: doc.scc, nodes: doc.nodes };
+  } catch {
+    // answered below
+  }
+  throw new ProxyError(`the Proxy at ${proxyUrl} answered POST /v1/query/cancel with something that is not a cancel answer`, 200, 'bad_answer');
+}
+
+/**
  * `POST {proxyUrl}/v1/query` with an HDQuery (wire form; a `start`/`end` window may replace
  * `batch_ids`). Resolves with the result event and its text as received; throws ProxyError.
  */

@@ -69,13 +69,20 @@ export function proxyQueryBody(query: HdQuery, window: { start: number; end: num
 export interface ProxyRouteDeps {
   /** Places the query at the Proxy and records verdict and expected batches (submitQueryToProxy). */
   submit(query: HdQuery): Promise<ProxyResultEvent>;
-  /** The SCCs to cancel at: the one named `scc` when known, else every SCC of the topology. */
+  /** Asks the Proxy to cancel (POST /v1/query/cancel) at `scc`, or at every SCC when undefined; resolves with the SCC that had it. */
+  cancelAtProxy(query: HdQuery, scc: string | undefined): Promise<string>;
+  /** The SCCs to cancel at directly when the Proxy cannot: the one named `scc` when known, else every SCC of the topology. */
   cancelTargets(scc: string | undefined): Promise<SccTarget[]>;
   /** Mutual TLS toward the SCCs (the cancel goes there); absent: plain gRPC. */
   readonly credentials?: grpc.ChannelCredentials;
 }
 
-/** Proxy mode: the Proxy places the query; a cancel goes straight to the SCCs (the Proxy has no cancel route). */
+/**
+ * Proxy mode: the Proxy places the query, and cancels it (POST /v1/query/cancel relays CancelQuery
+ * to the SCC with the Proxy's certificate, so a client without one can cancel at a registered
+ * SCC). When the Proxy cannot (an older Proxy without the route, or no answer), the cancel goes
+ * straight to the SCCs.
+ */
 export function proxyRoute(deps: ProxyRouteDeps): QueryRoute {
   let event: ProxyResultEvent | undefined;
   return {
@@ -83,6 +90,12 @@ export function proxyRoute(deps: ProxyRouteDeps): QueryRoute {
       event = await deps.submit(query);
     },
     async cancel(query) {
+      let viaProxy: string;
+      try {
+        return `${await deps.cancelAtProxy(query, event?.dispatch.scc)} (through the Proxy)`;
+      } catch (err) {
+        viaProxy = (err as Error).message;
+      }
       const targets = await deps.cancelTargets(event?.dispatch.scc);
       if (targets.length === 0) throw new Error('the Proxy names no SCC to cancel at (GET /v1/topology has no scc_targets)');
       const results = await Promise.allSettled(
@@ -96,7 +109,7 @@ export function proxyRoute(deps: ProxyRouteDeps): QueryRoute {
         }),
       );
       const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [`${targetName(targets[i] as SccTarget)}: ${(r.reason as Error).message}`] : []));
-      if (failed.length === targets.length) throw new Error(failed.join('; '));
+      if (failed.length === targets.length) throw new Error(`${viaProxy}; then directly: ${failed.join('; ')}`);
       return targets.map(targetName).join(', ');
     },
     close: () => undefined,

@@ -25,6 +25,8 @@ export interface DispatchOutcome {
 /** Sends HDQuery JSON to one of `targets`. */
 export interface SccDispatcher {
   dispatch(targets: readonly SccAddress[], queryJson: string): Promise<DispatchOutcome>;
+  /** Relays a gRPC CancelQuery to `target`; rejects with the {@link DispatchError} it got. */
+  cancel(target: SccAddress, queryId: number, token: string): Promise<{ cancelled: boolean; nodes: number }>;
   close(): void;
 }
 
@@ -110,6 +112,11 @@ export class GrpcSccDispatcher implements SccDispatcher {
       }
     }
     throw new HttpError('upstream_unavailable', `no SCC took the query: ${failures.join('; ')}`);
+  }
+
+  async cancel(target: SccAddress, queryId: number, token: string): Promise<{ cancelled: boolean; nodes: number }> {
+    const r = await this.client(target).cancelQuery(queryId, token);
+    return { cancelled: r.cancelled, nodes: r.nodes };
   }
 
   close(): void {

@@ -14,6 +14,7 @@ import { installErrorHandlers, HttpError } from '../http/errors';
 import { MtlsIdentity, peerIdentity, serverTlsOptions } from '../mtls';
 import { registerWithDms } from '../registerWithDms';
 import { CertificateRenewer } from '../renewal';
+import { handleCancel } from './cancelRoute';
 import { GrpcSccDispatcher, type SccDispatcher } from './dispatch';
 import { readClusterView, viewFromRegistration, type ClusterView } from './dmsLink';
 import { DEFAULT_HEALTH_REPORT_MS, HealthReporter } from '../healthReporter';
@@ -137,6 +138,12 @@ export class ProxyServer {
         queries?.inc({ result: err instanceof HttpError ? err.code : 'internal' });
         throw err;
       }
+    });
+    // Ours: a client in Proxy mode cancels through the Proxy (cancelRoute.ts); the reference's
+    // /v1/query/stop is 410.
+    app.post('/v1/query/cancel', async (req) => {
+      await identities.read(req.headers);
+      return handleCancel(req.body, { targets: () => currentView().targets, dispatcher });
     });
     // The schemas the Proxy holds (the DMS's, refreshed with the topology): what a client without
     // its own DMS access decodes with, e.g. hd_sql without HD_DMS_* ("the Proxy's copy").

@@ -196,6 +196,39 @@ proxy('an atomic policy swap during a stream of queries: each query sees one ver
   assert.ok(seen.size >= 2, `queries saw versions ${[...seen].join(', ')}`);
   assert.is(px.proxy.policyVersion, start + 5);
 });
+proxy('POST /v1/query/cancel relays CancelQuery to the SCC that took the query; bad bodies are 400, an unknown query 404, no identity 401', async ({ px, scc }) => {
+  const cancel = (body: unknown, headers: Record<string, string> = { 'x-forwarded-role': 'guest', 'x-forwarded-email': 'g@example.com' }) => requestJson('POST', `${px.url}/v1/query/cancel`, px.anon, body, { headers });
+  const placed = await px.query(q({ query_id: 4242, token: 'cd'.repeat(16) }));
+  assert.is(placed.status, 200, JSON.stringify(placed.body));
+  const sccName = (placed.body as { dispatch: { scc: string } }).dispatch.scc;
+  assert.is(sccName, 'scc-b');
+  const ok = await cancel({ query_id: 4242, token: 'cd'.repeat(16), scc: sccName });
+  assert.is(ok.status, 200, JSON.stringify(ok.body));
+  assert.equal(ok.body, { cancelled: true, scc: 'scc-b', nodes: 1 });
+  assert.equal(scc.cancels.at(-1), { queryId: 4242, token: 'cd'.repeat(16) });
+  // Without `scc`, every SCC of the primary cluster is asked: scc-a is down, so a query no SCC knows
+  // cannot be called absent (502), while one scc-b has is still cancelled there.
+  assert.equal((await cancel({ query_id: 4242, token: 'CD'.repeat(16) })).body, { cancelled: true, scc: 'scc-b', nodes: 1 });
+  const unreachable = await cancel({ query_id: 99, token: 'ee'.repeat(16) });
+  assert.is(unreachable.status, 502);
+  assert.match((unreachable.body as { message: string }).message, /could not reach scc-a .* to cancel query 99/);
+  const unknown = await cancel({ query_id: 99, token: 'ee'.repeat(16), scc: 'scc-b' });
+  assert.is(unknown.status, 404);
+  assert.match((unknown.body as { message: string }).message, /no query 99 with that token runs on scc-b/);
+  const wrongToken = await cancel({ query_id: 4242, token: 'ee'.repeat(16), scc: 'scc-b' });
+  assert.is(wrongToken.status, 404, 'the token is the proof: a wrong one cancels nothing');
+  const noScc = await cancel({ query_id: 4242, token: 'cd'.repeat(16), scc: 'scc-z' });
+  assert.is(noScc.status, 404);
+  assert.match((noScc.body as { message: string }).message, /no SCC named 'scc-z' in the primary cluster \(known: scc-a, scc-b\)/);
+  assert.is((await cancel({ query_id: 4242, token: 'cd'.repeat(16) }, {})).status, 401);
+  for (const body of [[], { query_id: 1 }, { token: 'cd'.repeat(16) }, { query_id: -1, token: 'cd'.repeat(16) }, { query_id: 2 ** 32, token: 'cd'.repeat(16) }, { query_id: 1.5, token: 'cd'.repeat(16) }, { query_id: 1, token: 'xyz' }, { query_id: 1, token: 'cd'.repeat(16), extra: true }, { query_id: 1, token: 'cd'.repeat(16), scc: 5 }]) {
+    const r = await cancel(body);
+    assert.is(r.status, 400, JSON.stringify(body));
+    assert.is((r.body as { error: string }).error, 'invalid_request', JSON.stringify(r.body));
+  }
+  const notJson = await rawRequest('POST', `${px.url}/v1/query/cancel`, px.anon, '{');
+  assert.is(notJson.status, 400);
+});
 proxy('a policy that cannot decide fails closed: 500 policy_error, nothing dispatched', async ({ px, scc }) => {
   const v = px.proxy.policyVersion + 1;
   const slow = 'hidden_fields contains "bytes" if { input.role == "slow"; count([1 | some x in numbers.range(1, 3000); some y in numbers.range(1, 3000)]) > 0 }';

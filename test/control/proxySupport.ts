@@ -18,6 +18,8 @@ import type { TestDms } from './support';
 export class StandInScc {
   /** Query JSON received, in order. */
   readonly queries: Record<string, unknown>[] = [];
+  /** CancelQuery calls received, in order. */
+  readonly cancels: { queryId: number; token: string }[] = [];
   /** How Dispatch answers: ok, or a gRPC status. */
   answer: 'ok' | { code: grpc.status; details: string } = 'ok';
   private server = new grpc.Server();
@@ -31,7 +33,13 @@ export class StandInScc {
         if (this.answer !== 'ok') return cb({ code: this.answer.code, details: this.answer.details });
         cb(null, { queryId: q.query_id as number, batches: (q.batch_ids as string[]).length, nodes: ['sn-1'], missingBatchIds: [] });
       },
-      cancelQuery: (_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => cb(null, { cancelled: true, nodes: 1 }),
+      // As the SCC: a cancel of a query it took (same id and token) stops it; anything else is NOT_FOUND.
+      cancelQuery: (call: grpc.ServerUnaryCall<{ queryId: number; token: string }, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+        const { queryId, token } = call.request;
+        this.cancels.push({ queryId, token });
+        if (!this.queries.some((q) => q.query_id === queryId && String(q.token).toLowerCase() === token.toLowerCase())) return cb({ code: grpc.status.NOT_FOUND, details: `no query ${queryId} with that token` });
+        cb(null, { cancelled: true, nodes: 1 });
+      },
     });
     this.port = await new Promise<number>((resolve, reject) => this.server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
     return this;

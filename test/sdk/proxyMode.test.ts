@@ -287,12 +287,13 @@ edge('timeout and cancel release the caller with an empty table and cancel at th
   await ctx.dms.call('PUT', '/v1/nodes/scc-r', ctx.dms.admin, { role: 'scc', cluster: 'c1', addresses: { production: { host: '127.0.0.1', port: 6987 }, grpc: { host: '127.0.0.1', port: ctx.scc.port } } });
   await ctx.px.proxy.refresh();
   await using q = edgeClient(ctx);
-  // No targets yet: the cancel asks the Proxy's topology where the SCCs are.
+  // The cancel goes through the Proxy (POST /v1/query/cancel), which relays it to the SCC that took
+  // the query: the client never needs the SCCs' addresses (nor a certificate for their gRPC port).
   q.setQueryTimeoutMs(200);
   const t = await q.executeDataset({ ...WINDOW });
   assert.is(t.numRows, 0);
   await until(() => ctx.scc.cancels.length === 1);
-  assert.equal(q.sccTargets, [{ host: '127.0.0.1', port: 6987, grpcPort: ctx.scc.port }]);
+  assert.equal(q.sccTargets, []);
   assert.is(ctx.scc.cancels[0]?.queryId, ctx.scc.queries[0]?.query_id);
   assert.is(ctx.scc.cancels[0]?.token, ctx.scc.queries[0]?.token);
 
