@@ -5,16 +5,31 @@
  * over HDWP → decoded to Arrow. Beside it, in the same run: a gRPC-free loopback TCP round trip
  * (the transport's floor) and a query of a minute holding no batch (the path without a scan).
  *
- * Run: `npx tsx bench/queryLatency.bench.ts [minutes] [queries]` (defaults 5 and 200).
+ * With `--mtls` the SCC and the Storage Nodes register with a DMS (in this process) first, so the
+ * SCC ↔ Storage Node legs and the client's gRPC dispatch are mutual TLS (RSA-2048 node keys), the
+ * client presenting a `client` certificate.
+ *
+ * With `--no-reuse` the SCC keeps no idle leg connections (QUERY_LEG_IDLE_MS=0) and the client
+ * opens a gRPC channel per query, as before connections were reused.
+ *
+ * Run: `npx tsx bench/queryLatency.bench.ts [minutes] [queries] [--mtls] [--no-reuse]` (defaults 5 and 200).
  */
+import { writeFileSync } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
+import { registerWithDms } from '../control/registerWithDms';
 import { PlatformIngestClient } from '../sdk/platformIngestClient';
 import { PlatformQueryClient } from '../sdk/platformQueryClient';
-import { startCluster } from '../test/support/cluster';
+import { startTestDms, tempDir, type TestDms } from '../test/control/support';
+import { startCluster, type ClusterDms } from '../test/support/cluster';
 import { FLOW, generate } from './flows';
 
-const MINUTES = Number(process.argv[2] ?? 5);
-const QUERIES = Number(process.argv[3] ?? 200);
+const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const MTLS = process.argv.includes('--mtls');
+const NO_REUSE = process.argv.includes('--no-reuse');
+const MINUTES = Number(args[0] ?? 5);
+const QUERIES = Number(args[1] ?? 200);
+const KEY_BITS = 2048;
 const PER_MINUTE = 61_440;
 /** A minute boundary, so each one-minute batch is one interval of the schema. */
 const T0 = 1_699_999_980;
@@ -41,8 +56,27 @@ async function tcpRoundTrip(): Promise<number> {
   return pct(ms, 0.5);
 }
 
+/** A DMS whose CA the cluster's nodes register with, and a client certificate of it. */
+async function registeredSetup(): Promise<{ dms: TestDms; cluster: ClusterDms; client: { ca: string; cert: string; key: string }; remove(): void }> {
+  const dms = await startTestDms();
+  const dir = tempDir('hd-latency-');
+  const caFile = path.join(dir.dir, 'ca.pem');
+  writeFileSync(caFile, dms.server.caCertPem);
+  await dms.call('PUT', '/v1/clusters/c1', dms.admin, { primary: true });
+  const token = async (name: string): Promise<string> => ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string }).token;
+  const r = await registerWithDms({ dmsUrl: dms.url, nodeName: 'bench-client', role: 'client', caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: await token('bench-client') }, keyBits: KEY_BITS });
+  if (!r.success) throw new Error(`client registration: ${r.error_message}`);
+  return {
+    dms,
+    cluster: { url: dms.url, caFile, token, env: { PLATFORM_KEY_BITS: String(KEY_BITS), PLATFORM_CLUSTER: 'c1' } },
+    client: { ca: dms.server.caCertPem, cert: r.signed_cert_pem, key: r.client_key_pem },
+    remove: () => dir.remove(),
+  };
+}
+
 async function main(): Promise<void> {
-  const cluster = await startCluster({ recordSize: 150, schemas: [SCHEMA] });
+  const reg = MTLS ? await registeredSetup() : undefined;
+  const cluster = await startCluster({ recordSize: 150, schemas: [SCHEMA], ...(reg && { dms: reg.cluster }), ...(NO_REUSE && { sccEnv: { QUERY_LEG_IDLE_MS: '0' } }) });
   try {
     const data = generate(MINUTES * PER_MINUTE);
     // generate() counts seconds from 1 700 000 000, which is not on a minute boundary: move each
@@ -60,7 +94,8 @@ async function main(): Promise<void> {
         if (!(await ingest.sendEob(id))) throw new Error(String(ingest.lastError));
       }
     }
-    const q = new PlatformQueryClient('', '127.0.0.1', '', { listenPort: 0, log: () => undefined });
+    const q = new PlatformQueryClient('', '127.0.0.1', '', { listenPort: 0, log: () => undefined, ...(reg && { dispatchTls: reg.client }) });
+    console.log(MTLS ? 'registered cluster: mutual TLS on the legs and the gRPC dispatch (RSA-2048)' : 'plain cluster (no DMS)');
     q.loadDatasetSchema(SCHEMA);
     q.setSccTargets([{ host: cluster.host, port: cluster.scc.productionPort, grpcPort: cluster.scc.queryGrpcPort }]);
     const run = async (label: string, query: (k: number) => Record<string, unknown>): Promise<string> => {
@@ -68,9 +103,16 @@ async function main(): Promise<void> {
       let rows = 0;
       for (let k = 0; k < QUERIES; k++) {
         const t = process.hrtime.bigint();
-        await q.executeStream(query(k), async (b) => {
+        // --no-reuse: a client per query on the same listener, so a gRPC channel per query.
+        const c = NO_REUSE ? new PlatformQueryClient('', '127.0.0.1', '', { shareListenerOf: q, log: () => undefined, ...(reg && { dispatchTls: reg.client }) }) : q;
+        if (c !== q) {
+          c.loadDatasetSchema(SCHEMA);
+          c.setSccTargets(q.sccTargets);
+        }
+        await c.executeStream(query(k), async (b) => {
           rows += b.numRows;
         });
+        if (c !== q) await c.stop();
         ms.push(since(t));
       }
       return `${label}: p50 ${pct(ms, 0.5).toFixed(2)} ms, p90 ${pct(ms, 0.9).toFixed(2)} ms, p99 ${pct(ms, 0.99).toFixed(2)} ms (${QUERIES} queries, ${rows} records)`;
@@ -103,6 +145,8 @@ async function main(): Promise<void> {
     }
   } finally {
     await cluster.stop();
+    await reg?.dms.close();
+    reg?.remove();
   }
 }
 

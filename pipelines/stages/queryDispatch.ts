@@ -35,6 +35,7 @@ const settings = {
   query_grpc_port: sccSetting<number>('QUERY_GRPC_PORT'),
   max_queries: int({ doc: 'queries running at once; a query of query_qos q is admitted below max_queries × (1/2 + (q − 1)/508)', default: 256, min: 1, max: 65_536 }),
   query_roles: roleList,
+  leg_idle_ms: int({ doc: 'how long an idle query-leg connection to a Storage Node is kept for the next query (0: a connection per leg, closed after it) — QUERY_LEG_IDLE_MS', default: 10_000, min: 0, max: 600_000 }),
   max_query_ms: int({ doc: 'a query still running after this long is cancelled and its unfinished batches fail with code 5 (0: never)', default: 3_600_000, min: 0, max: 86_400_000 }),
 };
 
@@ -66,6 +67,7 @@ export const queryDispatchStage: SinkType<typeof settings> = {
             health: () => replicaHealthOf(c.node_name)?.states(),
             maxQueries: c.max_queries,
             maxQueryMs: c.max_query_ms,
+            legConnections: { idleMs: c.leg_idle_ms },
             onEvent: (m) => ctx.report(m),
           });
           // Registered: the gRPC port is mutual TLS too, open to the certificate roles of query_roles.
