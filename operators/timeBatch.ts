@@ -60,8 +60,9 @@ export interface WindowKeeper {
    * Everything emitted since the last commit will be read again: every open window is discarded
    * with a bbn carrying `reason` and may be opened again (the sink replaces the batch); windows
    * already closed stay closed, and records read again for them are dropped as their duplicates.
+   * Returns how many windows it discarded (0 when chunks still being split make it wait for them).
    */
-  rewind(reason: string): void;
+  rewind(reason: string): number;
 }
 
 interface OpenBatch {
@@ -169,8 +170,9 @@ export function timeBatch(opts: TimeBatchOptions): OperatorFunction<Chunk, Chunk
         subscriber.complete();
       };
       /** Discards every open window (bbn); they are not marked closed, so their records may open them again. */
-      const rewind = (reason: string): void => {
-        if (!active) return;
+      const rewind = (reason: string): number => {
+        if (!active) return 0;
+        const discarded = open.size;
         for (const w of [...open.keys()].sort((a, b) => a - b)) {
           const b = open.get(w) as OpenBatch;
           b.timer?.unsubscribe();
@@ -178,6 +180,7 @@ export function timeBatch(opts: TimeBatchOptions): OperatorFunction<Chunk, Chunk
           counters.controls++;
           subscriber.next({ kind: 'bbn', dataset: meta?.dataset ?? '', batchId: b.id, reason });
         }
+        return discarded;
       };
       const keeper: WindowKeeper = {
         hold: () => {
@@ -194,8 +197,9 @@ export function timeBatch(opts: TimeBatchOptions): OperatorFunction<Chunk, Chunk
         },
         // Chunks still being split were emitted before the rewind: they go into the windows first.
         rewind: (reason) => {
-          if (queued === 0) rewind(reason);
-          else chain = chain.then(() => rewind(reason)).catch(fail);
+          if (queued === 0) return rewind(reason);
+          chain = chain.then(() => void rewind(reason)).catch(fail);
+          return 0;
         },
       };
       const detach = opts.attach?.(keeper);

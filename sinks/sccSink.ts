@@ -13,6 +13,7 @@ import type { BbnElement, Chunk, EobElement, RecordChunk } from '../operators/ch
 import { Flow } from '../operators/flow';
 import { StageCounters } from '../operators/stageCounters';
 import { HdwpStreamError } from '../sources/hdwpStreamError';
+import { REWIND_REASON } from '../sources/windowRewind';
 import { HdwpClient } from './hdwpClient';
 import type { DurabilityTracker } from './sccSinkDelivery';
 
@@ -203,7 +204,8 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
                 opts.onDurable?.(b.records, b.bytes, broadcast);
               } else {
                 counters.dropped += b.records;
-                opts.report?.(`${where}: discarded by its bbn (${el.reason}); ${b.records} records dropped`);
+                // A window discarded at a rebalance is expected; its source reports the rebalance once.
+                if (!el.reason.startsWith(REWIND_REASON)) opts.report?.(`${where}: discarded by its bbn (${el.reason}); ${b.records} records dropped`);
               }
               b.resolve();
             },

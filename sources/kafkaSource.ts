@@ -15,7 +15,7 @@ import type { DeadLetter, DeadLetterSink } from '../sinks/deadLetter';
 import { DeliveryLedger } from '../sinks/sccSinkDelivery';
 import { KafkaCommits, type TopicPartitionOffset } from './kafkaSourceCommits';
 import { encodeText, type TextFormat } from './textRecords';
-import { WindowRewind } from './windowRewind';
+import { REWIND_REASON, WindowRewind } from './windowRewind';
 
 /** Options of {@link kafkaSource}. */
 export interface KafkaSourceOptions {
@@ -169,7 +169,11 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
         do await flow.whenAtMost(0);
         while (flow.pending > 0);
         if (!active || generation !== commits.currentGeneration) return;
-        if (generation > 1) windows.rewind(`ingester: consumer-group rebalance (generation ${generation}); the batch is read again from the last commit`);
+        if (generation > 1) {
+          const n = windows.rewind(`${REWIND_REASON} (generation ${generation}); the batch is read again from the last commit`);
+          const parts = Object.entries(e.payload.memberAssignment).flatMap(([t, ps]) => ps.map((p) => `${t}/${p}`));
+          report(`consumer-group rebalance (generation ${generation}, assigned ${parts.join(', ') || 'nothing'}): ${n} open window(s) discarded (bbn), reading again from the last commit`);
+        }
         if (missing.length > 0) hold(holdMs, `${missing.join(', ')} held by another member`);
         else release();
       })();

@@ -16,6 +16,12 @@ import type { WindowKeeper } from '../operators/timeBatch';
 
 const rewinds = new WeakMap<Flow, WindowRewind>();
 
+/**
+ * How the reason of every bbn a rewind sends begins. The sink reports no such bbn on its own: the
+ * source reports each rewind once, with the number of windows it discarded.
+ */
+export const REWIND_REASON = 'ingester: consumer-group rebalance';
+
 /** The source side of the windows' bookkeeping across rebalances. */
 export class WindowRewind {
   private readonly keepers = new Set<WindowKeeper>();
@@ -61,11 +67,14 @@ export class WindowRewind {
 
   /**
    * Everything emitted since the last commit will be read again: every open window is discarded
-   * with a bbn carrying `reason`, and reopens from the records read next. Call it only once the
-   * pipeline has drained (nothing emitted before is still on its way to `timeBatch`).
+   * with a bbn carrying `reason` (starting with {@link REWIND_REASON}), and reopens from the
+   * records read next. Call it only once the pipeline has drained (nothing emitted before is still
+   * on its way to `timeBatch`). Returns how many windows were discarded.
    */
-  rewind(reason: string): void {
+  rewind(reason: string): number {
     this.rewinds++;
-    for (const k of this.keepers) k.rewind(reason);
+    let discarded = 0;
+    for (const k of this.keepers) discarded += k.rewind(reason);
+    return discarded;
   }
 }

@@ -55,7 +55,7 @@ t('rewind discards every open window with a bbn; re-read records open them afres
   src.next(chunkOf(1, 2)); // window 0
   src.next(chunkOf(61)); // window 60
   src.next(chunkOf(121)); // window 120: window 0 is evicted (closed with 2 records)
-  rewind.rewind('rebalance');
+  assert.is(rewind.rewind('rebalance'), 2, 'two windows discarded');
   assert.equal(trace(got), ['r 0:2', 'r 60:1', 'eob 0:2', 'r 120:1', 'bbn 60', 'bbn 120']);
   const bbn = got[4];
   assert.is(bbn.kind === 'bbn' && bbn.reason, 'rebalance');
