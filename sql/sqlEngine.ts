@@ -130,9 +130,12 @@ export class SqlEngine {
     const plan: Plan = this.settings.projectColumns === false ? { ...planned, reads: planned.reads.map((r): DatasetRead => ({ schema: r.schema, startTime: r.startTime, endTime: r.endTime, subQueries: r.subQueries })) } : planned;
     const notices = [...plan.notices];
     if (plan.usesCatalog) await this.registerCatalog(session);
+    for (const read of plan.reads) await this.registerRead(session, read.schema, read.columns);
+    // Fetched rows are loaded in a transaction the pool rolls back afterwards: no commit per batch,
+    // and the rows (and their memory) are gone before the session serves another statement.
+    await session.begin();
     for (const read of plan.reads) {
       const s = read.schema;
-      await this.registerRead(session, s, read.columns);
       if (read.startTime > read.endTime) continue;
       // A fetcher that decoded more than the projection (the columns are a request, not a promise): keep the plan's.
       const cols = read.columns;

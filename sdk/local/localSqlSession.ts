@@ -112,6 +112,58 @@ export class LocalSqlSession {
     return [...this.tables.keys()];
   }
 
+  /** In a `begin` … `rollback`: each table's row count when it began (tables registered later are not in it). */
+  private tx: Map<Registered, number> | undefined;
+
+  /** True between `begin` and `rollback`. */
+  get inTransaction(): boolean {
+    return this.tx !== undefined;
+  }
+
+  /**
+   * Starts a transaction for one statement's rows: what `append` loads until `rollback` is
+   * transaction-local — no commit per append, and `rollback` discards it with its memory (an emptied
+   * table would keep it). Registered tables not created yet are created first. Register nothing
+   * during it: such tables are forgotten at `rollback` (their DDL is rolled back too).
+   */
+  begin(): Promise<void> {
+    return this.oneAtATime(async () => {
+      this.assertOpen();
+      if (this.tx) throw new LocalSqlError('ERR_LOCAL_ARGS', 'begin: a transaction is already open on this session');
+      for (const t of this.tables.values()) if (!t.loaders) await this.create(t, []);
+      await this.runCounted('BEGIN TRANSACTION');
+      this.tx = new Map([...this.tables.values()].map((t) => [t, t.rows]));
+    });
+  }
+
+  /** Ends `begin`'s transaction, discarding the rows appended in it. No transaction: nothing. */
+  rollback(): Promise<void> {
+    return this.oneAtATime(async () => {
+      this.assertOpen();
+      const tx = this.tx;
+      if (!tx) return;
+      this.tx = undefined;
+      await this.runCounted('ROLLBACK');
+      for (const [name, t] of this.tables) {
+        const before = tx.get(t);
+        if (before === undefined) this.tables.delete(name);
+        else t.rows = before;
+      }
+    });
+  }
+
+  /** Runs a statement counted as running, so close() waits for it. */
+  private async runCounted(sql: string): Promise<void> {
+    this.enter();
+    try {
+      await this.connection.run(sql);
+    } catch (err) {
+      throw sqlError(err);
+    } finally {
+      this.leave();
+    }
+  }
+
   /** True once `close` was called (or the LocalSql closed it). */
   get isClosed(): boolean {
     return this.closed;

@@ -1,6 +1,7 @@
 /**
  * Reusing a LocalSqlSession across statements: `reuseOrRegister` keeps a table registered with the
- * same Schema object (emptied), `park` empties or drops it, and a parked table lends no metadata.
+ * same Schema object (emptied), `park` empties or drops it, a parked table lends no metadata, and
+ * `begin`/`rollback` discard a statement's rows.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -74,6 +75,37 @@ test('a parked table lends no metadata to results; registered again it does', as
     await s.park('b');
     await s.reuseOrRegister('a', schemaA);
     assert.is((await s.query('SELECT v FROM a')).schema.fields[0]!.metadata.get('hd.type'), 'int32');
+  } finally {
+    await s.close();
+  }
+});
+
+test('rows appended between begin and rollback are discarded; tables registered inside are forgotten', async () => {
+  const s = await local.openSession();
+  try {
+    await s.reuseOrRegister('t', schemaA);
+    await s.append('t', rows(schemaA, [1]));
+    await s.begin();
+    assert.ok(s.inTransaction);
+    await s.append('t', rows(schemaA, [2, 3, 4]));
+    assert.is(await count(s, 't'), 4, 'the transaction sees its rows');
+    await s.reuseOrRegister('inside', schemaB);
+    await s.append('inside', rows(schemaB, [9]));
+    await s.rollback();
+    assert.is(s.inTransaction, false);
+    assert.is(await count(s, 't'), 1, 'only the committed row is left');
+    assert.equal(s.tableNames, ['t'], 'the table created inside the transaction is forgotten');
+    await s.park('t');
+    assert.is(s.parkedRows, 1, 'rolled-back rows are not counted as emptied');
+    await s.rollback(); // no transaction: nothing
+    await s.begin();
+    try {
+      await s.begin();
+      assert.unreachable('nested begin');
+    } catch (err) {
+      assert.match((err as Error).message, /already open/);
+    }
+    await s.rollback();
   } finally {
     await s.close();
   }
