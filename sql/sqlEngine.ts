@@ -51,6 +51,9 @@ export interface ExecuteOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Label vectors of enum columns per (projected) Arrow schema: built once, not per statement. */
+const enumLabels = new WeakMap<arrow.Schema, Map<string, arrow.Vector>>();
+
 /** Statement texts whose parse trees are kept. */
 const PARSED_STATEMENTS = 256;
 
@@ -181,7 +184,9 @@ export class SqlEngine {
   private async registerRead(session: LocalSqlSession, s: Schema, columns?: readonly string[]): Promise<void> {
     const arrowSchema = arrowSchemaFor(s, columns ? { fields: columns } : undefined);
     // arrowSchemaFor returns the same Schema object for the same columns: a reused session keeps the table.
-    await session.reuseOrRegister(s.id, arrowSchema, { aliases: s.name !== s.id ? [s.name] : [], dictionaries: enumDictionaries(s, arrowSchema) });
+    let dictionaries = enumLabels.get(arrowSchema);
+    if (!dictionaries) enumLabels.set(arrowSchema, (dictionaries = enumDictionaries(s, arrowSchema)));
+    await session.reuseOrRegister(s.id, arrowSchema, { aliases: s.name !== s.id ? [s.name] : [], dictionaries });
   }
 
   private async deserialize(session: LocalSqlSession, tree: string): Promise<string> {
