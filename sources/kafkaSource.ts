@@ -38,9 +38,10 @@ export interface KafkaSourceOptions {
   /** Take a checkpoint (and so commit) at most this often; default 1000 ms. */
   readonly commitIntervalMs?: number;
   /**
-   * After a rebalance that left this member without a partition it read earlier in the run, hold
-   * the windows' batch timeout this long at most, waiting for the partition to come back (a
-   * consumer that joined the group for a while); default 30 s, 0 never holds.
+   * After a rebalance that left this member without a partition it read earlier in the run, pause
+   * the partitions kept and hold the windows' batch timeout this long at most, waiting for the
+   * partition to come back (a consumer that joined the group for a while); also the longest hold
+   * while the group rebalances. Default 30 s; 0 never holds.
    */
   readonly rebalanceHoldMs?: number;
   /** kafkajs session timeout; default 30 s. */
@@ -147,19 +148,43 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
     // the new generation is emitted before that (`rewound`).
     let rewound: Promise<void> = Promise.resolve();
     let holdTimer: NodeJS.Timeout | undefined;
-    const hold = (ms: number, why: string): void => {
-      if (ms <= 0) return;
-      windows.hold();
-      clearTimeout(holdTimer);
-      holdTimer = setTimeout(() => {
-        if (windows.held) report(`windows' batch timeout runs again after ${ms} ms held (${why})`);
-        windows.release();
-      }, ms);
-    };
+    /** Set while the partitions kept are paused, waiting for one that another member holds. */
+    let paused = false;
+    const topicsOf = (): { topic: string }[] => opts.topics.map((topic) => ({ topic }));
     const release = (): void => {
       clearTimeout(holdTimer);
       holdTimer = undefined;
       windows.release();
+      if (paused) {
+        paused = false;
+        try {
+          consumer.resume(topicsOf());
+        } catch (err) {
+          report(`kafka resume: ${(err as Error).message}`);
+        }
+      }
+    };
+    /**
+     * Holds the windows' timeout for at most `ms`. With `pause`, the partitions kept are not read
+     * meanwhile either: reading ahead on them would close windows by eviction (MAX_OPEN_BATCHES)
+     * before the missing partition's records for them come back.
+     */
+    const hold = (ms: number, why: string, pause = false): void => {
+      if (ms <= 0) return;
+      windows.hold();
+      if (pause && !paused) {
+        try {
+          consumer.pause(topicsOf());
+          paused = true;
+        } catch (err) {
+          report(`kafka pause: ${(err as Error).message}`);
+        }
+      }
+      clearTimeout(holdTimer);
+      holdTimer = setTimeout(() => {
+        if (windows.held) report(`reading and the windows' batch timeout go on after ${ms} ms held (${why})`);
+        release();
+      }, ms);
     };
     consumer.on(consumer.events.REBALANCING, () => hold(holdMs, 'the group is rebalancing'));
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
@@ -174,7 +199,7 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
           const parts = Object.entries(e.payload.memberAssignment).flatMap(([t, ps]) => ps.map((p) => `${t}/${p}`));
           report(`consumer-group rebalance (generation ${generation}, assigned ${parts.join(', ') || 'nothing'}): ${n} open window(s) discarded (bbn), reading again from the last commit`);
         }
-        if (missing.length > 0) hold(holdMs, `${missing.join(', ')} held by another member`);
+        if (missing.length > 0) hold(holdMs, `${missing.join(', ')} held by another member`, true);
         else release();
       })();
     });
@@ -268,7 +293,8 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
           const current = (): boolean => generation === commits.currentGeneration;
           const msgs = batch.messages;
           let i = 0;
-          while (i < msgs.length && active && isRunning() && !isStale() && !rebalancing && current()) {
+          // Messages left unresolved (paused, or a newer generation) are fetched again later.
+          while (i < msgs.length && active && isRunning() && !isStale() && !rebalancing && current() && !paused) {
             let j = i;
             let bytes = 0;
             while (j < msgs.length && (j === i || bytes + (msgs[j].value?.length ?? 0) <= blockBytes)) bytes += (msgs[j++].value?.length ?? 0) + 1;

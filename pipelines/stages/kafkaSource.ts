@@ -21,7 +21,7 @@ const settings = {
   sasl_password: str({ doc: 'SASL password (use ${NAME} to take it from the environment)', default: '', allowEmpty: true }),
   ...textFormatSettings,
   commit_interval_ms: int({ doc: 'take a checkpoint (commit what is durable) at most this often', default: 1000, min: 10, max: 3_600_000 }),
-  rebalance_hold_ms: int({ doc: 'after a rebalance took away a partition this member read, keep open windows from timing out this long at most, waiting for it to come back (0: never)', default: 30_000, min: 0, max: 3_600_000 }),
+  rebalance_hold_ms: int({ doc: 'after a rebalance took away a partition this member read, pause the others and keep open windows from timing out this long at most, waiting for it to come back (0: never)', default: 30_000, min: 0, max: 3_600_000 }),
   session_timeout_ms: int({ doc: 'consumer group session timeout', default: 30_000, min: 6000, max: 3_600_000 }),
   max_fetch_bytes: byteSize({ doc: 'most bytes one fetch returns (bounds the consumer\'s memory)', default: 8 * 1024 * 1024, min: 64 * 1024, max: 256 * 1024 * 1024 }),
   dead_letter: deadLetterSetting("where refused lines go: a file path, 'kafka:<topic>' or empty", true),
