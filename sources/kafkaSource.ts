@@ -15,7 +15,7 @@ import type { DeadLetter, DeadLetterSink } from '../sinks/deadLetter';
 import { DeliveryLedger } from '../sinks/sccSinkDelivery';
 import { KafkaCommits, type TopicPartitionOffset } from './kafkaSourceCommits';
 import { encodeText, type TextFormat } from './textRecords';
-import { REWIND_REASON, WindowRewind } from './windowRewind';
+import { KafkaRebalances } from './kafkaRebalances';
 
 /** Options of {@link kafkaSource}. */
 export interface KafkaSourceOptions {
@@ -118,11 +118,9 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
   const blockBytes = opts.blockBytes ?? 1024 * 1024;
   const commitEvery = opts.commitIntervalMs ?? 1000;
   const report = opts.report ?? (() => undefined);
-  const holdMs = opts.rebalanceHoldMs ?? 30_000;
   return new Observable<Chunk>((subscriber) => {
     let active = true;
     const ledger = DeliveryLedger.of(flow);
-    const windows = WindowRewind.of(flow);
     const commits = new KafkaCommits();
     let lastCheckpoint = Date.now();
     let commitChain: Promise<void> = Promise.resolve();
@@ -141,68 +139,8 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
       allowAutoTopicCreation: false,
     };
     const consumer: Consumer = kafka.consumer(config);
-    // Rebalances (docs/ingester.md, "Rebalances"). While the group rebalances nothing is read, so
-    // windows must not close for idleness. A join starts a new generation: kafkajs reads every
-    // assigned partition again from its last commit, so once everything emitted before has
-    // reached timeBatch, the open windows are discarded and rebuilt from the re-read; nothing of
-    // the new generation is emitted before that (`rewound`).
-    let rewound: Promise<void> = Promise.resolve();
-    let holdTimer: NodeJS.Timeout | undefined;
-    /** Set while the partitions kept are paused, waiting for one that another member holds. */
-    let paused = false;
-    const topicsOf = (): { topic: string }[] => opts.topics.map((topic) => ({ topic }));
-    const release = (): void => {
-      clearTimeout(holdTimer);
-      holdTimer = undefined;
-      windows.release();
-      if (paused) {
-        paused = false;
-        try {
-          consumer.resume(topicsOf());
-        } catch (err) {
-          report(`kafka resume: ${(err as Error).message}`);
-        }
-      }
-    };
-    /**
-     * Holds the windows' timeout for at most `ms`. With `pause`, the partitions kept are not read
-     * meanwhile either: reading ahead on them would close windows by eviction (MAX_OPEN_BATCHES)
-     * before the missing partition's records for them come back.
-     */
-    const hold = (ms: number, why: string, pause = false): void => {
-      if (ms <= 0) return;
-      windows.hold();
-      if (pause && !paused) {
-        try {
-          consumer.pause(topicsOf());
-          paused = true;
-        } catch (err) {
-          report(`kafka pause: ${(err as Error).message}`);
-        }
-      }
-      clearTimeout(holdTimer);
-      holdTimer = setTimeout(() => {
-        if (windows.held) report(`reading and the windows' batch timeout go on after ${ms} ms held (${why})`);
-        release();
-      }, ms);
-    };
-    consumer.on(consumer.events.REBALANCING, () => hold(holdMs, 'the group is rebalancing'));
-    consumer.on(consumer.events.GROUP_JOIN, (e) => {
-      const missing = commits.assign(e.payload.memberAssignment);
-      const generation = commits.currentGeneration;
-      rewound = (async () => {
-        do await flow.whenAtMost(0);
-        while (flow.pending > 0);
-        if (!active || generation !== commits.currentGeneration) return;
-        if (generation > 1) {
-          const n = windows.rewind(`${REWIND_REASON} (generation ${generation}); the batch is read again from the last commit`);
-          const parts = Object.entries(e.payload.memberAssignment).flatMap(([t, ps]) => ps.map((p) => `${t}/${p}`));
-          report(`consumer-group rebalance (generation ${generation}, assigned ${parts.join(', ') || 'nothing'}): ${n} open window(s) discarded (bbn), reading again from the last commit`);
-        }
-        if (missing.length > 0) hold(holdMs, `${missing.join(', ')} held by another member`, true);
-        else release();
-      })();
-    });
+    // Rebalances: held timeouts, discarded and rebuilt windows, paused partitions (docs/ingester.md).
+    const rebalances = new KafkaRebalances({ consumer, topics: opts.topics, flow, commits, holdMs: opts.rebalanceHoldMs, report, isActive: () => active });
     consumer.on(consumer.events.CRASH, (e) => {
       if (!e.payload.restart && active) subscriber.error(new Error(`kafka consumer crashed: ${e.payload.error.message}`));
     });
@@ -283,18 +221,18 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
         eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
           const generation = commits.currentGeneration;
           // The rewind waits for the pipeline to drain (a slow SCC): keep the membership meanwhile.
-          await withHeartbeat(rewound, heartbeat, () => undefined);
+          await withHeartbeat(rebalances.rewound, heartbeat, () => undefined);
           let rebalancing = false;
           const onHeartbeatError = (err: unknown): void => {
             rebalancing = true;
             // kafkajs emits REBALANCING only when a fetch learns of it; a heartbeat may learn first.
-            if ((err as { type?: string }).type === 'REBALANCE_IN_PROGRESS') hold(holdMs, 'the group is rebalancing');
+            if ((err as { type?: string }).type === 'REBALANCE_IN_PROGRESS') rebalances.rebalancing();
           };
           const current = (): boolean => generation === commits.currentGeneration;
           const msgs = batch.messages;
           let i = 0;
           // Messages left unresolved (paused, or a newer generation) are fetched again later.
-          while (i < msgs.length && active && isRunning() && !isStale() && !rebalancing && current() && !paused) {
+          while (i < msgs.length && active && isRunning() && !isStale() && !rebalancing && current() && !rebalances.paused) {
             let j = i;
             let bytes = 0;
             while (j < msgs.length && (j === i || bytes + (msgs[j].value?.length ?? 0) <= blockBytes)) bytes += (msgs[j++].value?.length ?? 0) + 1;
@@ -325,7 +263,7 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
     return () => {
       active = false;
       clearInterval(timer);
-      release();
+      rebalances.stop();
       const closing = (async () => {
         await running;
         // What was emitted before the stop becomes durable as the rest of the pipeline drains. A
