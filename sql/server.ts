@@ -96,6 +96,8 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
     const local = new LocalSql(s.threads !== undefined ? { threads: s.threads } : {});
     closers.push(() => local.close());
     const engine = new MeteredSqlEngine(new Catalog(s.schemas), local, new QueryClientFetcher(clients), s.engine);
+    // DuckDB and the chess functions are ready before the doors open, not paid by the first statement.
+    await engine.warmUp().catch((err: unknown) => s.log(`warming up the local engine failed (the first statement will try again): ${(err as Error).message}`));
     const out: { -readonly [K in keyof RunningSqlServer]?: RunningSqlServer[K] } = { returnAddress: ret };
 
     if (s.observability) {

@@ -77,6 +77,18 @@ export class SqlEngine {
   /** Parse trees by statement text (bounded LRU): `json_serialize_sql` is a DuckDB round trip. */
   private readonly trees = new Map<string, string>();
 
+  /**
+   * Does before the first statement what it would otherwise pay for: starts DuckDB, installs the
+   * chess functions (a table and macros, tens of ms) and leaves a session idle in the pool. The
+   * server calls it before its doors open.
+   */
+  async warmUp(): Promise<void> {
+    await this.withSession(async (session) => {
+      await ensureChessFunctions(this.local, session);
+      await session.query('SELECT 1');
+    });
+  }
+
   /** Plans `sql` without running it (parsing needs DuckDB). */
   async plan(sql: string, params: readonly unknown[] = []): Promise<Plan> {
     return this.withSession((session) => this.planIn(session, sql, params));

@@ -53,6 +53,20 @@ test('statements on reused sessions answer as a fresh engine does, one session f
   assert.ok(stats.reads > 0);
 });
 
+test('warmUp leaves a session ready: the first statement of a new engine opens none', async () => {
+  const e = memoryEngine(30);
+  let n = 0;
+  const o = e.local.openSession.bind(e.local);
+  e.local.openSession = async () => (n++, o());
+  await e.engine.warmUp();
+  await settle();
+  assert.is(n, 1);
+  const r = await e.engine.execute(`SELECT count(*) AS n FROM flows WHERE ts >= ${T0}`);
+  assert.is(Number(r.table.getChild('n')?.get(0)), 30);
+  assert.is(n, 1, 'the warmed session served it');
+  await e.local.close();
+});
+
 test('a failed statement closes its session; the next one is right', async () => {
   await engine.execute(`SELECT count(*) FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 10}`);
   await settle();
