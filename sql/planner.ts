@@ -36,6 +36,11 @@ export interface Plan {
   readonly reads: DatasetRead[];
   /** True when the statement reads our catalog tables. */
   readonly usesCatalog: boolean;
+  /**
+   * True when the plan depends on the clock (a dataset reference without an upper time bound reads
+   * up to now) or on bound parameters: it cannot be reused for the same text later.
+   */
+  readonly volatile: boolean;
   /** Why the answer may not be exactly what was asked (e.g. the default lookback applied). */
   readonly notices: string[];
 }
@@ -123,12 +128,14 @@ export function planStatement(serialized: string, catalog: Catalog, opts: PlanOp
   const use = columnUse(root, relations);
   const notices: string[] = [];
   const reads: DatasetRead[] = [];
+  let volatile = (opts.params ?? []).length > 0;
   for (const s of new Set(refs.values())) {
     const mine = [...refs.entries()].filter(([, x]) => x === s).map(([n]) => analysed.get(n) ?? { filters: [] });
     let start = Infinity;
     let end = -Infinity;
     let defaulted = false;
     for (const p of mine) {
+      if (p.timeTo === undefined) volatile = true;
       const to = p.timeTo ?? (p.timeFrom !== undefined ? Math.max(opts.now, p.timeFrom) : opts.now);
       const from = p.timeFrom ?? to - opts.lookbackSec + 1;
       if (p.timeFrom === undefined) defaulted = true;
@@ -141,7 +148,7 @@ export function planStatement(serialized: string, catalog: Catalog, opts: PlanOp
     const columns = fieldsToRead(s, use);
     reads.push({ schema: s, startTime: start === Infinity ? 1 : start, endTime: end === -Infinity ? 0 : end, subQueries: groups.length <= 16 ? groups : [], ...(columns ? { columns } : {}) });
   }
-  return { ...(rewritten ? { rewrittenTree: stringifyBigJson({ error: false, statements: [root] }) } : {}), reads, usesCatalog: rewritten, notices };
+  return { ...(rewritten ? { rewrittenTree: stringifyBigJson({ error: false, statements: [root] }) } : {}), reads, usesCatalog: rewritten, notices, volatile };
 }
 
 function baseTable(name: string): Node {

@@ -76,6 +76,8 @@ export class SqlEngine {
   private readonly pool: SessionPool;
   /** Parse trees by statement text (bounded LRU): `json_serialize_sql` is a DuckDB round trip. */
   private readonly trees = new Map<string, string>();
+  /** Plans by statement text (bounded LRU), for plans that are not `volatile`. */
+  private readonly plans = new Map<string, Plan>();
 
   /**
    * Does before the first statement what it would otherwise pay for: starts DuckDB, installs the
@@ -177,6 +179,22 @@ export class SqlEngine {
 
   private async planIn(session: LocalSqlSession, sql: string, params: readonly unknown[]): Promise<Plan> {
     if (sql.trim() === '') throw new SqlError('invalid_statement', 'empty statement');
+    // A plan that depends on neither the clock nor parameters is the same for the same text.
+    const known = params.length === 0 ? this.plans.get(sql) : undefined;
+    if (known) {
+      this.plans.delete(sql);
+      this.plans.set(sql, known);
+      return known;
+    }
+    const plan = await this.planAfresh(session, sql, params);
+    if (!plan.volatile) {
+      if (this.plans.size >= PARSED_STATEMENTS) this.plans.delete(this.plans.keys().next().value as string);
+      this.plans.set(sql, plan);
+    }
+    return plan;
+  }
+
+  private async planAfresh(session: LocalSqlSession, sql: string, params: readonly unknown[]): Promise<Plan> {
     let tree = this.trees.get(sql);
     if (tree === undefined) {
       try {

@@ -67,17 +67,42 @@ test('warmUp leaves a session ready: the first statement of a new engine opens n
   await e.local.close();
 });
 
+test('a plan is reused for the same text only when it depends on neither the clock nor parameters', async () => {
+  const bounded = `SELECT count(*) AS n FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 20}`;
+  const a = await engine.execute(bounded);
+  const b = await engine.execute(bounded);
+  assert.ok(a.plan === b.plan, 'a bounded window: the same plan');
+  assert.is(a.plan.volatile, false);
+  const open = `SELECT count(*) AS n FROM flows WHERE ts >= ${T0}`;
+  const c = await engine.execute(open);
+  assert.ok(c.plan.volatile && c.plan !== (await engine.execute(open)).plan, 'no upper bound reads up to now: planned each time');
+  const p = `SELECT count(*) AS n FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 20} AND dst_port = $1`;
+  const d = await engine.execute(p, { params: [443] });
+  const e = await engine.execute(p, { params: [80] });
+  assert.ok(d.plan.volatile && d.plan !== e.plan, 'parameters push down: planned each time');
+  assert.equal([Number(d.table.getChild('n')?.get(0)), Number(e.table.getChild('n')?.get(0))], [7, 7]);
+  await settle();
+});
+
 test('a failed statement closes its session; the next one is right', async () => {
   await engine.execute(`SELECT count(*) FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 10}`);
   await settle();
-  opened = 0;
-  await engine.execute(`SELECT nope FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 10}`).then(
-    () => assert.unreachable('unknown column'),
-    (err: Error) => assert.match(err.message, /nope/),
-  );
-  const r = await engine.execute(`SELECT count(*) AS n FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 10}`);
-  assert.is(Number(r.table.getChild('n')?.get(0)), 10);
-  assert.is(opened, 1, 'a new session replaced the failed one');
+  const pool = (engine as unknown as { pool: SessionPool }).pool;
+  const discarded: unknown[] = [];
+  const discard = pool.discard.bind(pool);
+  pool.discard = async (s) => (discarded.push(s), discard(s));
+  try {
+    await engine.execute(`SELECT nope FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 10}`).then(
+      () => assert.unreachable('unknown column'),
+      (err: Error) => assert.match(err.message, /nope/),
+    );
+    assert.is(discarded.length, 1, 'the failed statement\'s session was closed');
+    assert.ok((discarded[0] as { isClosed: boolean }).isClosed);
+    const r = await engine.execute(`SELECT count(*) AS n FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 10}`);
+    assert.is(Number(r.table.getChild('n')?.get(0)), 10);
+  } finally {
+    pool.discard = discard;
+  }
 });
 
 test('concurrent statements each get a session and their own rows', async () => {
