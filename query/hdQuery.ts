@@ -26,6 +26,12 @@ export interface SccAddress {
 export interface ReturnAddress {
   readonly host: string;
   readonly port: number;
+  /**
+   * Ours: the listener speaks mutual TLS (a client holding a DMS-CA certificate). Storage Nodes
+   * and SCCs then open the result stream with their own node certificate, or fail the query
+   * naming why when they have none.
+   */
+  readonly tls?: boolean;
 }
 
 /** One batch that failed delivery during a query (one per failed batch, not per notice). */
@@ -146,8 +152,10 @@ export function hdQueryFromJson(raw: unknown): HdQuery {
   });
   const verifyHash = raw.verify_hash ?? false;
   if (typeof verifyHash !== 'boolean') throw new QueryError('verify_hash', `expected true or false, got ${jsonType(verifyHash)}`);
-  const ret = hostPort(raw.return_address, 'return_address', 'a return address {host, port}');
-  refuseUnknownKeys(ret.rest, ['host', 'port'], 'return_address');
+  const ret = hostPort(raw.return_address, 'return_address', 'a return address {host, port, tls?}');
+  refuseUnknownKeys(ret.rest, ['host', 'port', 'tls'], 'return_address');
+  const retTls = ret.rest.tls ?? false;
+  if (typeof retTls !== 'boolean') throw new QueryError('return_address.tls', `expected true or false, got ${jsonType(retTls)}`);
   if (typeof raw.token !== 'string' || !TOKEN_HEX.test(raw.token)) throw new QueryError('token', `expected ${TOKEN_LEN * 2} hex digits (${TOKEN_LEN} random bytes), got ${jsonType(raw.token).slice(0, 50)}`);
   const token = Buffer.from(raw.token, 'hex');
   if (isZeroToken(token)) throw new QueryError('token', 'an all-zero token is refused: draw 16 random bytes (newQueryToken)');
@@ -159,7 +167,7 @@ export function hdQueryFromJson(raw: unknown): HdQuery {
     targets,
     verifyHash,
     queryQos: clampQos(raw.query_qos),
-    returnAddress: { host: ret.host, port: ret.port },
+    returnAddress: retTls ? { host: ret.host, port: ret.port, tls: true } : { host: ret.host, port: ret.port },
     token,
   };
   return {
@@ -197,7 +205,7 @@ function toJson(q: HdQuery): Record<string, unknown> {
     targets: q.targets.map((t) => ({ host: t.host, port: t.port, ...(t.grpcPort !== undefined ? { grpc_port: t.grpcPort } : {}) })),
     verify_hash: q.verifyHash,
     query_qos: clampQos(q.queryQos),
-    return_address: { host: q.returnAddress.host, port: q.returnAddress.port },
+    return_address: { host: q.returnAddress.host, port: q.returnAddress.port, ...(q.returnAddress.tls === true ? { tls: true } : {}) },
     token: Buffer.from(q.token.buffer, q.token.byteOffset, q.token.byteLength).toString('hex'),
     ...(q.limit !== undefined ? { limit: q.limit } : {}),
     ...(q.fieldMask !== undefined ? { field_mask: Buffer.from(q.fieldMask.buffer, q.fieldMask.byteOffset, q.fieldMask.byteLength).toString('hex') } : {}),

@@ -26,7 +26,9 @@ import { ControlHeaders, counterText } from './controlHeaders';
 import { parseSccTargets, type SccTarget } from './sccTargets';
 import { checkProxyUrl, controlCallOptions, discoverTargets, postCancel, postQuery, type ControlTls, type ProxyCallOptions, type ProxyResultEvent } from './proxyClient';
 import { runQuery, type BatchCallback, type ExecuteStreamOptions, type QueryCounters, type QueryRoute, type RunOutcome } from './queryRun';
+import type { TLSSocket } from 'node:tls';
 import { DispatchChannels } from '../query/dispatchChannels';
+import { resultListenerTls } from './resultTls';
 import { directRoute, dispatchAddressOf, proxyQueryBody, proxyRoute, recordMissing } from './queryRoutes';
 import { sccDispatchCredentials } from './grpcCredentials';
 import { localAddressToward, urlHostPort } from './returnHost';
@@ -49,6 +51,13 @@ export interface QueryClientOptions {
    * the registerWithDms material; without either, plain gRPC (docs/control-plane.md).
    */
   readonly dispatchTls?: ControlTls;
+  /**
+   * Listen for results with mutual TLS (sdk/resultTls.ts), presenting `dispatchTls`: Storage
+   * Nodes and SCCs then send them with their DMS-CA certificates (`return_address.tls` in every
+   * query). Only for a registered cluster: a node without a certificate fails such a query, naming
+   * why. Default false (plain result streams).
+   */
+  readonly resultTls?: boolean;
   /**
    * Receive results on this other client's listener instead of opening one (`listenPort` is then
    * not used). The listener tells queries apart by id and token, so clients sharing it run their
@@ -79,6 +88,8 @@ export class PlatformQueryClient {
   private targets: SccTarget[] = [];
   private readonly listener: ResultListener;
   private readonly listening: Promise<{ host: string; port: number }>;
+  /** Whether the listener speaks mutual TLS (queries then ask for it: `return_address.tls`). */
+  private readonly listenerTls: boolean;
   /** False when the listener is another client's (shareListenerOf). */
   private readonly ownsListener: boolean;
   private readonly accounting = new QueryAccounting();
@@ -114,7 +125,10 @@ export class PlatformQueryClient {
     this.log = options.log ?? ((l) => process.stderr.write(`hd query client: ${l}\n`));
     const owner = options.shareListenerOf;
     this.ownsListener = owner === undefined;
-    this.listener = owner ? owner.listener : new ResultListener({ host: dataPlaneInterface || '0.0.0.0', port: options.listenPort ?? 6987 });
+    if (options.resultTls === true && !owner && !options.dispatchTls) throw new Error('resultTls needs dispatchTls (the CA bundle, certificate and key the listener presents)');
+    const listenTls = !owner && options.resultTls === true && options.dispatchTls ? resultListenerTls(options.dispatchTls) : undefined;
+    this.listenerTls = owner ? owner.listenerTls : listenTls !== undefined;
+    this.listener = owner ? owner.listener : new ResultListener({ host: dataPlaneInterface || '0.0.0.0', port: options.listenPort ?? 6987, ...(listenTls && { tls: listenTls.tls, acceptPeer: (s: TLSSocket) => listenTls.acceptPeer(s) }) });
     this.listening = owner ? owner.listening : this.listener.listen();
     // Surfaces at the first call that needs the listener; here it would be an unhandled rejection.
     this.listening.catch(() => undefined);
@@ -407,7 +421,7 @@ export class PlatformQueryClient {
     if (!this.proxyUrl && this.targets.length === 0) throw new Error('no SCC targets are set (setSccTargets), and no proxyUrl was given');
     const bound = await this.listening;
     const host = await this.returnHost();
-    const built = buildQueryInput(input, { schema, returnAddress: { host, port: bound.port }, targets: this.targets, ...(this.preparedId !== undefined ? { queryId: this.preparedId } : {}) });
+    const built = buildQueryInput(input, { schema, returnAddress: { host, port: bound.port, ...(this.listenerTls && { tls: true }) }, targets: this.targets, ...(this.preparedId !== undefined ? { queryId: this.preparedId } : {}) });
     const pushed = pushableSubQueries(schema, built.query.subQueries);
     for (const note of pushed.notes) this.log(`query ${built.query.queryId}: ${note}`);
     return pushed.notes.length === 0 ? built : { ...built, query: { ...built.query, subQueries: pushed.subQueries } };

@@ -56,7 +56,7 @@ export function buildQueryInput(input: string | Record<string, unknown>, ctx: Bu
   o.dataset ??= ctx.schema.id;
   o.query_id ??= ctx.queryId ?? newQueryId();
   o.token = newQueryToken().toString('hex');
-  o.return_address = { host: ctx.returnAddress.host, port: ctx.returnAddress.port };
+  o.return_address = { host: ctx.returnAddress.host, port: ctx.returnAddress.port, ...(ctx.returnAddress.tls === true && { tls: true }) };
   o.targets = ctx.targets.map((t) => ({ host: t.host, port: t.port, ...(t.grpcPort ? { grpc_port: t.grpcPort } : {}) }));
   const window = start === undefined ? undefined : { start: start as number, end: end as number };
   return { query: hdQueryFromJson(o), window };

@@ -5,6 +5,7 @@
  * with the query id and token, within the credit the client's listener grants. Once a batch's end
  * is written, the same eob / bbn goes back to the SCC on the query's control connection (progress).
  */
+import type tls from 'node:tls';
 import { Observable } from 'rxjs';
 import { HDWP_ERROR_FRAME_CODES as CODES } from '../engine-rs/hdwpFrame';
 import type { Chunk } from '../operators/chunk';
@@ -30,6 +31,12 @@ export interface ResultStreamOptions {
   readonly report?: (message: string) => void;
   /** Handed the closing of the streams still open when the sink is torn down. */
   readonly trackTeardown?: (work: Promise<unknown>) => void;
+  /**
+   * The node's TLS client options (its DMS-CA certificate) for return addresses that ask for
+   * mutual TLS (`return_address.tls`); undefined on a node without a certificate, whose queries
+   * asking for it then fail naming why.
+   */
+  readonly tls?: () => tls.ConnectionOptions;
 }
 
 /** One query's result stream. */
@@ -91,7 +98,10 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
 
       const connect = (s: Stream): Promise<HdwpClient> => {
         const q = s.results.query;
-        const { host, port } = q.spec.returnAddress;
+        const { host, port, tls: wantsTls } = q.spec.returnAddress;
+        if (wantsTls && !opts.tls) {
+          return Promise.reject(new StreamFailure(`query ${q.spec.queryId} asks for a mutual-TLS result stream (return_address.tls), and node '${opts.nodeName ?? '?'}' has no certificate: register it with the DMS (DMS_URL)`, undefined));
+        }
         s.client ??= HdwpClient.connect({
           host,
           port,
@@ -102,6 +112,7 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
           acks: false,
           connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_RESULT_CONNECT_TIMEOUT_MS,
           maxFrameBytes: opts.maxFrameBytes,
+          ...(wantsTls && opts.tls && { tls: opts.tls() }),
         });
         return s.client;
       };
@@ -125,6 +136,7 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
         try {
           client = await connect(s);
         } catch (err) {
+          if (err instanceof StreamFailure) throw err;
           const { host, port } = q.spec.returnAddress;
           throw new StreamFailure(`return address ${host}:${port} is not reachable${where}: ${(err as Error).message}`, err);
         }

@@ -97,6 +97,8 @@ export interface ResultListenerOptions {
   readonly maxBatchBytes?: number;
   readonly handshakeTimeoutMs?: number;
   readonly tls?: tls.TlsOptions;
+  /** With `tls`: undefined to accept a verified sender, else why it is refused (closed before hello). */
+  readonly acceptPeer?: (socket: tls.TLSSocket) => string | undefined;
 }
 
 interface QueryState {
@@ -146,6 +148,7 @@ export class ResultListener {
       maxPayload: opts.maxPayload,
       handshakeTimeoutMs: opts.handshakeTimeoutMs,
       tls: opts.tls,
+      ...(opts.acceptPeer && { acceptPeer: opts.acceptPeer }),
       onConnection: (conn) => this.accept(conn),
     });
   }

@@ -16,11 +16,13 @@ import type { SccTarget } from '../sdk/sccTargets';
  * when it holds a certificate and key); without one, plain gRPC.
  */
 export type SqlUpstream =
-  | { readonly kind: 'scc'; readonly targets: readonly SccTarget[]; readonly tls?: ControlTls }
+  | { readonly kind: 'scc'; readonly targets: readonly SccTarget[]; readonly tls?: ControlTls; readonly resultTls?: boolean }
   | {
       readonly kind: 'proxy';
       readonly url: string;
       readonly tls: ControlTls;
+      /** Results over mutual TLS with `tls` (HD_SQL_RESULT_TLS): the cluster's nodes are registered. */
+      readonly resultTls?: boolean;
       /** Control headers: the identity the policy sees (X-Forwarded-Role/-Email or Authorization). */
       readonly headers: Readonly<Record<string, string>>;
     };
@@ -40,6 +42,7 @@ export function queryClientFor(u: SqlUpstream, returnHost: string | undefined, r
     log,
     ...(u.kind === 'proxy' ? { controlTls: u.tls } : {}),
     ...(u.tls?.cert && u.tls.key ? { dispatchTls: u.tls } : {}),
+    ...(u.resultTls === true && { resultTls: true }),
     ...(owner ? { shareListenerOf: owner } : {}),
   });
   if (u.kind === 'scc') client.setSccTargets(u.targets);

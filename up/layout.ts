@@ -222,6 +222,8 @@ export function platformLayout(opts: LayoutOptions): PlatformLayout {
           HD_DMS_CLIENT_KEY_FILE: sqlCreds.key,
           HD_SQL_PROXY_ROLE: SQL_PROXY_IDENTITY.role,
           HD_SQL_PROXY_EMAIL: SQL_PROXY_IDENTITY.email,
+          // Every node is registered: results come back over mutual TLS too.
+          HD_SQL_RESULT_TLS: 'true',
         }
       : { HD_SQL_SCC_TARGETS: `${scc}:${PORTS.production}:${PORTS.queryGrpc}`, HD_SQL_SCHEMA_DIR: schemaDir };
   nodes.push({

@@ -4,6 +4,7 @@
  * ({@link QueryRun}) and cancels it on request. Every refusal is a {@link QueryDispatchFailure}
  * carrying the gRPC status the service answers with.
  */
+import type tls from 'node:tls';
 import { status } from '@grpc/grpc-js';
 import type { CancelReply, DispatchReply } from '../../query/dispatchService';
 import { parseHdQuery, QueryError, type HdQuery } from '../../query/hdQuery';
@@ -52,6 +53,8 @@ export interface QueryDispatcherOptions {
   readonly reachTimeoutMs?: number;
   /** How long a return address that answered is trusted without a new probe; default {@link DEFAULT_REACH_TRUST_MS}, 0 probes every dispatch. */
   readonly reachTrustMs?: number;
+  /** The SCC's TLS client options for clients listening with mutual TLS (`return_address.tls`): its notices, and the return address check. */
+  readonly resultTls?: () => tls.ConnectionOptions;
   /** Idle query-leg connections kept per node (legConnections.ts); default: kept 10 s, reused up to 60 s after they opened. */
   readonly legConnections?: LegConnectionPoolOptions;
   /** How often running queries look at replica health; default 200 ms. */
@@ -160,6 +163,7 @@ export class QueryDispatcher {
         maxQueryMs: this.opts.maxQueryMs ?? 3_600_000,
         connectTimeoutMs: this.opts.connectTimeoutMs,
         pool: this.pool,
+        ...(this.opts.resultTls && { resultTls: this.opts.resultTls }),
         onEvent: this.opts.onEvent,
         onFinished: (r) => this.finished(r),
       });

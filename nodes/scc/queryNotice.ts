@@ -6,6 +6,7 @@
  * client's listener then hears about every batch exactly once.
  */
 import net from 'node:net';
+import tls from 'node:tls';
 import { BatchID } from '../../engine-rs/batchId';
 import { encodeFrame } from '../../engine-rs/hdwp';
 import { FrameDecoder } from '../../engine-rs/hdwpDecoder';
@@ -29,6 +30,8 @@ export interface NoticeTarget {
   readonly recordSize: number;
   /** Give up on the stream after this long; default 5 s. */
   readonly timeoutMs?: number;
+  /** The SCC's TLS client options, for a return address that asks for mutual TLS (`return_address.tls`). */
+  readonly tls?: tls.ConnectionOptions;
 }
 
 /**
@@ -42,8 +45,10 @@ export function sendBatchNotices(target: NoticeTarget, notices: readonly BatchNo
   for (const n of notices) {
     frames.push(encodeFrame({ kind: 'bbn', batchId: BatchID.fromHex(n.batchId), reason: bbnReason(n.code, n.detail), auth }));
   }
+  const { host, port, tls: wantsTls } = target.returnAddress;
+  if (wantsTls && !target.tls) return Promise.resolve('the client asked for a mutual-TLS result stream (return_address.tls), and this SCC has no certificate: register it with the DMS (DMS_URL)');
   return new Promise((resolve) => {
-    const socket = net.connect({ host: target.returnAddress.host, port: target.returnAddress.port });
+    const socket = wantsTls && target.tls ? tls.connect({ ...target.tls, host, port }) : net.connect({ host, port });
     const decoder = new FrameDecoder();
     let accepted = false;
     let refusal: string | undefined;
@@ -51,7 +56,7 @@ export function sendBatchNotices(target: NoticeTarget, notices: readonly BatchNo
       refusal ??= `no answer from the listener within ${target.timeoutMs ?? 5000} ms`;
       socket.destroy();
     }, target.timeoutMs ?? 5000);
-    socket.on('connect', () => socket.end(Buffer.concat(frames)));
+    socket.on(wantsTls ? 'secureConnect' : 'connect', () => socket.end(Buffer.concat(frames)));
     socket.on('data', (chunk: Buffer) => {
       let got: Frame[] = [];
       try {

@@ -5,6 +5,7 @@
  * is on at most one leg at a time, and goes to another replica only when that leg can no longer
  * deliver it.
  */
+import type tls from 'node:tls';
 import { HDWP_ERROR_FRAME_CODES } from '../../engine-rs/hdwpFrame';
 import type { HdQuery } from '../../query/hdQuery';
 import { abandonsQueries, takesQueries } from './queryHealth';
@@ -29,6 +30,8 @@ export interface QueryRunOptions {
   /** Cancel the query after this long (0: never); its unfinished batches fail with code 5. */
   readonly maxQueryMs: number;
   readonly connectTimeoutMs?: number;
+  /** The SCC's TLS client options for a client listening with mutual TLS (its notices); undefined without a certificate. */
+  readonly resultTls?: () => tls.ConnectionOptions;
   /** Idle leg connections to reuse (legConnections.ts); without it every leg connects. */
   readonly pool?: LegConnectionPool;
   readonly maxBatchesPerLeg?: number;
@@ -269,7 +272,8 @@ export class QueryRun implements LegListener {
     for (const [hex, b] of this.batches) if (b.status === 'failed' && !b.told) notices.push({ batchId: hex, code: b.code ?? HDWP_ERROR_FRAME_CODES.internal, detail: b.message ?? 'failed' });
     if (notices.length > 0) {
       const { query } = this;
-      void sendBatchNotices({ returnAddress: query.returnAddress, auth: { queryId: query.queryId, token: query.token }, dataset: query.dataset, recordSize: this.opts.recordSize }, notices).then((why) => {
+      const tlsOpts = query.returnAddress.tls ? this.opts.resultTls?.() : undefined;
+      void sendBatchNotices({ returnAddress: query.returnAddress, auth: { queryId: query.queryId, token: query.token }, dataset: query.dataset, recordSize: this.opts.recordSize, ...(tlsOpts && { tls: tlsOpts }) }, notices).then((why) => {
         if (why) this.opts.onEvent?.(`query ${query.queryId}: could not tell the client about ${notices.length} failed batch(es): ${why}`);
       });
     }

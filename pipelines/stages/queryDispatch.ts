@@ -7,6 +7,7 @@ import { QueryService } from '../../nodes/scc/queryService';
 import type { SnTarget } from '../../nodes/scc/settings';
 import type { SinkType } from '../registry';
 import { DEFAULT_QUERY_ROLES } from '../../control/grpcTls';
+import { clientTlsOptions } from '../../control/mtls';
 import { NODE_ROLES } from '../../control/dms/state';
 import { int, type Setting } from '../settings';
 import { withNodeIdentity } from './nodeTls';
@@ -68,6 +69,8 @@ export const queryDispatchStage: SinkType<typeof settings> = {
             maxQueries: c.max_queries,
             maxQueryMs: c.max_query_ms,
             legConnections: { idleMs: c.leg_idle_ms },
+            // Registered: notices to a client listening with mutual TLS go with the SCC's certificate.
+            ...(id && { resultTls: () => clientTlsOptions(id.identity) }),
             onEvent: (m) => ctx.report(m),
           });
           // Registered: the gRPC port is mutual TLS too, open to the certificate roles of query_roles.

@@ -1,6 +1,8 @@
 import { DEFAULT_RESULT_CONNECT_TIMEOUT_MS, resultStream } from '../../sinks/resultStream';
+import { clientTlsOptions } from '../../control/mtls';
 import type { SinkType } from '../registry';
 import { byteSize, int } from '../settings';
+import { withNodeIdentity } from './nodeTls';
 import { storageNodeConfigFile } from './segmentStore';
 
 const settings = {
@@ -17,13 +19,17 @@ export const resultStreamStage: SinkType<typeof settings> = {
   unit: 'records',
   input: 'query-results',
   settings,
-  create: (c, ctx) =>
-    resultStream({
-      connectTimeoutMs: c.connect_timeout_ms,
-      maxFrameBytes: c.max_frame_bytes,
-      nodeName: c.config.nodeName,
-      counters: ctx.counters,
-      report: (m) => ctx.report(m),
-      trackTeardown: (w) => ctx.trackTeardown(w),
-    }),
+  create: (c, ctx) => (input) =>
+    withNodeIdentity(c.config.nodeName, (id) =>
+      resultStream({
+        connectTimeoutMs: c.connect_timeout_ms,
+        maxFrameBytes: c.max_frame_bytes,
+        nodeName: c.config.nodeName,
+        counters: ctx.counters,
+        report: (m) => ctx.report(m),
+        trackTeardown: (w) => ctx.trackTeardown(w),
+        // Registered: a client listening with mutual TLS (return_address.tls) gets the node's certificate.
+        ...(id && { tls: () => clientTlsOptions(id.identity) }),
+      })(input),
+    ),
 };

@@ -29,6 +29,7 @@ const settings = {
   default_lookback_sec: int({ doc: 'window read by a query with no time bound — HD_SQL_DEFAULT_LOOKBACK_SEC', default: 3600, min: 1, max: 10 * 366 * 86_400 }),
   query_timeout_ms: int({ doc: 'dispatch, wait for every Storage Node and local evaluation — HD_SQL_QUERY_TIMEOUT_MS', default: 300_000, min: 1, max: 24 * 3_600_000 }),
   max_rows: int({ doc: 'cap on rows returned; 0 is unlimited — HD_SQL_MAX_ROWS', default: 0, min: 0 }),
+  result_tls: bool({ doc: "receive results over mutual TLS with the HD_DMS_* certificate (the cluster's nodes registered with the DMS) — HD_SQL_RESULT_TLS", default: false }),
   strict: bool({ doc: 'fail a statement whose answer would carry a notice (default lookback applied, rows cut, batches absent) instead of answering it — HD_SQL_STRICT', default: false }),
   query_qos: int({ doc: 'priority weight sent to Storage Nodes — HD_SQL_QUERY_QOS', default: 1, min: 1, max: 255 }),
   pgwire_enabled: bool({ doc: 'serve the PostgreSQL wire door — HD_SQL_PGWIRE_ENABLED', default: true }),
@@ -56,7 +57,8 @@ export const sqlServerStage: SinkType<typeof settings> = {
   create: (c, ctx) => {
     const log = (line: string): void => void process.stderr.write(`hd_sql: ${line}\n`);
     const dms = dmsSource(c);
-    const upstream = upstreamOf(c, dms);
+    if (c.result_tls && !dms) throw new Error('HD_SQL_RESULT_TLS=true needs the certificate the listener presents: set HD_DMS_ENDPOINT, HD_DMS_CA_FILE, HD_DMS_CLIENT_CERT_FILE and HD_DMS_CLIENT_KEY_FILE');
+    const upstream: SqlUpstream = { ...upstreamOf(c, dms), ...(c.result_tls && { resultTls: true }) };
     if (c.schema_dir === undefined && !dms && upstream.kind !== 'proxy') {
       throw new Error('hd_sql needs its dataset schemas: set HD_SQL_SCHEMA_DIR (a directory of schema JSON files, one table each), HD_DMS_ENDPOINT with HD_DMS_CA_FILE, HD_DMS_CLIENT_CERT_FILE and HD_DMS_CLIENT_KEY_FILE, or HD_PROXY_ENDPOINT (the Proxy\'s copy)');
     }

@@ -18,7 +18,7 @@ import * as assert from 'uvu/assert';
 import { dispatchCredentials } from '../../control/grpcTls';
 import { HttpError } from '../../control/http/errors';
 import { GrpcSccDispatcher } from '../../control/proxy/dispatch';
-import { MtlsIdentity } from '../../control/mtls';
+import { clientTlsOptions, MtlsIdentity } from '../../control/mtls';
 import { CertificateAuthority } from '../../control/pki/certificateAuthority';
 import { generateRsaKey } from '../../control/pki/x509';
 import { NodeIdentity } from '../../control/nodeIdentity';
@@ -28,6 +28,7 @@ import { QueryDispatcher } from '../../nodes/scc/queryDispatcher';
 import { QueryService } from '../../nodes/scc/queryService';
 import { DispatchError, QueryDispatchClient } from '../../query/dispatchClient';
 import { PlatformQueryClient } from '../../sdk/platformQueryClient';
+import { HdwpClient } from '../../sinks/hdwpClient';
 import { startCluster, type Cluster } from '../support/cluster';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 import { ingestMinutes } from '../support/ingestMinutes';
@@ -155,6 +156,7 @@ m('hd_sql in direct SCC mode with its DMS-CA certificate queries the registered 
     HD_DMS_CA_FILE: files.ca,
     HD_DMS_CLIENT_CERT_FILE: files.cert,
     HD_DMS_CLIENT_KEY_FILE: files.key,
+    HD_SQL_RESULT_TLS: 'true',
     PLATFORM_DATA_RETURN_HOST: '127.0.0.1',
     PLATFORM_DATA_RETURN_PORT: String(ret),
     HD_SQL_PGWIRE_ADDRESS: `127.0.0.1:${pgPort}`,
@@ -227,11 +229,33 @@ m('an SDK client in direct SCC mode queries with its client certificate (dispatc
   const target = { host: ctx.cluster.host, port: ctx.cluster.scc.productionPort, grpcPort: ctx.cluster.scc.queryGrpcPort };
   const id = await enrol(ctx.dms, 'sdk-direct', 'client');
   {
-    await using q = new PlatformQueryClient('', '127.0.0.1', '', { listenPort: 0, log: () => undefined, dispatchTls: { ca: id.material.caPem, cert: id.material.certPem, key: id.material.keyPem } });
+    // With resultTls the client's result listener is mutual TLS too: the Storage Nodes stream with
+    // their node certificates (return_address.tls), and a plain sender is refused.
+    const listenPort = await freePort();
+    await using q = new PlatformQueryClient('', '127.0.0.1', '', { listenPort, log: () => undefined, dispatchTls: { ca: id.material.caPem, cert: id.material.certPem, key: id.material.keyPem }, resultTls: true });
     q.loadDatasetSchema(schemaJson);
     q.setSccTargets([target]);
     const table = await q.executeDataset({ start_time: T0, end_time: T0 + MINUTES * 60 - 1 });
     assert.is(table.numRows, MINUTES * PER_MINUTE);
+    assert.not.ok(q.hadErrors(), JSON.stringify(q.getBatchErrors()));
+    const plainSender = await HdwpClient.connect({ host: '127.0.0.1', port: listenPort, role: 'storageNode', datasetId: 'flows', recordSize: 64, auth: { queryId: 1, token: Buffer.alloc(16, 1) }, acks: false, connectTimeoutMs: 5000 }).then(
+      async (c) => {
+        await c.close();
+        return 'hello';
+      },
+      (err: unknown) => String(err),
+    );
+    assert.is.not(plainSender, 'hello', 'a plain TCP sender gets no hello from a mutual-TLS listener');
+    // A certificate of our CA of a role that does not send results is refused before hello.
+    const intruder = await enrol(ctx.dms, 'client-sender', 'client');
+    const wrongRole = await HdwpClient.connect({ host: '127.0.0.1', port: listenPort, role: 'storageNode', datasetId: 'flows', recordSize: 64, auth: { queryId: 1, token: Buffer.alloc(16, 1) }, acks: false, connectTimeoutMs: 5000, tls: clientTlsOptions(intruder) }).then(
+      async (c) => {
+        await c.close();
+        return 'hello';
+      },
+      (err: unknown) => String(err),
+    );
+    assert.is.not(wrongRole, 'hello');
   }
   await using plain = new PlatformQueryClient('', '127.0.0.1', '', { listenPort: 0, log: () => undefined });
   plain.loadDatasetSchema(schemaJson);

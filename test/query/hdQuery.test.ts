@@ -74,10 +74,19 @@ parse('every operator with its operands', () => {
   assert.is(p.verifyHash, true);
   assert.is(p.limit, 10);
 });
+parse('return_address.tls (ours) survives a round trip; absent or false it is left out of the wire form', () => {
+  const tlsQuery = parseHdQuery(q({ return_address: { host: 'h', port: 7, tls: true } }));
+  assert.equal(tlsQuery.returnAddress, { host: 'h', port: 7, tls: true });
+  assert.equal((JSON.parse(serializeHdQuery(tlsQuery)) as { return_address: unknown }).return_address, { host: 'h', port: 7, tls: true });
+  const plain = parseHdQuery(q({ return_address: { host: 'h', port: 7, tls: false } }));
+  assert.equal(plain.returnAddress, { host: 'h', port: 7 });
+  assert.equal((JSON.parse(serializeHdQuery(plain)) as { return_address: unknown }).return_address, { host: 'h', port: 7 });
+});
+
 parse('unknown keys are refused, naming the key and the closest known one', () => {
   assert.match(refusal(() => parseHdQuery(q({ querry_qos: 3 }))).message, /^querry_qos: unknown key \(did you mean 'query_qos'\?\)/);
   assert.match(refusal(() => parseHdQuery(q({ sub_queries: [{ filters: [{ field: 'a', op: 'eq', value: '1', valus: ['2'] }] }] }))).message, /^sub_queries\[0\]\.filters\[0\]\.valus: unknown key \(did you mean 'value'\?\)/);
-  assert.match(refusal(() => parseHdQuery(q({ return_address: { host: 'h', port: 1, tls: true } }))).message, /^return_address\.tls: unknown key/);
+  assert.match(refusal(() => parseHdQuery(q({ return_address: { host: 'h', port: 1, secure: true } }))).message, /^return_address\.secure: unknown key/);
   assert.match(refusal(() => parseHdQuery(q({ sub_queries: [{ filters: [{ field: 'a', op: 'eq', value: '1' }], not: true }] }))).message, /^sub_queries\[0\]\.not: unknown key/);
 });
 parse('bad types name the key', () => {
@@ -117,6 +126,7 @@ parse('bad types name the key', () => {
     [{ return_address: undefined }, /^return_address: required/],
     [{ return_address: { host: '', port: 1 } }, /^return_address\.host: expected a host name/],
     [{ return_address: { host: 'h', port: 70000 } }, /^return_address\.port: expected an integer 1\.\.65535/],
+    [{ return_address: { host: 'h', port: 1, tls: 'yes' } }, /^return_address\.tls: expected true or false, got string/],
     [{ token: 'abc' }, /^token: expected 32 hex digits/],
     [{ token: '0'.repeat(32) }, /^token: an all-zero token is refused/],
     [{ limit: -1 }, /^limit: expected an integer 0\.\./],

@@ -121,6 +121,27 @@ sink('a batch unreadable here (13) goes to the SCC only; a query of nothing else
   await s.listener.close();
 });
 
+sink('a query asking for a mutual-TLS result stream fails on a node without a certificate, naming why; the node goes on', async () => {
+  const s = await setup();
+  const q = new TestQuery(specOf(6, [], { returnAddress: { host: '127.0.0.1', port: s.port, tls: true } }));
+  const results = resultsOf(q, 1);
+  s.input.next(recs(results, idOf(1), 4, 1));
+  s.input.next(eob(results, idOf(1), 4));
+  const fine = query(s, 7, 1);
+  s.input.next(recs(fine.results, idOf(2), 3, 2));
+  s.input.next(eob(fine.results, idOf(2), 3));
+  s.input.complete();
+  await s.completed;
+  const err = q.replies.find((f) => f.kind === 'error');
+  assert.ok(err && err.kind === 'error', JSON.stringify(q.replies));
+  assert.match(err.message, /query 6 asks for a mutual-TLS result stream \(return_address\.tls\), and node 'sn-t' has no certificate: register it with the DMS/);
+  assert.equal(fine.q.replies.map((f) => f.kind), ['eob']);
+  await until(() => fine.got.length === 1);
+  assert.is(s.counters.snapshot().dropped, 4);
+  await until(() => s.listener.streams === 0);
+  await s.listener.close();
+});
+
 sink('queries are independent: a client that stops taking records holds back only its own query', async () => {
   const s = await setup(4096);
   let release!: () => void;

@@ -160,6 +160,7 @@ sp('bad settings are refused at start with the variable named; no password file 
   assert.match(await refused({ HD_SQL_SCC_TARGETS: '', HD_PROXY_ENDPOINT: 'https://proxy:6986' }), /without an identity for the Proxy: set HD_SQL_PROXY_ROLE/);
   assert.match(await refused({ HD_SQL_SCC_TARGETS: '', HD_PROXY_ENDPOINT: 'proxy:6986', HD_SQL_PROXY_ROLE: 'admin' }), /HD_PROXY_ENDPOINT must be/);
   assert.match(await refused({ HD_DMS_ENDPOINT: 'https://dms:6986', HD_DMS_CA_FILE: path.join(dir, 'ca.pem') }), /HD_DMS_CLIENT_CERT_FILE, HD_DMS_CLIENT_KEY_FILE are not/);
+  assert.match(await refused({ HD_SQL_RESULT_TLS: 'true' }), /HD_SQL_RESULT_TLS=true needs the certificate the listener presents: set HD_DMS_ENDPOINT/);
   assert.match(await refused({ HD_SQL_SCHEMA_DIR: '' }), /needs its dataset schemas: set HD_SQL_SCHEMA_DIR .*HD_DMS_ENDPOINT .* or HD_PROXY_ENDPOINT/);
   assert.match(await refused({ HD_SQL_SCC_TARGETS: 'scc:notaport' }), /HD_SQL_SCC_TARGETS: entry 1's data port must be a TCP port/);
   assert.match(await refused({ HD_SQL_PGWIRE_ADDRESS: '5432' }), /HD_SQL_PGWIRE_ADDRESS must be \[host\]:port/);
