@@ -57,6 +57,17 @@ async function enrol(dms: TestDms, name: string, role: NodeRole): Promise<MtlsId
   return MtlsIdentity.fromRegistration(r);
 }
 
+/** Opens a result stream (as a Storage Node) to a client's listener and closes it: 'hello' when the listener answered hello, else why not. */
+async function trySending(port: number, tlsOptions?: tls.ConnectionOptions): Promise<string> {
+  try {
+    const c = await HdwpClient.connect({ host: '127.0.0.1', port, role: 'storageNode', datasetId: 'flows', recordSize: 64, auth: { queryId: 1, token: Buffer.alloc(16, 1) }, acks: false, connectTimeoutMs: 5000, ...(tlsOptions && { tls: tlsOptions }) });
+    await c.close();
+    return 'hello';
+  } catch (err) {
+    return String(err);
+  }
+}
+
 /** Calls CancelQuery for a query that does not exist on a fresh channel: NOT_FOUND means the SCC took the call. */
 async function probe(address: string, credentials?: grpc.ChannelCredentials): Promise<{ code: number; status: string; details: string }> {
   const c = new QueryDispatchClient(address, { ...(credentials && { credentials }), deadlineMs: 10_000 });
@@ -238,23 +249,10 @@ m('an SDK client in direct SCC mode queries with its client certificate (dispatc
     const table = await q.executeDataset({ start_time: T0, end_time: T0 + MINUTES * 60 - 1 });
     assert.is(table.numRows, MINUTES * PER_MINUTE);
     assert.not.ok(q.hadErrors(), JSON.stringify(q.getBatchErrors()));
-    const plainSender = await HdwpClient.connect({ host: '127.0.0.1', port: listenPort, role: 'storageNode', datasetId: 'flows', recordSize: 64, auth: { queryId: 1, token: Buffer.alloc(16, 1) }, acks: false, connectTimeoutMs: 5000 }).then(
-      async (c) => {
-        await c.close();
-        return 'hello';
-      },
-      (err: unknown) => String(err),
-    );
-    assert.is.not(plainSender, 'hello', 'a plain TCP sender gets no hello from a mutual-TLS listener');
+    assert.is.not(await trySending(listenPort), 'hello', 'a plain TCP sender gets no hello from a mutual-TLS listener');
     // A certificate of our CA of a role that does not send results is refused before hello.
     const intruder = await enrol(ctx.dms, 'client-sender', 'client');
-    const wrongRole = await HdwpClient.connect({ host: '127.0.0.1', port: listenPort, role: 'storageNode', datasetId: 'flows', recordSize: 64, auth: { queryId: 1, token: Buffer.alloc(16, 1) }, acks: false, connectTimeoutMs: 5000, tls: clientTlsOptions(intruder) }).then(
-      async (c) => {
-        await c.close();
-        return 'hello';
-      },
-      (err: unknown) => String(err),
-    );
+    const wrongRole = await trySending(listenPort, clientTlsOptions(intruder));
     assert.is.not(wrongRole, 'hello');
   }
   await using plain = new PlatformQueryClient('', '127.0.0.1', '', { listenPort: 0, log: () => undefined });
