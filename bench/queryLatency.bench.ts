@@ -12,7 +12,9 @@
  * With `--no-reuse` the SCC keeps no idle leg connections (QUERY_LEG_IDLE_MS=0) and the client
  * opens a gRPC channel per query, as before connections were reused.
  *
- * Run: `npx tsx bench/queryLatency.bench.ts [minutes] [queries] [--mtls] [--no-reuse]` (defaults 5 and 200).
+ * With `--mtls --result-tls` the client's result listener is mutual TLS as well (the SDK's resultTls).
+ *
+ * Run: `npx tsx bench/queryLatency.bench.ts [minutes] [queries] [--mtls [--result-tls]] [--no-reuse]` (defaults 5 and 200).
  */
 import { writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -27,6 +29,8 @@ import { FLOW, generate } from './flows';
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const MTLS = process.argv.includes('--mtls');
 const NO_REUSE = process.argv.includes('--no-reuse');
+/** With --mtls: the client's result listener is mutual TLS too (resultTls). */
+const RESULT_TLS = process.argv.includes('--result-tls');
 const MINUTES = Number(args[0] ?? 5);
 const QUERIES = Number(args[1] ?? 200);
 const KEY_BITS = 2048;
@@ -94,7 +98,7 @@ async function main(): Promise<void> {
         if (!(await ingest.sendEob(id))) throw new Error(String(ingest.lastError));
       }
     }
-    const q = new PlatformQueryClient('', '127.0.0.1', '', { listenPort: 0, log: () => undefined, ...(reg && { dispatchTls: reg.client }) });
+    const q = new PlatformQueryClient('', '127.0.0.1', '', { listenPort: 0, log: () => undefined, ...(reg && { dispatchTls: reg.client, resultTls: RESULT_TLS }) });
     console.log(MTLS ? 'registered cluster: mutual TLS on the legs and the gRPC dispatch (RSA-2048)' : 'plain cluster (no DMS)');
     q.loadDatasetSchema(SCHEMA);
     q.setSccTargets([{ host: cluster.host, port: cluster.scc.productionPort, grpcPort: cluster.scc.queryGrpcPort }]);

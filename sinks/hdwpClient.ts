@@ -6,6 +6,7 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
+import type { TlsSessionCache } from '../lib/tlsSessions';
 import type { BatchID } from '../engine-rs/batchId';
 import { encodeFrame, encodeRecords } from '../engine-rs/hdwp';
 import { FrameDecoder } from '../engine-rs/hdwpDecoder';
@@ -41,6 +42,8 @@ export interface HdwpClientOptions {
   readonly maxPayload?: number;
   /** TLS connect options; when given the stream runs over TLS. */
   readonly tls?: tls.ConnectionOptions;
+  /** With `tls`: resume sessions remembered here (lib/tlsSessions.ts) for connections opened again and again to one listener. */
+  readonly tlsSessions?: TlsSessionCache;
   /** A query result stream (Storage Node → client listener): every frame sent carries this query block. */
   readonly auth?: QueryAuth;
   /**
@@ -76,7 +79,8 @@ interface AckWaiter {
 
 /** The one place sockets come from, so TLS is a matter of options. */
 function openSocket(o: HdwpClientOptions): net.Socket {
-  return o.tls ? tls.connect({ ...o.tls, host: o.host, port: o.port }) : net.connect({ host: o.host, port: o.port });
+  if (!o.tls) return net.connect({ host: o.host, port: o.port });
+  return o.tlsSessions ? o.tlsSessions.connect({ ...o.tls, host: o.host, port: o.port }) : tls.connect({ ...o.tls, host: o.host, port: o.port });
 }
 
 /**

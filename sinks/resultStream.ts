@@ -7,6 +7,7 @@
  */
 import type tls from 'node:tls';
 import { Observable } from 'rxjs';
+import { TlsSessionCache } from '../lib/tlsSessions';
 import { HDWP_ERROR_FRAME_CODES as CODES } from '../engine-rs/hdwpFrame';
 import type { Chunk } from '../operators/chunk';
 import { isQueryResult, type QueryResultElement, type QueryResults, type QueryStop } from '../operators/queryElement';
@@ -37,6 +38,8 @@ export interface ResultStreamOptions {
    * asking for it then fail naming why.
    */
   readonly tls?: () => tls.ConnectionOptions;
+  /** TLS sessions to resume on those streams (one handshake per client listener, not per query); default one cache per sink. */
+  readonly tlsSessions?: TlsSessionCache;
 }
 
 /** One query's result stream. */
@@ -63,6 +66,7 @@ interface Stream {
 export function resultStream(opts: ResultStreamOptions = {}): (input: Observable<Chunk>) => Observable<never> {
   const counters = opts.counters ?? new StageCounters('records');
   const report = opts.report ?? (() => undefined);
+  const tlsSessions = opts.tlsSessions ?? new TlsSessionCache();
   const where = opts.nodeName ? ` from node '${opts.nodeName}'` : '';
   return (input) =>
     new Observable<never>((subscriber) => {
@@ -112,7 +116,7 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
           acks: false,
           connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_RESULT_CONNECT_TIMEOUT_MS,
           maxFrameBytes: opts.maxFrameBytes,
-          ...(wantsTls && opts.tls && { tls: opts.tls() }),
+          ...(wantsTls && opts.tls && { tls: opts.tls(), tlsSessions }),
         });
         return s.client;
       };

@@ -6,7 +6,8 @@
  * client's listener then hears about every batch exactly once.
  */
 import net from 'node:net';
-import tls from 'node:tls';
+import type tls from 'node:tls';
+import { TlsSessionCache } from '../../lib/tlsSessions';
 import { BatchID } from '../../engine-rs/batchId';
 import { encodeFrame } from '../../engine-rs/hdwp';
 import { FrameDecoder } from '../../engine-rs/hdwpDecoder';
@@ -21,6 +22,9 @@ export interface BatchNotice {
   readonly code: number;
   readonly detail: string;
 }
+
+/** TLS sessions of the SCC's notice streams, resumed per client listener (lib/tlsSessions.ts). */
+const noticeSessions = new TlsSessionCache();
 
 /** Options of {@link sendBatchNotices}. */
 export interface NoticeTarget {
@@ -48,7 +52,7 @@ export function sendBatchNotices(target: NoticeTarget, notices: readonly BatchNo
   const { host, port, tls: wantsTls } = target.returnAddress;
   if (wantsTls && !target.tls) return Promise.resolve('the client asked for a mutual-TLS result stream (return_address.tls), and this SCC has no certificate: register it with the DMS (DMS_URL)');
   return new Promise((resolve) => {
-    const socket = wantsTls && target.tls ? tls.connect({ ...target.tls, host, port }) : net.connect({ host, port });
+    const socket = wantsTls && target.tls ? noticeSessions.connect({ ...target.tls, host, port }) : net.connect({ host, port });
     const decoder = new FrameDecoder();
     let accepted = false;
     let refusal: string | undefined;
