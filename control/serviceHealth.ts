@@ -17,8 +17,10 @@ import { MtlsIdentity } from './mtls';
 export interface ServiceHealthOptions {
   /** The DMS, https://host:6986. */
   readonly dmsUrl: string;
-  /** The service's DMS-CA material: CA bundle, certificate, key (PEM). */
-  readonly tls: { readonly ca: string; readonly cert: string; readonly key: string };
+  /** The service's DMS-CA material: CA bundle, certificate, key (PEM); or `identity`. */
+  readonly tls?: { readonly ca: string; readonly cert: string; readonly key: string };
+  /** The service's identity, when something renews it (hd_sql's sql/serviceIdentity.ts): reports follow its renewals. */
+  readonly identity?: MtlsIdentity;
   /** Name the DMS certificate must carry when not the URL's host. */
   readonly dmsServerName?: string;
   /** Report period; default DEFAULT_HEALTH_REPORT_MS (10 s, the DMS's default). */
@@ -30,7 +32,8 @@ export interface ServiceHealthOptions {
 
 /** Starts reporting (the first report at once); throws when the material does not fit together. */
 export function startServiceHealth(opts: ServiceHealthOptions): { readonly nodeName: string; readonly reporter: HealthReporter; stop(): void } {
-  const identity = new MtlsIdentity({ keyPem: opts.tls.key, certPem: opts.tls.cert, caPem: opts.tls.ca });
+  if (!opts.identity && !opts.tls) throw new Error('startServiceHealth needs the service identity or its TLS material');
+  const identity = opts.identity ?? new MtlsIdentity({ keyPem: opts.tls?.key ?? '', certPem: opts.tls?.cert ?? '', caPem: opts.tls?.ca ?? '' });
   const nodeName = identity.certificate.commonName;
   const reporter = new HealthReporter({
     nodeName,

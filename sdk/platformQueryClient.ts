@@ -90,6 +90,8 @@ export class PlatformQueryClient {
   private readonly listening: Promise<{ host: string; port: number }>;
   /** Whether the listener speaks mutual TLS (queries then ask for it: `return_address.tls`). */
   private readonly listenerTls: boolean;
+  /** The certificate the owned TLS listener presents; a renewed one in `dispatchTls` is swapped in before the next query. */
+  private listenerCert: string | undefined;
   /** False when the listener is another client's (shareListenerOf). */
   private readonly ownsListener: boolean;
   private readonly accounting = new QueryAccounting();
@@ -128,6 +130,7 @@ export class PlatformQueryClient {
     if (options.resultTls === true && !owner && !options.dispatchTls) throw new Error('resultTls needs dispatchTls (the CA bundle, certificate and key the listener presents)');
     const listenTls = !owner && options.resultTls === true && options.dispatchTls ? resultListenerTls(options.dispatchTls) : undefined;
     this.listenerTls = owner ? owner.listenerTls : listenTls !== undefined;
+    this.listenerCert = listenTls ? options.dispatchTls?.cert : undefined;
     this.listener = owner ? owner.listener : new ResultListener({ host: dataPlaneInterface || '0.0.0.0', port: options.listenPort ?? 6987, ...(listenTls && { tls: listenTls.tls, acceptPeer: (s: TLSSocket) => listenTls.acceptPeer(s) }) });
     this.listening = owner ? owner.listening : this.listener.listen();
     // Surfaces at the first call that needs the listener; here it would be an unhandled rejection.
@@ -417,9 +420,18 @@ export class PlatformQueryClient {
     return controlCallOptions(this.controlHeaders.all, this.options.controlTls, this.registered, this.controlPlaneInterface);
   }
 
+  /** A renewed certificate in `dispatchTls` (its fields may be live views, as hd_sql's are): the owned listener presents it from now on. */
+  private refreshListenerTls(): void {
+    const m = this.options.dispatchTls;
+    if (this.listenerCert === undefined || !m?.cert || m.cert === this.listenerCert) return;
+    this.listener.setSecureContext(resultListenerTls(m).tls);
+    this.listenerCert = m.cert;
+  }
+
   private async build(input: string | Record<string, unknown>, schema = this.needSchema()): Promise<{ query: HdQuery; window: { start: number; end: number } | undefined }> {
     if (!this.proxyUrl && this.targets.length === 0) throw new Error('no SCC targets are set (setSccTargets), and no proxyUrl was given');
     const bound = await this.listening;
+    this.refreshListenerTls();
     const host = await this.returnHost();
     const built = buildQueryInput(input, { schema, returnAddress: { host, port: bound.port, ...(this.listenerTls && { tls: true }) }, targets: this.targets, ...(this.preparedId !== undefined ? { queryId: this.preparedId } : {}) });
     const pushed = pushableSubQueries(schema, built.query.subQueries);

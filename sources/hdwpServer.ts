@@ -115,6 +115,15 @@ export class HdwpServer {
     if (opts.tls && refused) this.server.on('tlsClientError', (err: Error, socket: tls.TLSSocket) => refused(err, socket));
   }
 
+  /**
+   * Replaces the TLS material (a renewed certificate) of a TLS server: new connections use it,
+   * open ones keep theirs. Throws on a plain server.
+   */
+  setSecureContext(options: tls.SecureContextOptions): void {
+    if (!(this.server instanceof tls.Server)) throw new Error('setSecureContext: this server does not use TLS');
+    this.server.setSecureContext(options);
+  }
+
   /** Open connections. */
   get connections(): number {
     return this.open.size;

@@ -153,6 +153,11 @@ export class ResultListener {
     });
   }
 
+  /** Replaces the TLS material of a mutual-TLS listener (a renewed certificate); new streams use it. */
+  setSecureContext(options: tls.SecureContextOptions): void {
+    this.server.setSecureContext(options);
+  }
+
   /** Starts listening; resolves with the bound address. */
   listen(): Promise<{ host: string; port: number }> {
     return this.server.listen();

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { startServiceHealth } from '../../control/serviceHealth';
 import { startSqlServer, type RunningSqlServer } from '../../sql/server';
+import { startServiceIdentity } from '../../sql/serviceIdentity';
 import type { Schema } from '../../engine-rs/schema';
 import { dmsTls, fetchDmsSchemas, fetchProxySchemas, type DmsSchemaSource } from '../../sql/schemaSources';
 import { loadSchemaDir, parseListenAddress, parseSccTargetList, readPasswordFile, returnAddress, type ListenAddress } from '../../sql/serverSettings';
@@ -76,28 +77,36 @@ export const sqlServerStage: SinkType<typeof settings> = {
     const ret = returnAddress(c.return_host, c.data_plane_subnet);
     const start = async (): Promise<RunningSqlServer> => {
       const { schemas, source } = await loadSchemas();
-      const server = await startSqlServer({
-        nodeName: c.node_name,
-        schemas,
-        schemaSource: source,
-        upstream,
-        returnHost: ret.host,
-        returnPort: c.return_port,
-        engine: { lookbackSec: c.default_lookback_sec, timeoutMs: c.query_timeout_ms, maxRows: c.max_rows, qos: c.query_qos, strict: c.strict },
-        concurrentReads: c.concurrent_reads,
-        ...(c.threads > 0 ? { threads: c.threads } : {}),
-        pgwire: pg ? { ...pg, ...(password !== undefined ? { password } : {}) } : undefined,
-        http: at(c.http_enabled, c.http_address, 'HD_SQL_HTTP_ADDRESS'),
-        flightsql: at(c.flightsql_enabled, c.flightsql_address, 'HD_SQL_FLIGHTSQL_ADDRESS'),
-        observability: c.observability_port < 0 ? undefined : { host: c.observability_host, port: c.observability_port },
-        log,
-      });
-      if (!dms) return server;
+      // With a DMS-CA certificate: renewed while hd_sql runs, and read live by everything presenting it.
+      const service = dms ? startServiceIdentity(dms, { log }) : undefined;
+      let server: RunningSqlServer;
+      try {
+        server = await startSqlServer({
+          nodeName: c.node_name,
+          schemas,
+          schemaSource: source,
+          upstream: service ? { ...upstream, tls: service.tls } : upstream,
+          returnHost: ret.host,
+          returnPort: c.return_port,
+          engine: { lookbackSec: c.default_lookback_sec, timeoutMs: c.query_timeout_ms, maxRows: c.max_rows, qos: c.query_qos, strict: c.strict },
+          concurrentReads: c.concurrent_reads,
+          ...(c.threads > 0 ? { threads: c.threads } : {}),
+          pgwire: pg ? { ...pg, ...(password !== undefined ? { password } : {}) } : undefined,
+          http: at(c.http_enabled, c.http_address, 'HD_SQL_HTTP_ADDRESS'),
+          flightsql: at(c.flightsql_enabled, c.flightsql_address, 'HD_SQL_FLIGHTSQL_ADDRESS'),
+          observability: c.observability_port < 0 ? undefined : { host: c.observability_host, port: c.observability_port },
+          log,
+        });
+      } catch (err) {
+        service?.stop();
+        throw err;
+      }
+      if (!dms || !service) return server;
       // With a DMS-CA certificate the service reports its health to the DMS like a registered node
       // (docs/control-plane.md, "Node health"): degraded while an upstream address does not answer.
       const health = startServiceHealth({
         dmsUrl: dms.endpoint,
-        tls: dmsTls(dms),
+        identity: service.identity,
         log,
         source: async () => {
           const upstreams = await upstreamReachable(upstream);
@@ -108,6 +117,7 @@ export const sqlServerStage: SinkType<typeof settings> = {
         ...server,
         close: async () => {
           health.stop();
+          service.stop();
           await server.close();
         },
       };

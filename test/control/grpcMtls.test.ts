@@ -22,6 +22,7 @@ import { clientTlsOptions, MtlsIdentity } from '../../control/mtls';
 import { CertificateAuthority } from '../../control/pki/certificateAuthority';
 import { generateRsaKey } from '../../control/pki/x509';
 import { NodeIdentity } from '../../control/nodeIdentity';
+import { CertificateRenewer } from '../../control/renewal';
 import { registerWithDms } from '../../control/registerWithDms';
 import type { NodeRole } from '../../control/dms/state';
 import { QueryDispatcher } from '../../nodes/scc/queryDispatcher';
@@ -243,7 +244,8 @@ m('an SDK client in direct SCC mode queries with its client certificate (dispatc
     // With resultTls the client's result listener is mutual TLS too: the Storage Nodes stream with
     // their node certificates (return_address.tls), and a plain sender is refused.
     const listenPort = await freePort();
-    await using q = new PlatformQueryClient('', '127.0.0.1', '', { listenPort, log: () => undefined, dispatchTls: { ca: id.material.caPem, cert: id.material.certPem, key: id.material.keyPem }, resultTls: true });
+    const material = { ca: id.material.caPem, cert: id.material.certPem, key: id.material.keyPem };
+    await using q = new PlatformQueryClient('', '127.0.0.1', '', { listenPort, log: () => undefined, dispatchTls: material, resultTls: true });
     q.loadDatasetSchema(schemaJson);
     q.setSccTargets([target]);
     const table = await q.executeDataset({ start_time: T0, end_time: T0 + MINUTES * 60 - 1 });
@@ -254,6 +256,22 @@ m('an SDK client in direct SCC mode queries with its client certificate (dispatc
     const intruder = await enrol(ctx.dms, 'client-sender', 'client');
     const wrongRole = await trySending(listenPort, clientTlsOptions(intruder));
     assert.is.not(wrongRole, 'hello');
+    // A renewed certificate in dispatchTls (hd_sql's fields are live views): the next query's
+    // listener presents it, and the query is answered.
+    const servedSerial = (): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const s = tls.connect({ ...clientTlsOptions(intruder), host: '127.0.0.1', port: listenPort }, () => {
+          resolve(s.getPeerCertificate().serialNumber.toLowerCase().replace(/^0+(?=.)/, ''));
+          s.destroy();
+        });
+        s.on('error', reject);
+      });
+    assert.is(await servedSerial(), id.certificate.serial);
+    await new CertificateRenewer({ identity: id, dmsUrl: ctx.dms.url, crlRefreshMs: 0 }).renewNow();
+    material.cert = id.material.certPem;
+    const again = await q.executeDataset({ start_time: T0, end_time: T0 + MINUTES * 60 - 1 });
+    assert.is(again.numRows, MINUTES * PER_MINUTE);
+    assert.is(await servedSerial(), id.certificate.serial, 'the listener presents the renewed certificate');
   }
   await using plain = new PlatformQueryClient('', '127.0.0.1', '', { listenPort: 0, log: () => undefined });
   plain.loadDatasetSchema(schemaJson);
