@@ -4,84 +4,38 @@
  * Node behind it (test/support/cluster.ts). Records are counted exactly in the Storage Node's
  * segments.
  */
-import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { Kafka } from 'kafkajs';
-import { RecordCodec, Schema } from '../../engine-rs/index';
-import { startCluster, type Cluster } from '../support/cluster';
-import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
-import { createTopic, groupProgress, installed, kafkaClient, metric, produce, recordHexes, startComponent, storedRecords, waitFor, type Component } from './ingesterKit';
+import { startCluster } from '../support/cluster';
+import { createTopic, expectedHexes as expected, FLOWS, flowsAt, groupProgress, metric, produce, stageCounter as stage, startIngesterEnv, startKafkaIngester, stopIngesterEnv, storedRecords, waitFor, type IngesterEnv, type KafkaIngester } from './ingesterKit';
 
-const data = path.resolve(__dirname, '../../pipelines/examples/data');
-const schemaFile = path.join(data, 'flows.schema.json');
-const schema = Schema.parse(readFileSync(schemaFile, 'utf8'));
-const RS = schema.recordSize;
-const lines = readFileSync(path.join(data, 'flows.ndjson'), 'utf8').split('\n').filter((l) => l !== '');
+const RS = FLOWS.recordSize;
+const lines = FLOWS.lines;
 const BAD = ['not json at all', '{"ts":1700000042,"src_ip":"999.1.1.1","proto":"tcp"}', '{"ts":"yesterday"}'];
 
-/** The records the good lines encode to, as sorted hex. */
-async function expected(good: readonly string[]): Promise<string[]> {
-  const r = await new RecordCodec(schema).parseNdjson(Buffer.from(good.join('\n') + '\n'));
-  assert.is(r.errors.length, 0);
-  return recordHexes(r.records, RS);
-}
-
-interface Env {
-  kafka: Component;
-  client: Kafka;
-  cluster: Cluster;
-  tmp: string;
-}
-let env: Env | undefined;
+let env: IngesterEnv | undefined;
 let topicNo = 0;
 
-async function ingester(topic: string, extra: Record<string, string> = {}): Promise<{ proc: HdProcess; obs: number; deadLetter: string }> {
-  const e = env as Env;
-  const obs = await freePort();
-  const deadLetter = path.join(e.tmp, `${topic}-dead.ndjson`);
-  const proc = startHd(['run', 'pipelines/ingester.yaml', '--quiet'], {
-    KAFKA_BROKERS: `127.0.0.1:${e.kafka.port}`,
-    KAFKA_TOPICS: topic,
-    KAFKA_GROUP: `g-${topic}`,
-    SCHEMA_FILE: schemaFile,
-    SCC_TARGETS: `127.0.0.1:${e.cluster.scc.productionPort}`,
-    OBSERVABILITY_HOST: '127.0.0.1',
-    OBSERVABILITY_PORT: String(obs),
-    DEAD_LETTER: deadLetter,
+/** The ingester reading `topic` with this file's settings; `extra` overrides them. */
+const ingester = (topic: string, extra: Record<string, string> = {}): Promise<KafkaIngester> =>
+  startKafkaIngester(env as IngesterEnv, topic, {
     BATCH_TIMEOUT_MS: '500',
     COMMIT_INTERVAL_MS: '200',
     // Two partitions are read one fetch after the other: keep every window of the data open.
     MAX_OPEN_BATCHES: '16',
     ...extra,
   });
-  await waitForPort('127.0.0.1', obs, proc);
-  return { proc, obs, deadLetter };
-}
-
-/** `n` flows at 10 per second of event time from `t0` (time-sorted; a new 60 s window every 600 lines). */
-const flowsAt = (t0: number, n: number, perSecond = 10): string[] => Array.from({ length: n }, (_, i) => lines[i % lines.length].replace(/"ts":\d+/, `"ts":${t0 + Math.floor(i / perSecond)}`));
 
 /** The resident memory of a process in bytes (Linux). */
 const rss = (pid: number): number => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
 
-const stage = (obs: number, counter: string, stageId: string): Promise<number | undefined> => metric(obs, `hd_stage_${counter}_total`, { stage: stageId });
-
 const kafka = suite('ingester: Kafka → SCC → Storage Node (real processes)');
 kafka.before(async () => {
-  if (!(await installed('kafka'))) return;
-  const k = await startComponent('kafka');
   // A short SCC batch timeout settles the batch a killed ingester leaves open (see the kill -9 test).
-  const cluster = await startCluster({ storageNodes: 1, recordSize: RS, sccEnv: { BATCH_TIMEOUT_MS: '1000', TIMEOUT_ACTION: 'EOB' } });
-  env = { kafka: k, client: kafkaClient(k.port), cluster, tmp: mkdtempSync(path.join(os.tmpdir(), 'hd-ingester-')) };
+  env = await startIngesterEnv('hd-ingester-', { sccEnv: { BATCH_TIMEOUT_MS: '1000', TIMEOUT_ACTION: 'EOB' } });
 });
-kafka.after(async () => {
-  await env?.cluster.stop();
-  await env?.kafka.stop();
-  if (env) rmSync(env.tmp, { recursive: true, force: true });
-});
+kafka.after(() => stopIngesterEnv(env));
 
 kafka('every good line lands once in the segments; bad lines go to the dead letter with reasons; counters add up; offsets reach the end', async () => {
   if (!env) return;

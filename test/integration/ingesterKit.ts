@@ -2,17 +2,20 @@
  * Real components for the ingester's tests: an Apache Kafka broker (KRaft) started by
  * scripts/kafka.sh, moto's S3 server started by scripts/s3.sh, and helpers to read what landed in a
  * cluster's segments. A component that cannot be installed makes its tests skip with a loud message;
- * one that installs but fails to start fails them.
+ * one that installs but fails to start fails them. The Kafka ingester suites share their setup
+ * here too: the example flows, a Kafka broker with a cluster ({@link startIngesterEnv}) and
+ * `hd run pipelines/ingester.yaml` reading one topic ({@link startKafkaIngester}).
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { readSegment } from '../../engine-rs/index';
-import type { ClusterSn } from '../support/cluster';
-import { freePort } from '../support/hdProcess';
+import * as assert from 'uvu/assert';
+import { readSegment, RecordCodec, Schema } from '../../engine-rs/index';
+import { startCluster, type Cluster, type ClusterOptions, type ClusterSn } from '../support/cluster';
+import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 
 const run = promisify(execFile);
 const root = path.resolve(__dirname, '..', '..');
@@ -150,4 +153,141 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, what: stri
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}\n${output()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+const flowsData = path.join(root, 'pipelines', 'examples', 'data');
+const flowsSchemaFile = path.join(flowsData, 'flows.schema.json');
+const flowsSchema = Schema.parse(readFileSync(flowsSchemaFile, 'utf8'));
+
+/** The example flows (pipelines/examples/data) the Kafka ingester tests produce: schema and NDJSON lines. */
+export const FLOWS: {
+  readonly schemaFile: string;
+  readonly schema: Schema;
+  readonly recordSize: number;
+  readonly lines: readonly string[];
+} = {
+  schemaFile: flowsSchemaFile,
+  schema: flowsSchema,
+  recordSize: flowsSchema.recordSize,
+  lines: readFileSync(path.join(flowsData, 'flows.ndjson'), 'utf8').split('\n').filter((l) => l !== ''),
+};
+
+/** The records `good` flow lines encode to, as sorted hex (to compare with {@link storedRecords}); every line must encode. */
+export async function expectedHexes(good: readonly string[]): Promise<string[]> {
+  const r = await new RecordCodec(FLOWS.schema).parseNdjson(Buffer.from(good.join('\n') + '\n'));
+  assert.is(r.errors.length, 0);
+  return recordHexes(r.records, FLOWS.recordSize);
+}
+
+/**
+ * `n` time-sorted copies of the flow lines, `perSecond` per second of event time from `t0` (so a
+ * new 60 s window of the flows schema every `60 * perSecond` lines).
+ */
+export const flowsAt = (t0: number, n: number, perSecond = 10): string[] =>
+  Array.from({ length: n }, (_, i) => FLOWS.lines[i % FLOWS.lines.length].replace(/"ts":\d+/, `"ts":${t0 + Math.floor(i / perSecond)}`));
+
+/** What a Kafka ingester suite runs against: a broker, a client of it, an SCC with Storage Nodes, a scratch folder. */
+export interface IngesterEnv {
+  readonly kafka: Component;
+  readonly client: Kafka;
+  readonly cluster: Cluster;
+  readonly tmp: string;
+}
+
+/**
+ * Starts a suite's environment: installs and starts Kafka, then a cluster (one Storage Node of
+ * the flows' record size unless `clusterOptions` says otherwise) and a scratch folder named
+ * `<tmpPrefix>XXXXXX`. Undefined (after {@link installed}'s loud message) when Kafka cannot be
+ * installed: the suite's tests then skip.
+ */
+export async function startIngesterEnv(tmpPrefix: string, clusterOptions: ClusterOptions = {}): Promise<IngesterEnv | undefined> {
+  if (!(await installed('kafka'))) return undefined;
+  const kafka = await startComponent('kafka');
+  let cluster: Cluster;
+  try {
+    cluster = await startCluster({ storageNodes: 1, recordSize: FLOWS.recordSize, ...clusterOptions });
+  } catch (err) {
+    // The suite's `after` sees no environment: stop the broker here so the suite still exits.
+    await kafka.stop();
+    throw err;
+  }
+  return { kafka, client: kafkaClient(kafka.port), cluster, tmp: mkdtempSync(path.join(os.tmpdir(), tmpPrefix)) };
+}
+
+/** Stops what {@link startIngesterEnv} started (nothing when it is undefined) and removes the scratch folder. */
+export async function stopIngesterEnv(env: IngesterEnv | undefined): Promise<void> {
+  if (!env) return;
+  await env.cluster.stop();
+  await env.kafka.stop();
+  rmSync(env.tmp, { recursive: true, force: true });
+}
+
+/** A running `hd run pipelines/ingester.yaml`. */
+export interface KafkaIngester {
+  readonly proc: HdProcess;
+  /** Its observability port (GET /metrics). */
+  readonly obs: number;
+  /** Its dead-letter file. */
+  readonly deadLetter: string;
+}
+
+/**
+ * Starts `hd run pipelines/ingester.yaml` reading `topic` of the environment's broker as group
+ * `g-<topic>`, with the flows schema, sending to the environment's SCC, dead-lettering to
+ * `<tmp>/<topic>-dead.ndjson` and committing every 200 ms; `settings` add to or override those
+ * variables (BATCH_TIMEOUT_MS, MAX_OPEN_BATCHES, ...). Resolves once its observability port listens.
+ */
+export async function startKafkaIngester(env: IngesterEnv, topic: string, settings: Record<string, string>): Promise<KafkaIngester> {
+  const obs = await freePort();
+  const deadLetter = path.join(env.tmp, `${topic}-dead.ndjson`);
+  const proc = startHd(['run', 'pipelines/ingester.yaml', '--quiet'], {
+    KAFKA_BROKERS: `127.0.0.1:${env.kafka.port}`,
+    KAFKA_TOPICS: topic,
+    KAFKA_GROUP: `g-${topic}`,
+    SCHEMA_FILE: FLOWS.schemaFile,
+    SCC_TARGETS: `127.0.0.1:${env.cluster.scc.productionPort}`,
+    OBSERVABILITY_HOST: '127.0.0.1',
+    OBSERVABILITY_PORT: String(obs),
+    DEAD_LETTER: deadLetter,
+    COMMIT_INTERVAL_MS: '200',
+    ...settings,
+  });
+  await waitForPort('127.0.0.1', obs, proc);
+  return { proc, obs, deadLetter };
+}
+
+/** A pipeline stage's counter (`hd_stage_<counter>_total{stage="<stageId>"}`), or undefined before it is set. */
+export const stageCounter = (obs: number, counter: string, stageId: string): Promise<number | undefined> => metric(obs, `hd_stage_${counter}_total`, { stage: stageId });
+
+/**
+ * A plain kafkajs member of `group` on `topic` that reads without committing: joining makes the
+ * group rebalance and take partitions from the ingester; leaving gives them back.
+ */
+export interface ForeignMember {
+  /** Joins the group and reads from the beginning (without committing). */
+  join(): Promise<void>;
+  /** The partitions of `topic` its last join assigned it. */
+  assigned(): number[];
+  /** How many messages it has read. */
+  read(): number;
+  /** Leaves the group. */
+  disconnect(): Promise<void>;
+}
+
+/** A {@link ForeignMember} of `group` (created, not yet joined). */
+export function foreignMember(kafka: Kafka, group: string, topic: string): ForeignMember {
+  const consumer = kafka.consumer({ groupId: group, sessionTimeout: 10_000, heartbeatInterval: 500 });
+  let assigned: number[] = [];
+  let read = 0;
+  return {
+    async join() {
+      consumer.on(consumer.events.GROUP_JOIN, (ev) => (assigned = ev.payload.memberAssignment[topic] ?? []));
+      await consumer.connect();
+      await consumer.subscribe({ topic, fromBeginning: true });
+      await consumer.run({ autoCommit: false, eachMessage: async () => void read++ });
+    },
+    assigned: () => assigned,
+    read: () => read,
+    disconnect: () => consumer.disconnect(),
+  };
 }

@@ -8,76 +8,25 @@
  * windows open at each rebalance were discarded (bbn) and rebuilt from the commit, and windows did
  * not time out while a partition was away (docs/ingester.md, "Rebalances").
  */
-import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { Kafka } from 'kafkajs';
-import { RecordCodec, Schema } from '../../engine-rs/index';
-import { startCluster, type Cluster } from '../support/cluster';
-import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
-import { createTopic, groupProgress, installed, kafkaClient, metric, produce, recordHexes, startComponent, storedRecords, waitFor, type Component } from './ingesterKit';
+import { createTopic, foreignMember, expectedHexes as expected, FLOWS, flowsAt as flows, groupProgress, metric, produce, startIngesterEnv, startKafkaIngester, stopIngesterEnv, storedRecords, waitFor, type IngesterEnv, type KafkaIngester } from './ingesterKit';
 import { filesOn } from './ingestKit';
 
-const data = path.resolve(__dirname, '../../pipelines/examples/data');
-const schemaFile = path.join(data, 'flows.schema.json');
-const schema = Schema.parse(readFileSync(schemaFile, 'utf8'));
-const RS = schema.recordSize;
-const lines = readFileSync(path.join(data, 'flows.ndjson'), 'utf8').split('\n').filter((l) => l !== '');
+const RS = FLOWS.recordSize;
 
-/** The records `good` lines encode to, as sorted hex. */
-async function expected(good: readonly string[]): Promise<string[]> {
-  const r = await new RecordCodec(schema).parseNdjson(Buffer.from(good.join('\n') + '\n'));
-  assert.is(r.errors.length, 0);
-  return recordHexes(r.records, RS);
-}
-
-/** `n` time-sorted flows, 10 per second of event time from `t0`. */
-const flows = (t0: number, n: number): string[] => Array.from({ length: n }, (_, k) => lines[k % lines.length].replace(/"ts":\d+/, `"ts":${t0 + Math.floor(k / 10)}`));
-
-interface Env {
-  kafka: Component;
-  client: Kafka;
-  cluster: Cluster;
-  tmp: string;
-}
-let env: Env | undefined;
+let env: IngesterEnv | undefined;
 /** Every record the tests of this file produced so far (they share the Storage Node). */
 let storedSoFar: string[] = [];
 
-async function ingester(topic: string, timeoutMs: number): Promise<{ proc: HdProcess; obs: number }> {
-  const e = env as Env;
-  const obs = await freePort();
-  const proc = startHd(['run', 'pipelines/ingester.yaml', '--quiet'], {
-    KAFKA_BROKERS: `127.0.0.1:${e.kafka.port}`,
-    KAFKA_TOPICS: topic,
-    KAFKA_GROUP: `g-${topic}`,
-    SCHEMA_FILE: schemaFile,
-    SCC_TARGETS: `127.0.0.1:${e.cluster.scc.productionPort}`,
-    OBSERVABILITY_HOST: '127.0.0.1',
-    OBSERVABILITY_PORT: String(obs),
-    DEAD_LETTER: path.join(e.tmp, `${topic}-dead.ndjson`),
-    MAX_OPEN_BATCHES: '16',
-    BATCH_TIMEOUT_MS: String(timeoutMs),
-    COMMIT_INTERVAL_MS: '200',
-  });
-  await waitForPort('127.0.0.1', obs, proc);
-  return { proc, obs };
-}
+const ingester = (topic: string, timeoutMs: number): Promise<KafkaIngester> =>
+  startKafkaIngester(env as IngesterEnv, topic, { MAX_OPEN_BATCHES: '16', BATCH_TIMEOUT_MS: String(timeoutMs), COMMIT_INTERVAL_MS: '200' });
 
 const rebalance = suite('ingester through consumer-group rebalances (real Kafka, SCC, Storage Node)');
 rebalance.before(async () => {
-  if (!(await installed('kafka'))) return;
-  const k = await startComponent('kafka');
-  const cluster = await startCluster({ storageNodes: 1, recordSize: RS });
-  env = { kafka: k, client: kafkaClient(k.port), cluster, tmp: mkdtempSync(path.join(os.tmpdir(), 'hd-rebalance-')) };
+  env = await startIngesterEnv('hd-rebalance-');
 });
-rebalance.after(async () => {
-  await env?.cluster.stop();
-  await env?.kafka.stop();
-  if (env) rmSync(env.tmp, { recursive: true, force: true });
-});
+rebalance.after(() => stopIngesterEnv(env));
 
 /**
  * The reproduction of docs/ingester.md: 3 000 flows in two halves on 2 partitions. After the first
@@ -88,7 +37,7 @@ rebalance.after(async () => {
  * late for a reason other than the rebalances.
  */
 async function throughRebalance(topic: string, timeoutMs: number, start: number): Promise<void> {
-  const e = env as Env;
+  const e = env as IngesterEnv;
   // On a window boundary (the flows schema's 60 s), so the parts below fill windows of their own.
   const t0 = start - (start % 60);
   const half = 1500;
@@ -104,7 +53,7 @@ async function throughRebalance(topic: string, timeoutMs: number, start: number)
   await createTopic(e.client, topic, 2);
   await produce(e.client, topic, first, 2);
   const ing = await ingester(topic, timeoutMs);
-  const foreign = e.client.consumer({ groupId: `g-${topic}`, sessionTimeout: 10_000, heartbeatInterval: 500 });
+  const foreign = foreignMember(e.client, `g-${topic}`, topic);
   try {
     await waitFor(async () => (await groupProgress(e.client, `g-${topic}`, topic)).committed === half, 'the first half committed', ing.proc.output);
     await produce(e.client, topic, secondA, 2);
@@ -112,19 +61,14 @@ async function throughRebalance(topic: string, timeoutMs: number, start: number)
 
     // A foreign member joins: once it has its assignment, the ingester has rejoined too (the
     // group's sync waits for every member).
-    let assigned: number[] = [];
-    foreign.on(foreign.events.GROUP_JOIN, (ev) => (assigned = ev.payload.memberAssignment[topic] ?? []));
-    await foreign.connect();
-    await foreign.subscribe({ topic, fromBeginning: true });
-    let readForeign = 0;
-    await foreign.run({ autoCommit: false, eachMessage: async () => void readForeign++ });
-    await waitFor(() => assigned.length === 1, 'the foreign consumer holds one of the two partitions', ing.proc.output);
+    await foreign.join();
+    await waitFor(() => foreign.assigned().length === 1, 'the foreign consumer holds one of the two partitions', ing.proc.output);
 
     await produce(e.client, topic, secondB, 2);
-    await waitFor(() => readForeign > 0, 'the foreign consumer reads its partition', ing.proc.output);
+    await waitFor(() => foreign.read() > 0, 'the foreign consumer reads its partition', ing.proc.output);
     await new Promise((r) => setTimeout(r, 2000));
     await foreign.disconnect();
-    assert.ok(readForeign >= secondB.length / 2, `the foreign consumer read its partition's part of the second half (${readForeign})`);
+    assert.ok(foreign.read() >= secondB.length / 2, `the foreign consumer read its partition's part of the second half (${foreign.read()})`);
     const total = all.length;
 
     await waitFor(async () => (await groupProgress(e.client, `g-${topic}`, topic)).committed === total, 'every offset committed', ing.proc.output);

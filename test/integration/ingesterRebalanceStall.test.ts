@@ -6,54 +6,21 @@
  * discards its open windows and reads again from the commit; the foreign consumer reads 2 s and
  * leaves, and the same happens once more. Every record is stored exactly once.
  */
-import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { Kafka } from 'kafkajs';
-import { RecordCodec, Schema } from '../../engine-rs/index';
-import { startCluster, type Cluster } from '../support/cluster';
-import { freePort, startHd, waitForPort } from '../support/hdProcess';
-import { createTopic, groupProgress, installed, kafkaClient, metric, produce, recordHexes, startComponent, storedRecords, waitFor, type Component } from './ingesterKit';
+import { createTopic, foreignMember, expectedHexes as expected, FLOWS, flowsAt, groupProgress, produce, stageCounter, startIngesterEnv, startKafkaIngester, stopIngesterEnv, storedRecords, waitFor, type IngesterEnv } from './ingesterKit';
 import { filesOn } from './ingestKit';
 
-const data = path.resolve(__dirname, '../../pipelines/examples/data');
-const schemaFile = path.join(data, 'flows.schema.json');
-const schema = Schema.parse(readFileSync(schemaFile, 'utf8'));
-const RS = schema.recordSize;
-const lines = readFileSync(path.join(data, 'flows.ndjson'), 'utf8').split('\n').filter((l) => l !== '');
+const RS = FLOWS.recordSize;
 
-/** `n` time-sorted flows, `perSecond` per second of event time from `t0`. */
-const flowsAt = (t0: number, n: number, perSecond: number): string[] => Array.from({ length: n }, (_, i) => lines[i % lines.length].replace(/"ts":\d+/, `"ts":${t0 + Math.floor(i / perSecond)}`));
-
-async function expected(good: readonly string[]): Promise<string[]> {
-  const r = await new RecordCodec(schema).parseNdjson(Buffer.from(good.join('\n') + '\n'));
-  assert.is(r.errors.length, 0);
-  return recordHexes(r.records, RS);
-}
-
-interface Env {
-  kafka: Component;
-  client: Kafka;
-  cluster: Cluster;
-  tmp: string;
-}
-let env: Env | undefined;
+let env: IngesterEnv | undefined;
 
 const stall = suite('ingester: a rebalance while the SCC is stopped mid-stream (real Kafka, SCC, Storage Node)');
 stall.before(async () => {
-  if (!(await installed('kafka'))) return;
-  const k = await startComponent('kafka');
   // The SCC's batch timeout outlasts the stop, so the ingester's half-sent windows stay open there.
-  const cluster = await startCluster({ storageNodes: 1, recordSize: RS, sccEnv: { BATCH_TIMEOUT_MS: '120000', TIMEOUT_ACTION: 'EOB' } });
-  env = { kafka: k, client: kafkaClient(k.port), cluster, tmp: mkdtempSync(path.join(os.tmpdir(), 'hd-rebalance-stall-')) };
+  env = await startIngesterEnv('hd-rebalance-stall-', { sccEnv: { BATCH_TIMEOUT_MS: '120000', TIMEOUT_ACTION: 'EOB' } });
 });
-stall.after(async () => {
-  await env?.cluster.stop();
-  await env?.kafka.stop();
-  if (env) rmSync(env.tmp, { recursive: true, force: true });
-});
+stall.after(() => stopIngesterEnv(env));
 
 stall('windows half sent when the group rebalances are discarded and rebuilt: every record stored once', async () => {
   if (!env) return;
@@ -67,24 +34,10 @@ stall('windows half sent when the group rebalances are discarded and rebuilt: ev
   const want = await expected([...warm, ...flood]);
   assert.is(new Set(want).size, warm.length + flood.length, 'every flow is a distinct record');
 
-  const obs = await freePort();
-  const ing = startHd(['run', 'pipelines/ingester.yaml', '--quiet'], {
-    KAFKA_BROKERS: `127.0.0.1:${e.kafka.port}`,
-    KAFKA_TOPICS: topic,
-    KAFKA_GROUP: group,
-    SCHEMA_FILE: schemaFile,
-    SCC_TARGETS: `127.0.0.1:${e.cluster.scc.productionPort}`,
-    OBSERVABILITY_HOST: '127.0.0.1',
-    OBSERVABILITY_PORT: String(obs),
-    DEAD_LETTER: path.join(e.tmp, 'dead.ndjson'),
-    MAX_OPEN_BATCHES: '16',
-    BATCH_TIMEOUT_MS: '8000',
-    COMMIT_INTERVAL_MS: '200',
-  });
-  await waitForPort('127.0.0.1', obs, ing);
-  const stage = async (counter: string, id: string): Promise<number> => (await metric(obs, `hd_stage_${counter}_total`, { stage: id })) ?? 0;
+  const { proc: ing, obs } = await startKafkaIngester(e, topic, { MAX_OPEN_BATCHES: '16', BATCH_TIMEOUT_MS: '8000', COMMIT_INTERVAL_MS: '200' });
+  const stage = async (counter: string, id: string): Promise<number> => (await stageCounter(obs, counter, id)) ?? 0;
   const scc = e.cluster.scc.proc.proc;
-  const foreign = e.client.consumer({ groupId: group, sessionTimeout: 10_000, heartbeatInterval: 500 });
+  const foreign = foreignMember(e.client, group, topic);
   let resumed = false;
   try {
     await produce(e.client, topic, warm, 2);
@@ -93,18 +46,13 @@ stall('windows half sent when the group rebalances are discarded and rebuilt: ev
     await produce(e.client, topic, flood, 2);
     await waitFor(async () => (await stage('received', 'scc')) > warm.length, 'the ingester sending the backlog to the stopped SCC', ing.output);
 
-    let assigned: number[] = [];
-    foreign.on(foreign.events.GROUP_JOIN, (ev) => (assigned = ev.payload.memberAssignment[topic] ?? []));
-    await foreign.connect();
-    await foreign.subscribe({ topic, fromBeginning: true });
-    let readForeign = 0;
-    await foreign.run({ autoCommit: false, eachMessage: async () => void readForeign++ });
+    await foreign.join();
     // The ingester learns of the rebalance by its heartbeat while it waits for the SCC.
     await new Promise((r) => setTimeout(r, 4000));
     scc.kill('SIGCONT');
     resumed = true;
-    await waitFor(() => assigned.length === 1, 'the foreign consumer holds one of the two partitions', ing.output);
-    await waitFor(() => readForeign > 0, 'the foreign consumer reads', ing.output);
+    await waitFor(() => foreign.assigned().length === 1, 'the foreign consumer holds one of the two partitions', ing.output);
+    await waitFor(() => foreign.read() > 0, 'the foreign consumer reads', ing.output);
     await new Promise((r) => setTimeout(r, 2000));
     await foreign.disconnect();
 
