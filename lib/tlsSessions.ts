@@ -47,7 +47,8 @@ export class TlsSessionCache {
   }
 }
 
-function certKey(cert: tls.ConnectionOptions['cert']): string {
+/** A stable text of the certificate a TLS client presents (for keys of cached connections and sessions); '' for none. */
+export function certKey(cert: tls.ConnectionOptions['cert']): string {
   if (cert === undefined) return '';
   if (typeof cert === 'string') return cert;
   if (Buffer.isBuffer(cert)) return cert.toString('latin1');

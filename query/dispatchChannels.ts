@@ -5,8 +5,7 @@
  * on every query. A channel is kept for the credentials it was made with; new credentials (a renewed
  * certificate) get a new channel, and the old one is closed once any call on it has had its deadline.
  */
-import type * as grpc from '@grpc/grpc-js';
-import { QueryDispatchClient } from './dispatchClient';
+import { QueryDispatchClient, type QueryDispatchClientOptions } from './dispatchClient';
 
 /** Default time a replaced channel stays open for calls still on it: the client's 30 s deadline and a second. */
 const DEFAULT_RETIRE_AFTER_MS = 31_000;
@@ -23,16 +22,15 @@ export class DispatchChannels {
 
   /**
    * The client for `address` (`host:port`) made with the credentials `identity` names (a stable
-   * key of them, such as the certificate; '' for plain). `credentials` builds them when a new
-   * channel is needed; it may return undefined for plain gRPC.
+   * key of them, such as the certificate; '' for plain). `options` builds the client's options
+   * (credentials, deadline, channel options) when a new channel is needed.
    */
-  client(address: string, identity: string, credentials: () => grpc.ChannelCredentials | undefined): QueryDispatchClient {
+  client(address: string, identity: string, options: () => QueryDispatchClientOptions): QueryDispatchClient {
     if (this.closed) throw new Error('the dispatch channels are closed');
     const cur = this.open.get(address);
     if (cur?.identity === identity) return cur.client;
     if (cur) this.retire(cur.client);
-    const creds = credentials();
-    const client = new QueryDispatchClient(address, creds ? { credentials: creds } : {});
+    const client = new QueryDispatchClient(address, options());
     this.open.set(address, { client, identity });
     return client;
   }

@@ -459,7 +459,10 @@ export class PlatformQueryClient {
   private directRoute(target: SccTarget): QueryRoute {
     const tls = this.options.dispatchTls ?? this.registered;
     const identity = tls ? `${tls.cert ?? ''}|${tls.key ? 'key' : ''}|${tls.ca ?? ''}` : '';
-    return directRoute(target, this.accounting, this.channels.client(dispatchAddressOf(target), identity, () => sccDispatchCredentials(tls)));
+    return directRoute(target, this.accounting, this.channels.client(dispatchAddressOf(target), identity, () => {
+      const credentials = sccDispatchCredentials(tls);
+      return credentials ? { credentials } : {};
+    }));
   }
 
   /** Places the query (at the first SCC, or the Proxy), feeds each arriving batch to `onBatch` and waits for every expected batch. */

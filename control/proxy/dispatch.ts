@@ -6,7 +6,8 @@
  * certificate checked to name it; channels are remade when the Proxy's certificate renews.
  */
 import * as grpc from '@grpc/grpc-js';
-import { DispatchError, QueryDispatchClient } from '../../query/dispatchClient';
+import { DispatchChannels } from '../../query/dispatchChannels';
+import { DispatchError, type QueryDispatchClient } from '../../query/dispatchClient';
 import { DEFAULT_QUERY_GRPC_PORT } from '../../query/dispatchService';
 import { HttpError } from '../http/errors';
 import { dispatchCredentials } from '../grpcTls';
@@ -57,13 +58,20 @@ export interface GrpcDispatcherOptions {
   readonly forceTls?: boolean;
 }
 
-/** {@link SccDispatcher} over gRPC, one channel per SCC address, kept open. */
+/**
+ * {@link SccDispatcher} over gRPC, one channel per SCC address, kept open (query/dispatchChannels.ts).
+ * A renewed certificate or a new revocation list makes new channels for the calls after it; the
+ * old ones close once any call on them has had its deadline.
+ */
 export class GrpcSccDispatcher implements SccDispatcher {
-  private readonly clients = new Map<string, QueryDispatchClient>();
-  private readonly onRenewed = (): void => this.dropChannels();
+  private readonly channels: DispatchChannels;
+  /** Counts the identity's updates: part of each channel's identity, so an update means new channels. */
+  private generation = 0;
+  private readonly onRenewed = (): void => void this.generation++;
 
   /** @param opts the per-call deadline and the identity mutual TLS is made with */
   constructor(private readonly opts: GrpcDispatcherOptions) {
+    this.channels = new DispatchChannels(opts.deadlineMs + 1000);
     // A channel keeps the material it was made with; a renewed certificate (or CRL) needs new ones.
     opts.identity?.on('update', this.onRenewed);
   }
@@ -71,30 +79,13 @@ export class GrpcSccDispatcher implements SccDispatcher {
   private client(t: SccAddress): QueryDispatchClient {
     const address = `${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.grpc_port ?? DEFAULT_QUERY_GRPC_PORT}`;
     const tls = this.opts.forceTls === true || t.mtls === true;
-    const key = tls ? `${address} tls ${t.name}` : address;
-    let c = this.clients.get(key);
-    if (!c) {
-      const material: TlsMaterial | undefined = this.opts.identity?.material;
-      if (tls && !material) throw new HttpError('upstream_unavailable', `${t.name} serves mutual TLS, and this Proxy has no certificate to present`);
-      c = new QueryDispatchClient(address, {
-        // The handshake names the SCC (SNI), whose certificate must carry that name.
-        ...(tls && material && { credentials: dispatchCredentials(material, t.name), channelOptions: { 'grpc.ssl_target_name_override': t.name, 'grpc.default_authority': t.name } }),
-        deadlineMs: this.opts.deadlineMs,
-      });
-      this.clients.set(key, c);
-    }
-    return c;
-  }
-
-  /** New calls get new channels; the old ones are closed once any call on them has had its deadline. */
-  private dropChannels(): void {
-    const old = [...this.clients.values()];
-    this.clients.clear();
-    if (old.length === 0) return;
-    const t = setTimeout(() => {
-      for (const c of old) c.close();
-    }, this.opts.deadlineMs + 1000);
-    t.unref();
+    const material: TlsMaterial | undefined = this.opts.identity?.material;
+    if (tls && !material) throw new HttpError('upstream_unavailable', `${t.name} serves mutual TLS, and this Proxy has no certificate to present`);
+    return this.channels.client(address, tls ? `tls ${t.name} ${this.generation}` : '', () => ({
+      // The handshake names the SCC (SNI), whose certificate must carry that name.
+      ...(tls && material && { credentials: dispatchCredentials(material, t.name), channelOptions: { 'grpc.ssl_target_name_override': t.name, 'grpc.default_authority': t.name } }),
+      deadlineMs: this.opts.deadlineMs,
+    }));
   }
 
   async dispatch(targets: readonly SccAddress[], queryJson: string): Promise<DispatchOutcome> {
@@ -121,7 +112,6 @@ export class GrpcSccDispatcher implements SccDispatcher {
 
   close(): void {
     this.opts.identity?.off('update', this.onRenewed);
-    for (const c of this.clients.values()) c.close();
-    this.clients.clear();
+    this.channels.close();
   }
 }

@@ -11,6 +11,7 @@
 import type net from 'node:net';
 import type tls from 'node:tls';
 import type { FrameDecoder } from '../../engine-rs/hdwpDecoder';
+import { certKey } from '../../lib/tlsSessions';
 import type { Frame } from '../../engine-rs/hdwpFrame';
 
 /** Default time an unused connection stays open. */
@@ -48,8 +49,7 @@ interface Idle {
 
 /** What a pooled connection is for: the node's control port, the hello it sent, and the certificate it presented. */
 export function legConnectionKey(node: { name: string; host: string; controlPort: number }, dataset: string, recordSize: number, link: tls.ConnectionOptions | undefined): string {
-  const cert = link?.cert;
-  const who = link === undefined ? 'plain' : typeof cert === 'string' ? cert : Buffer.isBuffer(cert) ? cert.toString('latin1') : 'tls';
+  const who = link === undefined ? 'plain' : `tls ${certKey(link.cert)}`;
   return `${node.name}|${node.host}|${node.controlPort}|${dataset}|${recordSize}|${who}`;
 }
 

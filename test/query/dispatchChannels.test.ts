@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DispatchChannels } from '../../query/dispatchChannels';
-import { DispatchError } from '../../query/dispatchClient';
+import { DispatchError, type QueryDispatchClientOptions } from '../../query/dispatchClient';
 
 const t = suite('DispatchChannels');
 
@@ -19,9 +19,9 @@ async function callError(c: { cancelQuery(id: number, token: string): Promise<un
 t('one channel per address and credentials; new credentials replace it, the old one closes after its grace', async () => {
   const ch = new DispatchChannels(50);
   let built = 0;
-  const plain = (): undefined => {
+  const plain = (): QueryDispatchClientOptions => {
     built++;
-    return undefined;
+    return {};
   };
   const a = ch.client('127.0.0.1:1', '', plain);
   assert.is(ch.client('127.0.0.1:1', '', plain), a, 'kept across calls');
@@ -29,7 +29,7 @@ t('one channel per address and credentials; new credentials replace it, the old 
   const b = ch.client('127.0.0.1:2', '', plain);
   assert.is.not(b, a);
   assert.is(ch.size, 2);
-  const renewed = ch.client('127.0.0.1:1', 'cert v2', () => grpc.credentials.createInsecure());
+  const renewed = ch.client('127.0.0.1:1', 'cert v2', () => ({ credentials: grpc.credentials.createInsecure() }));
   assert.is.not(renewed, a, 'new credentials get a new channel');
   assert.is(ch.size, 2);
   // The replaced channel still serves calls in flight for the grace period, then is closed.
@@ -44,8 +44,8 @@ t('one channel per address and credentials; new credentials replace it, the old 
 
 t('close() also closes channels still in their grace period', async () => {
   const ch = new DispatchChannels(60_000);
-  const old = ch.client('127.0.0.1:3', 'v1', () => undefined);
-  ch.client('127.0.0.1:3', 'v2', () => undefined);
+  const old = ch.client('127.0.0.1:3', 'v1', () => ({}));
+  ch.client('127.0.0.1:3', 'v2', () => ({}));
   ch.close();
   assert.match(await callError(old), /shut ?down|closed/i);
 });
