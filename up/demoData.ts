@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Chess } from 'chess.js';
+import { mulberry32 } from '../lib/mulberry32';
 import { packageRoot } from './packageRoot';
 
 /** A demo dataset: its schema JSON text and how to make its NDJSON. */
@@ -18,18 +19,6 @@ export interface DemoDataset {
   readonly rows: number;
   /** NDJSON blocks, timestamps ascending, the last one no later than `endTime`. */
   blocks(endTime: number): Iterable<string>;
-}
-
-/** Deterministic PRNG (mulberry32), so a demo is the same every time. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const schemaText = (name: string): string => readFileSync(path.join(packageRoot(), 'up', 'demo', `${name}.schema.json`), 'utf8');
@@ -47,7 +36,7 @@ export function flowsDataset(rows: number, spanSec = 24 * 3600): DemoDataset {
     schemaJson: schemaText('flows'),
     rows,
     *blocks(endTime: number) {
-      const rand = rng(42);
+      const rand = mulberry32(42);
       const start = endTime - spanSec;
       for (let i = 0; i < rows; ) {
         const n = Math.min(BLOCK_LINES, rows - i);
@@ -99,7 +88,7 @@ export function chessDataset(games: number, copies: number, spanSec = 24 * 3600)
   const played: Game[] = [];
   const play = (): Game[] => {
     if (played.length > 0) return played;
-    const rand = rng(7);
+    const rand = mulberry32(7);
     for (let g = 0; g < games; g++) {
       const c = new Chess();
       const moves: { san: string; fen: string }[] = [];
@@ -126,7 +115,7 @@ export function chessDataset(games: number, copies: number, spanSec = 24 * 3600)
     },
     *blocks(endTime: number) {
       const all = play();
-      const rand = rng(11);
+      const rand = mulberry32(11);
       const start = endTime - spanSec;
       const totalGames = all.length * copies;
       let lines: string[] = [];

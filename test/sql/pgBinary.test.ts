@@ -7,9 +7,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { arrayBinary, dateBinary, dateFromBinary, numericBinary, numericFromBinary, PgBinaryError, timestampBinary, timestampFromBinary } from '../../sql/pgwire/pgBinary';
 import { paramOf } from '../../sql/pgwire/pgTypes';
-import { PgServer } from '../../sql/pgwire/pgServer';
-import { errorFieldsOf, RawSession, startupMessage, typedMessage } from './pgRawSession';
-import { memoryEngine, T0 } from './support';
+import { errorFieldsOf, RawSession, serveDoor, startupMessage, typedMessage } from './pgRawSession';
+import { T0 } from './support';
 
 const i16 = (n: number): Buffer => Buffer.from([(n >> 8) & 0xff, n & 0xff]);
 const i32 = (n: number): Buffer => {
@@ -74,16 +73,7 @@ codec('binary parameters: wrong sizes are PgBinaryErrors; text booleans take Pos
 });
 
 const wire = suite('pgwire binary parameters over a socket');
-const { engine, local } = memoryEngine(30);
-const server = new PgServer(engine, { host: '127.0.0.1', port: 0 });
-let port = 0;
-wire.before(async () => {
-  port = (await server.listen()).port;
-});
-wire.after(async () => {
-  await server.close();
-  await local.close();
-});
+const server = serveDoor(wire, 30);
 
 const parse = (name: string, sql: string, oids: number[]): Buffer => typedMessage('P', Buffer.concat([Buffer.from(`${name}\0${sql}\0`), i16(oids.length), ...oids.map(i32)]));
 const bind = (statement: string, formats: number[], params: Buffer[]): Buffer =>
@@ -92,7 +82,7 @@ const execute = typedMessage('E', Buffer.from('\0\0\0\0\0'));
 const sync = typedMessage('S', Buffer.alloc(0));
 
 wire('good binary parameters bind (int4, timestamptz, numeric); a malformed one answers 22P03 and the connection goes on', async () => {
-  const s = await RawSession.open(port);
+  const s = await RawSession.open(server.port);
   s.send(startupMessage({ user: 'tester' }));
   assert.ok((await s.until('Z')) !== 'closed');
   s.send(parse('s1', 'SELECT $1::INTEGER + 1 AS n, $2::TIMESTAMPTZ AS t, $3::DECIMAL(5,2) AS d', [23, 1184, 1700]), bind('s1', [1], [i32(7), timestampBinary(T0 * 1000), numericBinary('2.5')]), execute, sync);

@@ -3,12 +3,38 @@
  * they can be wrong on purpose) and backend messages read back whole, with ErrorResponse fields.
  */
 import net from 'node:net';
+import type { Test } from 'uvu';
 import { PROTOCOL_3 } from '../../sql/pgwire/frontend';
+import { PgServer } from '../../sql/pgwire/pgServer';
+import { memoryEngine } from './support';
 
 /** A backend message: its type byte and body. */
 export interface BackendMessage {
   readonly type: string;
   readonly body: Buffer;
+}
+
+/** Where a door under test listens (set once the suite's `before` has run). */
+export interface TestDoor {
+  readonly port: number;
+}
+
+/**
+ * hd_sql's wire door over memoryEngine(rows) on an ephemeral 127.0.0.1 port, listening for the
+ * lifetime of suite `s` and closed (with its engine) after it. `password` turns on SCRAM.
+ */
+export function serveDoor(s: Test, rows: number, options: { readonly password?: string } = {}): TestDoor {
+  const { engine, local } = memoryEngine(rows);
+  const server = new PgServer(engine, { host: '127.0.0.1', port: 0, ...options });
+  const door = { port: 0 };
+  s.before(async () => {
+    door.port = (await server.listen()).port;
+  });
+  s.after(async () => {
+    await server.close();
+    await local.close();
+  });
+  return door;
 }
 
 /** The startup message with these parameters. */

@@ -8,25 +8,13 @@
 import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { mulberry32 } from '../../lib/mulberry32';
 import { FrontendParser, parseSaslInitialResponse, PgProtocolError } from '../../sql/pgwire/frontend';
-import { PgServer } from '../../sql/pgwire/pgServer';
 import { saslPrep, ScramError, ScramExchange, scramVerifier } from '../../sql/pgwire/scram';
-import { errorFieldsOf, RawSession, saslInitial, saslResponse, startupMessage, typedMessage } from './pgRawSession';
-import { memoryEngine } from './support';
+import { errorFieldsOf, RawSession, saslInitial, saslResponse, serveDoor, startupMessage, typedMessage } from './pgRawSession';
 
 const PASSWORD = 'pencil';
 
-/** A seeded PRNG (mulberry32), so a failing fuzz case can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const randomBuffer = (rnd: () => number, max: number): Buffer => Buffer.from(Array.from({ length: Math.floor(rnd() * max) }, () => Math.floor(rnd() * 256)));
 
 /** The client side of SCRAM-SHA-256, written from RFC 5802 independently of the server's code. */
@@ -120,7 +108,7 @@ unit('SASLprep: ASCII unchanged, non-ASCII spaces mapped, NFKC applied, prohibit
 });
 
 unit('fuzz: random and mutated bytes into the startup parser, SASLInitialResponse and the SCRAM steps raise only protocol errors', () => {
-  const rnd = prng(7677);
+  const rnd = mulberry32(7677);
   const v = scramVerifier(PASSWORD, Buffer.alloc(16, 1), 4096);
   const only = (f: () => unknown, ok: (e: unknown) => boolean, what: string): void => {
     try {
@@ -159,20 +147,11 @@ unit('fuzz: random and mutated bytes into the startup parser, SASLInitialRespons
 });
 
 const door = suite('SCRAM-SHA-256 on the wire');
-const { engine, local } = memoryEngine(30);
-const server = new PgServer(engine, { host: '127.0.0.1', port: 0, password: PASSWORD });
-let port = 0;
-door.before(async () => {
-  port = (await server.listen()).port;
-});
-door.after(async () => {
-  await server.close();
-  await local.close();
-});
+const server = serveDoor(door, 30, { password: PASSWORD });
 
 /** Opens a session, sends the startup and expects AuthenticationSASL offering SCRAM-SHA-256 only. */
 async function saslSession(): Promise<RawSession> {
-  const s = await RawSession.open(port);
+  const s = await RawSession.open(server.port);
   s.send(startupMessage({ user: 'tester', database: 'hd' }));
   const m = await s.next();
   assert.ok(m !== 'closed' && m.type === 'R', 'an authentication request');
@@ -306,7 +285,7 @@ door('a replayed client-final: refused on a new connection (its nonce is stale) 
 });
 
 door('fuzz on the live door: random bytes after the startup get 08P01 / 28P01 or nothing, never a crash', async () => {
-  const rnd = prng(5802);
+  const rnd = mulberry32(5802);
   for (let i = 0; i < 40; i++) {
     const s = await saslSession();
     const bytes = randomBuffer(rnd, 80);

@@ -5,9 +5,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import pg from 'pg';
-import { PgServer } from '../../sql/pgwire/pgServer';
 import { EXTRA_SETTINGS, sessionAnswer, SessionSettings } from '../../sql/pgwire/sessionQueries';
-import { memoryEngine } from './support';
+import { serveDoor } from './pgRawSession';
 
 const rows = (t: { toArray(): unknown[] } | undefined): unknown[] => (t ? t.toArray().map((r) => ({ ...(r as object) })) : []);
 
@@ -39,19 +38,10 @@ unit('SET name = value / TO value / quoted / DEFAULT updates what SHOW reports; 
 });
 
 const wire = suite('pgwire session questions over the wire');
-const { engine, local } = memoryEngine(10);
-const server = new PgServer(engine, { host: '127.0.0.1', port: 0 });
-let port = 0;
-wire.before(async () => {
-  port = (await server.listen()).port;
-});
-wire.after(async () => {
-  await server.close();
-  await local.close();
-});
+const server = serveDoor(wire, 10);
 
 wire('the startup application_name is reported and SHOWn; SET changes it; an unknown SHOW gets the engine error', async () => {
-  const c = new pg.Client({ host: '127.0.0.1', port, user: 'tester', database: 'hd', application_name: 'from-startup' });
+  const c = new pg.Client({ host: '127.0.0.1', port: server.port, user: 'tester', database: 'hd', application_name: 'from-startup' });
   await c.connect();
   try {
     assert.equal((await c.query('SHOW application_name')).rows, [{ application_name: 'from-startup' }]);

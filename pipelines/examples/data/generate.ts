@@ -5,18 +5,7 @@
  *
  *   npx tsx pipelines/examples/data/generate.ts [lines] > pipelines/examples/data/flows.ndjson
  */
-
-/** Mulberry32: a small seeded PRNG, so the sample is the same on every machine. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../../../lib/mulberry32';
 
 const START = 1_700_000_040; // a minute boundary, so the first batch is whole
 const SPAN = 600;
@@ -25,7 +14,7 @@ const PORTS = [22, 53, 80, 123, 443, 3306, 5432, 6987, 8080];
 
 function main(): void {
   const lines = Number(process.argv[2] ?? 3000);
-  const r = rng(20261122);
+  const r = mulberry32(20261122);
   const int = (lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1));
   const ip = (net: string): string => `${net}.${int(0, 255)}.${int(1, 254)}`;
   const out: string[] = [];
