@@ -12,6 +12,7 @@
  * cannot be reached and the stored certificate is still valid, the node starts with it and the
  * renewer keeps trying.
  */
+import { BoundedMap } from '../lib/boundedMap';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from './atomicFile';
@@ -71,7 +72,8 @@ interface PeerSeen {
 export class NodeIdentity {
   private readonly renewer: CertificateRenewer;
   private readonly reporter: HealthReporter | undefined;
-  private readonly peers = new Map<string, PeerSeen>();
+  /** The most recent peers (every SDK client holds its own certificate: not all ever seen). */
+  private readonly peers = new BoundedMap<string, PeerSeen>(MAX_PEERS);
   private refused = 0;
   /** The latest refusals, newest last (a refused handshake may be reported twice: its reason, then the hang-up). */
   private readonly refusals: string[] = [];
@@ -161,14 +163,11 @@ export class NodeIdentity {
     if (seen) {
       seen.connections++;
       seen.last = now;
-      // Moved to the end: the eviction below drops the peer seen longest ago.
-      this.peers.delete(key);
+      // Set again: the newest, so the bound drops the peer seen longest ago.
       this.peers.set(key, seen);
       return;
     }
     this.peers.set(key, { ...peer, port, connections: 1, last: now });
-    // Every SDK client holds its own certificate: keep the most recent peers, not all ever seen.
-    if (this.peers.size > MAX_PEERS) this.peers.delete(this.peers.keys().next().value as string);
     this.log(`${port} port: mutual TLS peer ${peer.role} '${peer.name}' (certificate ${peer.serial})`);
   }
 

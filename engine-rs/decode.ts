@@ -3,6 +3,7 @@
  * native call. Presentation follows the reference's type mapping and column rules; the full
  * table is in docs/schema.md, "Decoding and presentation".
  */
+import { BoundedMap } from '../lib/boundedMap';
 import * as arrow from 'apache-arrow';
 import type { NativeColumns, PlanColumn } from './arrowNative';
 import { columnData, compileField, compileType, type CompiledType } from './arrowColumns';
@@ -93,7 +94,7 @@ function compile(schema: Schema, addresses: AddressPresentation): Compiled {
 /** The full compilation cut to `fields` (in their order); unknown or repeated names throw. */
 function compileProjected(schema: Schema, addresses: AddressPresentation, fields: readonly string[]): Compiled {
   let bySchema = projected.get(schema);
-  if (!bySchema) projected.set(schema, (bySchema = new Map()));
+  if (!bySchema) projected.set(schema, (bySchema = new BoundedMap(MAX_PROJECTIONS)));
   const key = `${addresses}\u0000${fields.join('\u0000')}`;
   const hit = bySchema.get(key);
   if (hit) return hit;
@@ -107,7 +108,6 @@ function compileProjected(schema: Schema, addresses: AddressPresentation, fields
     picked.push(i);
   }
   const out = { schema: new arrow.Schema(picked.map((i) => full.schema.fields[i]!), full.schema.metadata), types: picked.map((i) => full.types[i]!) };
-  if (bySchema.size >= MAX_PROJECTIONS) bySchema.delete(bySchema.keys().next().value as string);
   bySchema.set(key, out);
   return out;
 }

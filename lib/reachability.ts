@@ -4,6 +4,7 @@
  * return address fails silently, ours fails Dispatch at once naming it), hd_sql's upstream health
  * and `hd up`'s readiness probe.
  */
+import { BoundedMap } from './boundedMap';
 import net from 'node:net';
 
 /** Default time a connect to the return address may take. */
@@ -37,13 +38,15 @@ export function hostPort(host: string, port: number): string {
  * vanished listener is found by the result streams instead, which fail their queries naming it.
  */
 export class ReachabilityCache {
-  private readonly ok = new Map<string, number>();
+  private readonly ok: BoundedMap<string, number>;
 
   /** @param ttlMs how long a success is trusted; 0 probes every time. @param maxEntries addresses remembered at most (oldest dropped). */
   constructor(
     private readonly ttlMs: number,
-    private readonly maxEntries = 1024,
-  ) {}
+    maxEntries = 1024,
+  ) {
+    this.ok = new BoundedMap(maxEntries);
+  }
 
   /** Like {@link checkReachable}; answers from memory when `host:port` answered within the last `ttlMs`. */
   async check(host: string, port: number, timeoutMs = REACHABILITY_TIMEOUT_MS): Promise<string | undefined> {
@@ -53,10 +56,7 @@ export class ReachabilityCache {
     if (at !== undefined && now - at < this.ttlMs) return undefined;
     const why = await checkReachable(host, port, timeoutMs);
     this.ok.delete(key);
-    if (why === undefined && this.ttlMs > 0) {
-      this.ok.set(key, Date.now());
-      if (this.ok.size > this.maxEntries) this.ok.delete(this.ok.keys().next().value as string);
-    }
+    if (why === undefined && this.ttlMs > 0) this.ok.set(key, Date.now());
     return why;
   }
 }

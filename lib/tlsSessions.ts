@@ -10,6 +10,7 @@
  * lifetime (Node's default: 300 s), which bounds how long a revoked certificate can still resume.
  * The key includes the certificate presented, so a renewed certificate starts a fresh handshake.
  */
+import { BoundedMap } from './boundedMap';
 import tls from 'node:tls';
 
 /** Default destinations remembered. */
@@ -17,11 +18,13 @@ const DEFAULT_MAX_SESSIONS = 256;
 
 /** Remembered TLS sessions by destination; see the module doc. */
 export class TlsSessionCache {
-  private readonly sessions = new Map<string, Buffer>();
+  private readonly sessions: BoundedMap<string, Buffer>;
   private counts = { resumed: 0, full: 0 };
 
   /** @param maxSessions destinations remembered at most (the least recently stored dropped first) */
-  constructor(private readonly maxSessions = DEFAULT_MAX_SESSIONS) {}
+  constructor(maxSessions = DEFAULT_MAX_SESSIONS) {
+    this.sessions = new BoundedMap(maxSessions);
+  }
 
   /** Handshakes so far that resumed a session, and full ones. */
   get stats(): { resumed: number; full: number; sessions: number } {
@@ -38,11 +41,7 @@ export class TlsSessionCache {
       else this.counts.full++;
     });
     // TLS 1.3 sends tickets after the handshake, possibly more than one: keep the latest.
-    socket.on('session', (s: Buffer) => {
-      this.sessions.delete(key);
-      this.sessions.set(key, s);
-      if (this.sessions.size > this.maxSessions) this.sessions.delete(this.sessions.keys().next().value as string);
-    });
+    socket.on('session', (s: Buffer) => void this.sessions.set(key, s));
     return socket;
   }
 }

@@ -4,6 +4,7 @@
  * fetched rows. Errors are SqlErrors with the reference's codes; notices say where the answer is
  * not exactly what was asked.
  */
+import { BoundedMap } from '../lib/boundedMap';
 import * as arrow from 'apache-arrow';
 import { arrowSchemaFor } from '../engine-rs/decode';
 import type { Schema } from '../engine-rs/schema';
@@ -74,10 +75,10 @@ export class SqlEngine {
 
   /** Sessions reused across statements (sql/sessionPool.ts). */
   private readonly pool: SessionPool;
-  /** Parse trees by statement text (bounded LRU): `json_serialize_sql` is a DuckDB round trip. */
-  private readonly trees = new Map<string, string>();
-  /** Plans by statement text (bounded LRU), for plans that are not `volatile`. */
-  private readonly plans = new Map<string, Plan>();
+  /** Parse trees by statement text (LRU): `json_serialize_sql` is a DuckDB round trip. */
+  private readonly trees = new BoundedMap<string, string>(PARSED_STATEMENTS);
+  /** Plans by statement text (LRU), for plans that are not `volatile`. */
+  private readonly plans = new BoundedMap<string, Plan>(PARSED_STATEMENTS);
 
   /**
    * Does before the first statement what it would otherwise pay for: starts DuckDB, installs the
@@ -180,22 +181,15 @@ export class SqlEngine {
   private async planIn(session: LocalSqlSession, sql: string, params: readonly unknown[]): Promise<Plan> {
     if (sql.trim() === '') throw new SqlError('invalid_statement', 'empty statement');
     // A plan that depends on neither the clock nor parameters is the same for the same text.
-    const known = params.length === 0 ? this.plans.get(sql) : undefined;
-    if (known) {
-      this.plans.delete(sql);
-      this.plans.set(sql, known);
-      return known;
-    }
+    const known = params.length === 0 ? this.plans.touch(sql) : undefined;
+    if (known) return known;
     const plan = await this.planAfresh(session, sql, params);
-    if (!plan.volatile) {
-      if (this.plans.size >= PARSED_STATEMENTS) this.plans.delete(this.plans.keys().next().value as string);
-      this.plans.set(sql, plan);
-    }
+    if (!plan.volatile) this.plans.set(sql, plan);
     return plan;
   }
 
   private async planAfresh(session: LocalSqlSession, sql: string, params: readonly unknown[]): Promise<Plan> {
-    let tree = this.trees.get(sql);
+    let tree = this.trees.touch(sql);
     if (tree === undefined) {
       try {
         const t = await session.query(`SELECT json_serialize_sql('${sql.replace(/'/g, "''")}')::VARCHAR AS tree`);
@@ -203,9 +197,8 @@ export class SqlEngine {
       } catch (err) {
         throw new SqlError('invalid_statement', `cannot parse the statement: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
       }
-      if (this.trees.size >= PARSED_STATEMENTS) this.trees.delete(this.trees.keys().next().value as string);
-    } else this.trees.delete(sql); // re-inserted below: most recently used last
-    this.trees.set(sql, tree);
+      this.trees.set(sql, tree);
+    }
     // planStatement parses the text afresh each time (it rewrites its own copy), so a cached tree is never shared.
     return planStatement(tree, this.catalog, { now: this.now(), lookbackSec: this.settings.lookbackSec, params });
   }
