@@ -30,6 +30,7 @@ import { QueryService } from '../../nodes/scc/queryService';
 import { DispatchError, QueryDispatchClient } from '../../query/dispatchClient';
 import { PlatformQueryClient } from '../../sdk/platformQueryClient';
 import { HdwpClient } from '../../sinks/hdwpClient';
+import { sqlProcessEnv } from '../sql/sqlProcessEnv';
 import { startCluster, type Cluster } from '../support/cluster';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 import { ingestMinutes } from '../support/ingestMinutes';
@@ -162,21 +163,13 @@ m('hd_sql in direct SCC mode with its DMS-CA certificate queries the registered 
   writeFileSync(files.cert, id.material.certPem);
   writeFileSync(files.key, id.material.keyPem, { mode: 0o600 });
   const [pgPort, ret] = [await freePort(), await freePort()];
-  const sql = startHd(['run', 'pipelines/sql.yaml', '--quiet'], {
-    HD_SQL_SCC_TARGETS: `${ctx.cluster.host}:${ctx.cluster.scc.productionPort}:${ctx.cluster.scc.queryGrpcPort}`,
-    HD_DMS_ENDPOINT: ctx.dms.url,
-    HD_DMS_CA_FILE: files.ca,
-    HD_DMS_CLIENT_CERT_FILE: files.cert,
-    HD_DMS_CLIENT_KEY_FILE: files.key,
-    HD_SQL_RESULT_TLS: 'true',
-    PLATFORM_DATA_RETURN_HOST: '127.0.0.1',
-    PLATFORM_DATA_RETURN_PORT: String(ret),
-    HD_SQL_PGWIRE_ADDRESS: `127.0.0.1:${pgPort}`,
-    HD_SQL_HTTP_ENABLED: 'false',
-    HD_SQL_FLIGHTSQL_ENABLED: 'false',
-    OBSERVABILITY_PORT: '-1',
-    HD_SQL_THREADS: '1',
-  });
+  const sql = startHd(
+    ['run', 'pipelines/sql.yaml', '--quiet'],
+    sqlProcessEnv(
+      { pgPort, returnPort: ret, dms: { url: ctx.dms.url, ...files } },
+      { HD_SQL_SCC_TARGETS: `${ctx.cluster.host}:${ctx.cluster.scc.productionPort}:${ctx.cluster.scc.queryGrpcPort}`, HD_SQL_RESULT_TLS: 'true' },
+    ),
+  );
   try {
     await waitForPort('127.0.0.1', pgPort, sql, 60_000);
     assert.match(sql.output(), /SCC 127\.0\.0\.1:\d+ \(gRPC \d+\) \(mutual TLS\)/);

@@ -17,6 +17,7 @@ import { startCluster, type Cluster } from '../support/cluster';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 import { startProxyProcess } from '../control/proxySupport';
 import { startTestDms, tempDir, type TestDms } from '../control/support';
+import { sqlProcessEnv } from './sqlProcessEnv';
 
 const schemaJson = readFileSync(path.resolve(__dirname, '../../pipelines/examples/data/flows.schema.json'), 'utf8');
 const T0 = 1_700_000_000 - (1_700_000_000 % 60);
@@ -35,23 +36,10 @@ interface Ctx {
 /** Starts hd_sql in Proxy mode as `role`; resolves with it and its PostgreSQL port once it listens. */
 async function startSql(ctx: Ctx, role: string, extra: Record<string, string> = {}): Promise<{ sql: HdProcess; pgPort: number }> {
   const [pgPort, ret] = [await freePort(), await freePort()];
-  const sql = startHd(['run', 'pipelines/sql.yaml', '--quiet'], {
-    HD_PROXY_ENDPOINT: ctx.proxyUrl,
-    HD_SQL_PROXY_ROLE: role,
-    HD_SQL_PROXY_EMAIL: `${role}@example.com`,
-    HD_DMS_ENDPOINT: ctx.dms.url,
-    HD_DMS_CA_FILE: ctx.files.ca,
-    HD_DMS_CLIENT_CERT_FILE: ctx.files.cert,
-    HD_DMS_CLIENT_KEY_FILE: ctx.files.key,
-    PLATFORM_DATA_RETURN_HOST: '127.0.0.1',
-    PLATFORM_DATA_RETURN_PORT: String(ret),
-    HD_SQL_PGWIRE_ADDRESS: `127.0.0.1:${pgPort}`,
-    HD_SQL_HTTP_ENABLED: 'false',
-    HD_SQL_FLIGHTSQL_ENABLED: 'false',
-    OBSERVABILITY_PORT: '-1',
-    HD_SQL_THREADS: '1',
-    ...extra,
-  });
+  const sql = startHd(
+    ['run', 'pipelines/sql.yaml', '--quiet'],
+    sqlProcessEnv({ pgPort, returnPort: ret, dms: { url: ctx.dms.url, ...ctx.files } }, { HD_PROXY_ENDPOINT: ctx.proxyUrl, HD_SQL_PROXY_ROLE: role, HD_SQL_PROXY_EMAIL: `${role}@example.com`, ...extra }),
+  );
   await waitForPort('127.0.0.1', pgPort, sql, 60_000);
   return { sql, pgPort };
 }
