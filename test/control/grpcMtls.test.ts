@@ -24,7 +24,7 @@ import { generateRsaKey } from '../../control/pki/x509';
 import { NodeIdentity } from '../../control/nodeIdentity';
 import { CertificateRenewer } from '../../control/renewal';
 import { registerWithDms } from '../../control/registerWithDms';
-import type { NodeRole } from '../../control/dms/state';
+import type { NodeAddresses, NodeRole } from '../../control/dms/state';
 import { QueryDispatcher } from '../../nodes/scc/queryDispatcher';
 import { QueryService } from '../../nodes/scc/queryService';
 import { DispatchError, QueryDispatchClient } from '../../query/dispatchClient';
@@ -312,17 +312,33 @@ m.run();
 
 const r = suite('gRPC QueryDispatch: a renewed certificate is served without a restart (in this process)');
 
-r('the listener hands the renewed certificate to the next connection; open channels keep working', async () => {
+/** In this process: a DMS, an SCC identity `name` registered with it, and its QueryDispatch service under mutual TLS (client certificates only), listening on loopback. */
+async function registeredQueryService(name: string, addresses?: NodeAddresses): Promise<{ dms: TestDms; node: NodeIdentity; address: string; close(): Promise<void> }> {
   const dms = await startTestDms();
-  const dir = tempDir('hd-grpc-renew-');
-  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'scc-r' })).body as { token: string }).token;
-  const node = await NodeIdentity.start({ nodeName: 'scc-r', role: 'scc', dmsUrl: dms.url, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, stateDir: dir.dir, keyBits: KEY_BITS, addresses: { grpc: { host: '127.0.0.1', port: 1 } }, log: () => undefined });
-  const dispatcher = new QueryDispatcher({ nodeName: 'scc-r', targets: [], recordSize: 64, health: () => undefined, maxQueries: 4, maxQueryMs: 0, onEvent: () => undefined });
+  const dir = tempDir(`hd-grpc-${name}-`);
+  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string }).token;
+  const node = await NodeIdentity.start({ nodeName: name, role: 'scc', dmsUrl: dms.url, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, stateDir: dir.dir, keyBits: KEY_BITS, ...(addresses && { addresses }), log: () => undefined });
+  const dispatcher = new QueryDispatcher({ nodeName: name, targets: [], recordSize: 64, health: () => undefined, maxQueries: 4, maxQueryMs: 0, onEvent: () => undefined });
   const service = new QueryService(dispatcher, { node, roles: ['client'] });
-  const client = await enrol(dms, 'client-r', 'client');
+  const address = `127.0.0.1:${await service.listen('127.0.0.1', 0)}`;
+  return {
+    dms,
+    node,
+    address,
+    close: async () => {
+      await service.close();
+      dispatcher.close();
+      await node.stop();
+      await dms.close();
+      dir.remove();
+    },
+  };
+}
+
+r('the listener hands the renewed certificate to the next connection; open channels keep working', async () => {
+  const { dms, node, address, close } = await registeredQueryService('scc-r', { grpc: { host: '127.0.0.1', port: 1 } });
   try {
-    const port = await service.listen('127.0.0.1', 0);
-    const address = `127.0.0.1:${port}`;
+    const client = await enrol(dms, 'client-r', 'client');
     /** The serial of the certificate the SCC presented on a fresh connection. */
     const servedSerial = async (): Promise<string> => {
       let seen = '';
@@ -347,23 +363,13 @@ r('the listener hands the renewed certificate to the next connection; open chann
     assert.is(await open.cancelQuery(1, TOKEN).then(() => 'OK', (e: unknown) => (e instanceof DispatchError ? e.status : String(e))), 'NOT_FOUND');
     open.close();
   } finally {
-    await service.close();
-    dispatcher.close();
-    await node.stop();
-    await dms.close();
-    dir.remove();
+    await close();
   }
 });
 
 r('an expired certificate of our CA is refused in the handshake; the same key with a valid one is served', async () => {
-  const dms = await startTestDms();
-  const dir = tempDir('hd-grpc-expired-');
-  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'scc-e' })).body as { token: string }).token;
-  const node = await NodeIdentity.start({ nodeName: 'scc-e', role: 'scc', dmsUrl: dms.url, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, stateDir: dir.dir, keyBits: KEY_BITS, log: () => undefined });
-  const dispatcher = new QueryDispatcher({ nodeName: 'scc-e', targets: [], recordSize: 64, health: () => undefined, maxQueries: 4, maxQueryMs: 0, onEvent: () => undefined });
-  const service = new QueryService(dispatcher, { node, roles: ['client'] });
+  const { dms, address, close } = await registeredQueryService('scc-e');
   try {
-    const address = `127.0.0.1:${await service.listen('127.0.0.1', 0)}`;
     const ca = await CertificateAuthority.open({ dir: path.join(dms.dir, 'ca') });
     const kp = await generateRsaKey(KEY_BITS);
     // Ours, but its validity ended an hour ago.
@@ -373,11 +379,7 @@ r('an expired certificate of our CA is refused in the handshake; the same key wi
     assert.is((await probe(address, with_(expired.certPem))).status, 'UNAVAILABLE');
     assert.is((await probe(address, with_(valid.certPem))).status, 'NOT_FOUND');
   } finally {
-    await service.close();
-    dispatcher.close();
-    await node.stop();
-    await dms.close();
-    dir.remove();
+    await close();
   }
 });
 
