@@ -11,15 +11,11 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 version="${ADBC_VERSION:-1.*}"
 venv="${HD_TEST_DEPS:-$root/.hd/test-deps}/flightsql"
+# shellcheck source=lib/pyvenv.sh
+. "$root/scripts/lib/pyvenv.sh"
 
 install() {
-  if [ -x "$venv/bin/python" ] && [ -f "$venv/.complete" ]; then return 0; fi
-  command -v python3 >/dev/null || { echo "flightsql-client.sh: python3 is not on PATH" >&2; return 1; }
-  rm -rf "$venv"
-  echo "flightsql-client.sh: installing adbc-driver-flightsql $version and pyarrow from PyPI into $venv" >&2
-  python3 -m venv "$venv" >&2
-  "$venv/bin/pip" install -q --disable-pip-version-check "adbc-driver-flightsql==$version" "adbc-driver-manager==$version" pyarrow >&2
-  touch "$venv/.complete"
+  pyvenv_install flightsql-client.sh "$venv" bin/python "adbc-driver-flightsql $version and pyarrow" '' "adbc-driver-flightsql==$version" "adbc-driver-manager==$version" pyarrow
 }
 
 case "${1:-}" in

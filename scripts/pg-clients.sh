@@ -19,16 +19,11 @@ pgjdbc_version="${PGJDBC_VERSION:-42.7.7}"
 venv="$deps/psycopg"
 jdbc_dir="$deps/pgjdbc"
 jar="$jdbc_dir/postgresql-$pgjdbc_version.jar"
+# shellcheck source=lib/pyvenv.sh
+. "$root/scripts/lib/pyvenv.sh"
 
 install_psycopg() {
-  if [ -x "$venv/bin/python" ] && [ -f "$venv/.complete" ]; then return 0; fi
-  command -v python3 >/dev/null || { echo "pg-clients.sh: python3 is not on PATH" >&2; return 1; }
-  rm -rf "$venv"
-  echo "pg-clients.sh: installing psycopg[binary] $psycopg_version from PyPI into $venv" >&2
-  python3 -m venv "$venv" >&2
-  "$venv/bin/pip" install -q --disable-pip-version-check "psycopg[binary]==$psycopg_version" >&2
-  "$venv/bin/python" -c 'import psycopg; psycopg.pq.version()' >&2
-  touch "$venv/.complete"
+  pyvenv_install pg-clients.sh "$venv" bin/python "psycopg[binary] $psycopg_version" 'import psycopg; psycopg.pq.version()' "psycopg[binary]==$psycopg_version"
 }
 
 install_pgjdbc() {

@@ -13,15 +13,11 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 version="${MOTO_VERSION:-5.1.*}"
 venv="${HD_TEST_DEPS:-$root/.hd/test-deps}/moto"
+# shellcheck source=lib/pyvenv.sh
+. "$root/scripts/lib/pyvenv.sh"
 
 install() {
-  if [ -x "$venv/bin/moto_server" ] && [ -f "$venv/.complete" ]; then return 0; fi
-  command -v python3 >/dev/null || { echo "s3.sh: python3 is not on PATH" >&2; return 1; }
-  rm -rf "$venv"
-  echo "s3.sh: installing moto[s3] $version (server mode) from PyPI into $venv" >&2
-  python3 -m venv "$venv" >&2
-  "$venv/bin/pip" install -q --disable-pip-version-check "moto[s3]==$version" flask flask-cors >&2
-  touch "$venv/.complete"
+  pyvenv_install s3.sh "$venv" bin/moto_server "moto[s3] $version (server mode)" '' "moto[s3]==$version" flask flask-cors
 }
 
 start() {
