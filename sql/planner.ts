@@ -2,6 +2,7 @@
  * The SQL planner: DuckDB parses the statement (`json_serialize_sql`); from its tree come the
  * datasets read, each one's time window and the filters pushed to the Storage Nodes. The statement
  * itself then runs unchanged in DuckDB over the fetched rows (catalog tables renamed to ours).
+ * A statement that would read files, URLs or the server's settings is refused first (statementGuard).
  */
 import type { Schema } from '../engine-rs/schema';
 import type { SubQuery } from '../query/filter';
@@ -10,6 +11,7 @@ import type { Catalog } from './catalog';
 import { columnUse, fieldsToRead } from './columnUse';
 import { isNode, pushdownOf, type Node, type Pushdown } from './pushdown';
 import { SqlError } from './sqlError';
+import { guardStatement } from './statementGuard';
 
 /** Names our catalog tables have in the session (the statement's are rewritten to them). */
 export const CATALOG_TABLES = { show: 'hd_catalog_show_tables', tables: 'hd_catalog_tables', columns: 'hd_catalog_columns' } as const;
@@ -65,7 +67,8 @@ export function statementsOf(serialized: string): Node[] {
       const pos = doc.position === undefined ? undefined : Number(doc.position) + 1;
       throw new SqlError('invalid_statement', `syntax error: ${msg}`, pos === undefined || Number.isNaN(pos) ? {} : { position: pos });
     }
-    throw new SqlError('unsupported_statement', 'only SELECT statements are supported: HD SQL is read-only (no INSERT, UPDATE, DELETE, DDL, COPY FROM, transactions with effects)');
+    // json_serialize_sql serializes SELECTs only: every other statement (and a text holding one) lands here.
+    throw new SqlError('unsupported_statement', 'only SELECT statements are supported: HD SQL is read-only and sandboxed (no INSERT, UPDATE, DELETE, DDL, COPY, ATTACH, INSTALL, LOAD, SET, RESET, PRAGMA, CALL, EXPORT/IMPORT DATABASE, CREATE SECRET, transactions with effects)');
   }
   const st = doc.statements;
   if (!Array.isArray(st) || st.length === 0) throw new SqlError('invalid_statement', 'empty statement');
@@ -77,6 +80,8 @@ export function planStatement(serialized: string, catalog: Catalog, opts: PlanOp
   const statements = statementsOf(serialized);
   if (statements.length > 1) throw new SqlError('unsupported_statement', `one statement at a time, got ${statements.length}`);
   const root = statements[0] as Node;
+  // Refused before anything is resolved or run: files, URLs, settings (sql/statementGuard.ts).
+  guardStatement(root, (name) => catalog.resolve(name) !== undefined);
   const cteNames = new Set<string>();
   const refs = new Map<Node, Schema>();
   const analysed = new Map<Node, Pushdown>();

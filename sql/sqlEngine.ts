@@ -17,6 +17,7 @@ import type { DatasetFetcher } from './datasetFetcher';
 import { CATALOG_TABLES, planStatement, type DatasetRead, type Plan } from './planner';
 import { SessionPool } from './sessionPool';
 import { SqlError } from './sqlError';
+import { READS_DATASETS_ONLY } from './statementGuard';
 
 /** Settings of the engine (the reference's SQL server settings it uses). */
 export interface SqlEngineSettings {
@@ -251,6 +252,9 @@ function pick(b: arrow.RecordBatch, names: readonly string[]): arrow.RecordBatch
   return new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(fields), length: b.numRows, nullCount: 0, children: ix.map((i) => b.data.children[i]!) }));
 }
 
+/** DuckDB's refusals under the sandbox: external access off, configuration locked. */
+const SANDBOX_REFUSAL = /^Permission Error:|the configuration has been locked|Loading external extensions is disabled/;
+
 /** Any failure as the SqlError a door reports. */
 export function toSqlError(err: unknown, signal?: AbortSignal): SqlError {
   if (err instanceof SqlError) return err;
@@ -258,6 +262,9 @@ export function toSqlError(err: unknown, signal?: AbortSignal): SqlError {
     if (err.code === 'ERR_SQL_INTERRUPTED') return new SqlError('query_timeout', signal?.aborted ? 'canceling statement due to user request' : `${err.message} (HD_SQL_QUERY_TIMEOUT_MS)`, { cause: err });
     if (err.code === 'ERR_SQL' && /^Parser Error/.test(err.message)) return new SqlError('invalid_statement', err.message, { cause: err });
     if (err.code === 'ERR_SQL' && /^Catalog Error: Table/.test(err.message)) return new SqlError('unknown_dataset', err.message, { cause: err });
+    // The sandbox (sdk/local/localSql.ts sandboxConfig) caught what the guard let through: same
+    // answer as the guard's, and DuckDB's message (which names the path) stays out of it.
+    if (err.code === 'ERR_SQL' && SANDBOX_REFUSAL.test(err.message)) return new SqlError('unsupported_statement', `the statement needs access to files, the network, extensions or settings, which HD SQL does not give: ${READS_DATASETS_ONLY}`, { cause: err });
     if (err.code === 'ERR_SQL') return new SqlError('query_failed', err.message, { cause: err });
   }
   return new SqlError('internal', err instanceof Error ? err.message : String(err), { cause: err });

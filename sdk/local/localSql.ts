@@ -3,10 +3,13 @@
  * started on first use and closed by `close()`; each evaluation runs in its own session (connection)
  * with its own temporary tables, so concurrent queries never see each other's rows.
  * docs/sdk-local.md describes the type mapping, the load path and the error rules.
+ *
+ * The instance is sandboxed (`sandboxConfig`): SQL run in it reaches no file, network or extension
+ * on behalf of whoever wrote the SQL — only its own spill folder — and its settings are locked.
  */
 import os from 'node:os';
 import path from 'node:path';
-import { rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import * as arrow from 'apache-arrow';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { arrowSchemaFor } from '../../engine-rs/decode';
@@ -22,12 +25,38 @@ export interface LocalSqlOptions {
   /** DuckDB memory limit, e.g. `'2GB'`; default: DuckDB's (80% of RAM). */
   readonly memoryLimit?: string;
   /**
-   * Where DuckDB spills when a query outgrows memory; default a per-process folder under the OS
-   * temp dir, removed on close. (An in-memory DuckDB otherwise spills into `./.tmp`.)
+   * Where DuckDB spills when a query outgrows memory (created 0700 if missing, kept on close);
+   * default a fresh private folder (`mkdtemp`, 0700) under the OS temp dir, removed on close. (An
+   * in-memory DuckDB otherwise spills into `./.tmp`.) The one place the sandboxed engine may write.
    */
   readonly tempDirectory?: string;
-  /** DuckDB's extension directory; nothing is ever downloaded (autoinstall is off). */
+  /**
+   * DuckDB's extension directory; default `extensions` inside the private spill folder. Nothing is
+   * ever installed or loaded into it (autoinstall, autoload and LOAD are off): it only keeps DuckDB
+   * from defaulting to `~/.duckdb`. Never point it at a folder others can write.
+   */
   readonly extensionDirectory?: string;
+}
+
+/**
+ * The DuckDB settings of a sandboxed instance, in the order they must be applied: the folders first
+ * (DuckDB refuses to change them once external access is off), then the extension switches, then
+ * `enable_external_access=false` (only `temp_directory` stays reachable: DuckDB allows it itself)
+ * and last `lock_configuration`, so no SET or PRAGMA can undo any of it later.
+ */
+export function sandboxConfig(dirs: { readonly tempDirectory: string; readonly extensionDirectory: string }, tuning: Readonly<Record<string, string>> = {}): Record<string, string> {
+  return {
+    temp_directory: dirs.tempDirectory,
+    extension_directory: dirs.extensionDirectory,
+    ...tuning,
+    autoinstall_known_extensions: 'false',
+    autoload_known_extensions: 'false',
+    allow_community_extensions: 'false',
+    allow_unsigned_extensions: 'false',
+    allow_persistent_secrets: 'false',
+    enable_external_access: 'false',
+    lock_configuration: 'true',
+  };
 }
 
 /** Options of `applySql` and `executeSqlOnEmpty`. */
@@ -78,13 +107,18 @@ export function enumDictionaries(schema: Schema, arrowSchema: arrow.Schema = arr
 export class LocalSql {
   private instance: Promise<DuckDBInstance> | undefined;
   private readonly sessions = new Set<LocalSqlSession>();
-  private readonly tempDirectory: string;
+  /** The private spill folder this instance made (and removes on close); undefined until started or when the caller named one. */
+  private ownTempDirectory: string | undefined;
   private closed = false;
 
   /** @throws LocalSqlError `ERR_LOCAL_ARGS` for a bad option, naming it. */
   constructor(private readonly options: LocalSqlOptions = {}) {
     checkOptions(options);
-    this.tempDirectory = options.tempDirectory ?? path.join(os.tmpdir(), `hd-duckdb-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+  }
+
+  /** Where this instance spills (undefined before the first session when no `tempDirectory` was given). */
+  get tempDirectory(): string | undefined {
+    return this.options.tempDirectory ?? this.ownTempDirectory;
   }
 
   /** Opens a session: one DuckDB connection whose registered tables only it sees. Close it when done. */
@@ -148,7 +182,8 @@ export class LocalSql {
         // The instance never started: nothing to close.
       }
     }
-    if (!this.options.tempDirectory) rmSync(this.tempDirectory, { recursive: true, force: true });
+    if (this.ownTempDirectory !== undefined) rmSync(this.ownTempDirectory, { recursive: true, force: true });
+    this.ownTempDirectory = undefined;
   }
 
   /** `await using local = new LocalSql()` closes it. */
@@ -171,13 +206,18 @@ export class LocalSql {
 
   private async start(): Promise<DuckDBInstance> {
     const o = this.options;
-    const config: Record<string, string> = {
-      autoinstall_known_extensions: 'false',
-      extension_directory: o.extensionDirectory ?? path.join(os.tmpdir(), 'hd-duckdb-extensions'),
-      temp_directory: this.tempDirectory,
-    };
-    if (o.threads !== undefined) config['threads'] = String(o.threads);
-    if (o.memoryLimit !== undefined) config['memory_limit'] = o.memoryLimit;
-    return DuckDBInstance.create(':memory:', config);
+    let temp = o.tempDirectory;
+    if (temp === undefined) {
+      // mkdtemp: a new 0700 folder with an unguessable name, so no other local user can pre-create,
+      // read or link it (the old fixed names under a world-writable /tmp allowed all three).
+      temp = this.ownTempDirectory ??= mkdtempSync(path.join(os.tmpdir(), 'hd-duckdb-'));
+    } else {
+      // DuckDB creates only the last level, and cannot once external access is off.
+      mkdirSync(temp, { recursive: true, mode: 0o700 });
+    }
+    const tuning: Record<string, string> = {};
+    if (o.threads !== undefined) tuning['threads'] = String(o.threads);
+    if (o.memoryLimit !== undefined) tuning['memory_limit'] = o.memoryLimit;
+    return DuckDBInstance.create(':memory:', sandboxConfig({ tempDirectory: temp, extensionDirectory: o.extensionDirectory ?? path.join(temp, 'extensions') }, tuning));
   }
 }
