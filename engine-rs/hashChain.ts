@@ -21,6 +21,8 @@ export interface HashChainOptions {
   readonly recordSize?: number;
   /** Record hashes per block; default 64. */
   readonly blockSize?: number;
+  /** Also compute the sender's batch digest of the same bytes (`HashChainResult.digest`); default false. */
+  readonly withDigest?: boolean;
 }
 
 /** What a finished chain yields. */
@@ -35,6 +37,8 @@ export interface HashChainResult {
   readonly tailBytes: number;
   /** Every block hash in order, one digest length each. */
   readonly blockHashes: Buffer;
+  /** With `withDigest`: the batch digest of the same bytes (see {@link BatchDigest}). */
+  readonly digest?: Buffer;
 }
 
 /** Type guard for algorithm names from configuration. */
@@ -70,6 +74,7 @@ export class HashChain {
       options.recordSize ?? DEFAULT_HASH_RECORD_SIZE,
       options.blockSize ?? DEFAULT_HASH_CHAIN_BLOCK_SIZE,
       id,
+      options.withDigest === true,
     );
   }
 
@@ -98,5 +103,40 @@ export class HashChain {
     if (this.done) throw new Error('HashChain.finish called twice');
     this.done = true;
     return native.chainFinish(this.handle);
+  }
+}
+
+/**
+ * The sender's batch digest (docs/hdwp.md, "eob"): BLAKE3-256 of every record byte of one batch in
+ * the order sent, computed natively off the event loop (one native call per chunk, never per
+ * record). It needs no settings, so a sender computes it without knowing the SCC's chain settings,
+ * and it does not depend on how the records were split into calls or frames. Chunks are digested
+ * in the order `update` was called, even when several are in flight.
+ *
+ * @example
+ * const d = new BatchDigest();
+ * void d.update(records);           // the bytes are copied at once
+ * const digest = await d.finish();  // 32 bytes, once every update is digested
+ */
+export class BatchDigest {
+  private readonly handle = native.digestNew();
+  private readonly inFlight = new Set<Promise<void>>();
+  private done = false;
+
+  /** Feeds the next bytes; they are copied before this returns, so the caller may reuse `buf`. */
+  update(buf: Uint8Array): Promise<void> {
+    if (this.done) return Promise.reject(new Error('BatchDigest.update after finish'));
+    const p: Promise<void> = native.chainUpdate(this.handle, buf).finally(() => this.inFlight.delete(p));
+    this.inFlight.add(p);
+    p.catch(() => undefined);
+    return p;
+  }
+
+  /** The 32-byte digest of everything fed, once every update has been digested. Call once. */
+  async finish(): Promise<Buffer> {
+    if (this.done) throw new Error('BatchDigest.finish called twice');
+    this.done = true;
+    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+    return native.digestFinish(this.handle);
   }
 }

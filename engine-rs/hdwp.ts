@@ -18,6 +18,8 @@ export type { FrameDecoderOptions } from './hdwpDecoder';
 /** Largest frame (header included) the stream encoder writes by default: header + 16 MiB payload. */
 export const HDWP_DEFAULT_MAX_FRAME = HDWP_HEADER_LEN + HDWP_DEFAULT_MAX_PAYLOAD;
 
+const EMPTY = new Uint8Array(0);
+
 /** Native arguments for an optional query block: a null token means none. */
 function authArgs(auth: QueryAuth | undefined): [number, Uint8Array | null] {
   return auth ? [auth.queryId, auth.token] : [0, null];
@@ -38,7 +40,7 @@ export function encodeFrame(frame: Frame): Buffer {
       case 'records':
         return native.hdwpEncodeRecordsFrame(frame.batchId.bytes, frame.recordSize, frame.count, frame.payload, ...authArgs(frame.auth));
       case 'eob':
-        return native.hdwpEncodeEob(frame.batchId.bytes, frame.recordCount, frame.closingHash, ...authArgs(frame.auth));
+        return native.hdwpEncodeEob(frame.batchId.bytes, frame.recordCount, frame.closingHash, frame.digest ?? EMPTY, ...authArgs(frame.auth));
       case 'bbn':
         return native.hdwpEncodeBbn(frame.batchId.bytes, frame.reason, ...authArgs(frame.auth));
       case 'query':

@@ -8,6 +8,7 @@ import { BatchID, BATCH_ID_LEN } from './batchId';
 import { HdwpError, isHdwpErrorCode } from './hdwpError';
 import type { HdwpErrorCode } from './hdwpError';
 import {
+  HDWP_BATCH_DIGEST_LEN,
   HDWP_DEFAULT_MAX_PAYLOAD,
   HDWP_HEADER_LEN,
   HDWP_KINDS,
@@ -56,7 +57,13 @@ function frameAt(buf: Buffer, d: Float64Array, i: number): Frame {
     case 'records':
       return withAuth({ kind, batchId: batchId(a), recordSize: b, count: c, payload: buf.subarray(e, g) });
     case 'eob':
-      return withAuth({ kind, batchId: batchId(a), recordCount: b, closingHash: buf.subarray(c, e) });
+      return withAuth({
+        kind,
+        batchId: batchId(a),
+        recordCount: b,
+        closingHash: buf.subarray(c, e),
+        ...(g === 1 ? { digest: buf.subarray(e + 1, e + 1 + HDWP_BATCH_DIGEST_LEN) } : {}),
+      });
     case 'bbn':
       return withAuth({ kind, batchId: batchId(a), reason: buf.toString('utf8', b, c) });
     case 'query':

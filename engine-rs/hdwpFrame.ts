@@ -22,6 +22,8 @@ export const HDWP_MAX_DATASET_ID_LEN = 255;
 export const HDWP_MAX_JSON_LEN = 1024 * 1024;
 /** Longest closing hash of an end-of-batch frame, in bytes. */
 export const HDWP_MAX_HASH_LEN = 64;
+/** Length of the sender's batch digest an end-of-batch frame may carry (BLAKE3-256, docs/hdwp.md). */
+export const HDWP_BATCH_DIGEST_LEN = 32;
 /** Standard data-plane datagram MTU (the reference's default): 1200 bytes per datagram. */
 export const MTU_STANDARD = 1200;
 /** Jumbo data-plane datagram MTU: 8500 bytes per datagram (links must carry at least 8550). */
@@ -79,6 +81,11 @@ export interface EobFrame {
   recordCount: number;
   /** Closing hash, 0..64 bytes (empty: none). */
   closingHash: Uint8Array;
+  /**
+   * The sender's batch digest: BLAKE3-256 of every record byte of the batch in the order sent
+   * (`BatchDigest`), 32 bytes. Absent or empty: none (an eob of a sender without it).
+   */
+  digest?: Uint8Array;
   auth?: QueryAuth;
 }
 
@@ -151,4 +158,10 @@ export const HDWP_ERROR_FRAME_CODES = {
   hashMismatch: 12,
   /** The segment is damaged (checksum) or missing. */
   batchUnreadable: 13,
+  /**
+   * An eob does not describe what the receiver holds for its batch: the record count or the
+   * sender's batch digest differ (records lost or added on the way, e.g. across an SCC restart).
+   * Nothing was acknowledged; the sender re-sends the batch from its first record (docs/ingest-protocol.md).
+   */
+  batchMismatch: 14,
 } as const;

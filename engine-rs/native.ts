@@ -126,7 +126,7 @@ export interface Native {
    * `frames` holds 10 numbers per frame: kind, start, end, queryId (-1: none), token offset (-1:
    * none), then by kind — hello: datasetStart, datasetEnd, version, role, recordSize; records:
    * batchIdOffset, recordSize, count, payloadStart, payloadEnd; eob: batchIdOffset, recordCount,
-   * hashStart, hashEnd; bbn: batchIdOffset, reasonStart, reasonEnd; query: jsonStart, jsonEnd;
+   * hashStart, hashEnd, digest (1: a 32-byte batch digest at hashEnd + 1, 0: none); bbn: batchIdOffset, reasonStart, reasonEnd; query: jsonStart, jsonEnd;
    * error: code, messageStart, messageEnd; credit: bytes. Offsets index `buf`. `consumed` is the
    * bytes of those frames, `need` the total bytes the next incomplete frame requires, and
    * `code`/`message` the error of a bad frame at `consumed` (null when none).
@@ -142,7 +142,7 @@ export interface Native {
   /** Records packed into frames of at most `maxFrameBytes`; `mtu` also checks it is a datagram MTU. */
   hdwpEncodeRecords(batchId: Uint8Array, recordSize: number, records: Uint8Array, maxFrameBytes: number, mtu: boolean, queryId: number, token: Uint8Array | null): Buffer;
   /** End-of-batch frame. */
-  hdwpEncodeEob(batchId: Uint8Array, recordCount: number, closingHash: Uint8Array, queryId: number, token: Uint8Array | null): Buffer;
+  hdwpEncodeEob(batchId: Uint8Array, recordCount: number, closingHash: Uint8Array, digest: Uint8Array, queryId: number, token: Uint8Array | null): Buffer;
   /** Bad batch notice frame. */
   hdwpEncodeBbn(batchId: Uint8Array, reason: string, queryId: number, token: Uint8Array | null): Buffer;
   /** Query frame. */
@@ -156,11 +156,15 @@ export interface Native {
 
   // --- hash.rs -------------------------------------------------------------------------------
   /** Starts a batch's hash chain (algorithm sha512 | sha256 | blake3; batchId 64 bytes). */
-  chainNew(algorithm: string, recordSize: number, blockSize: number, batchId: Uint8Array): ChainHandle;
+  chainNew(algorithm: string, recordSize: number, blockSize: number, batchId: Uint8Array, withDigest: boolean): ChainHandle;
+  /** Starts a sender's batch digest alone (BLAKE3-256 of the bytes fed with `chainUpdate`). */
+  digestNew(): ChainHandle;
+  /** Closes a digest (or a chain made with a digest): the 32-byte batch digest. */
+  digestFinish(handle: ChainHandle): Buffer;
   /** Copies `buf` into the chain's queue; resolves once it is hashed (on libuv's pool). */
   chainUpdate(handle: ChainHandle, buf: Uint8Array): Promise<void>;
   /** Closes the chain; throws ERR_HASH_CHAIN_BUSY while an update is still hashing. */
-  chainFinish(handle: ChainHandle): { closingHash: Buffer; blocks: number; records: number; tailBytes: number; blockHashes: Buffer };
+  chainFinish(handle: ChainHandle): { closingHash: Buffer; blocks: number; records: number; tailBytes: number; blockHashes: Buffer; digest?: Buffer };
 
   // --- segment.rs ----------------------------------------------------------------------------
   /** Creates `<dir>/<name>.partial` and writes the header; `fields` has 4 numbers per zone field. */

@@ -61,6 +61,8 @@ export interface EobElement {
   readonly recordCount: number;
   /** Closing hash of the batch's hash chain, when one is known (the SCC's result travels to the SNs). */
   readonly closingHash?: Uint8Array;
+  /** The sender's batch digest (BLAKE3-256 of the batch's records as sent), when its eob carried one. */
+  readonly digest?: Uint8Array;
   /** Present when a remote sender waits for the batch to become durable (see {@link AckResult}). */
   readonly ack?: AckHook;
 }

@@ -63,7 +63,8 @@ const keyOf = (dataset: string, batchId: BatchID): string => `${dataset}\n${batc
  *
  * An eob is turned into a bbn (the replicas discard the batch) and its sender's `ack` answered with
  * an error when: the eob's record count differs from the records hashed, the batch ended in a
- * partial record, the sender's own closing hash differs from ours, or records had the wrong size.
+ * partial record, the sender's batch digest or own closing hash differs from ours (all error 14,
+ * batch mismatch), or records had the wrong size (error 2).
  *
  * @example
  * frames$.pipe(hashChain({ recordSize: 150, maxQueueBytes: 64 << 20, flow }))
@@ -71,7 +72,8 @@ const keyOf = (dataset: string, batchId: BatchID): string => `${dataset}\n${batc
 export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chunk, Chunk> {
   const cap = opts.maxQueueBytes;
   if (!Number.isSafeInteger(cap) || cap <= 0) throw new RangeError(`maxQueueBytes must be a positive integer, got ${cap}`);
-  const chainOpts = { algorithm: opts.algorithm ?? 'sha512', recordSize: opts.recordSize, blockSize: opts.blockSize ?? 64 };
+  // Every chain also digests its bytes, so an eob carrying the sender's batch digest can be checked.
+  const chainOpts = { algorithm: opts.algorithm ?? 'sha512', recordSize: opts.recordSize, blockSize: opts.blockSize ?? 64, withDigest: true };
   // Fail on bad settings now rather than on the first batch.
   new HashChain(new Uint8Array(64), chainOpts).finish();
 
@@ -153,11 +155,16 @@ export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chun
           counters.controls++;
           if (b.failure) return [refuse(el, b.failure.code, b.failure.message)];
           const r = b.chain.finish();
-          const protocol = HDWP_ERROR_FRAME_CODES.protocol;
-          if (r.tailBytes !== 0) return [refuse(el, protocol, `the batch ends inside a record (${r.tailBytes} of ${opts.recordSize} bytes)`)];
-          if (r.records !== el.recordCount) return [refuse(el, protocol, `its eob counts ${el.recordCount} records, ${r.records} arrived`)];
+          // What arrived is not what the sender's eob describes: records lost or added on the way
+          // (a batch spanning an SCC restart). Error 14 names it; the sender re-sends the batch.
+          const mismatch = HDWP_ERROR_FRAME_CODES.batchMismatch;
+          if (r.tailBytes !== 0) return [refuse(el, mismatch, `batch mismatch: the batch ends inside a record (${r.tailBytes} of ${opts.recordSize} bytes)`)];
+          if (r.records !== el.recordCount) return [refuse(el, mismatch, `batch mismatch: its eob counts ${el.recordCount} records, ${r.records} arrived`)];
+          if (el.digest && el.digest.length > 0 && !(r.digest && r.digest.equals(el.digest))) {
+            return [refuse(el, mismatch, `batch mismatch: the sender's batch digest differs from the digest of the ${r.records} records that arrived`)];
+          }
           if (el.closingHash && el.closingHash.length > 0 && !r.closingHash.equals(el.closingHash)) {
-            return [refuse(el, protocol, `the sender's closing hash differs from the SCC's ${opts.algorithm ?? 'sha512'} chain`)];
+            return [refuse(el, mismatch, `batch mismatch: the sender's closing hash differs from the SCC's ${opts.algorithm ?? 'sha512'} chain`)];
           }
           return [{ ...el, closingHash: r.closingHash }];
         }

@@ -7,6 +7,7 @@ import { BatchID, generateBatchIdNumber, generateBatchIdString, generateBatchIdT
 import { RecordCodec } from '../engine-rs/codec';
 import { decodeRecordsSync } from '../engine-rs/decode';
 import { encodeArrowBatchAsync } from '../engine-rs/encodeArrow';
+import { BatchDigest } from '../engine-rs/hashChain';
 import type { Schema, SchemaJson } from '../engine-rs/schema';
 import { HdwpClient } from '../sinks/hdwpClient';
 import { IngestCounters } from './ingestCounters';
@@ -19,6 +20,13 @@ import { controlCallOptions, discoverTargets, type ControlTls } from './proxyCli
 export interface IngestClientOptions {
   /** TLS (mutual TLS in a registered cluster) for the data-plane connections. */
   readonly tls?: tls.ConnectionOptions;
+  /**
+   * Record bytes kept, over all batches whose eob is not acknowledged yet, so that a batch can be
+   * re-sent whole after a reconnect; default {@link DEFAULT_MAX_UNACKED_BYTES} (256 MiB). A
+   * `streamInsert` that would keep more resolves false without sending anything (`lastError`
+   * says so); `sendEob` (acknowledged) and `sendBbn` release a batch's bytes.
+   */
+  readonly maxUnackedBytes?: number;
   /** Time to connect to an SCC and exchange hello; default 10 s. */
   readonly connectTimeoutMs?: number;
   /** The HD Proxy discoverSccTargets asks (default HD_PROXY_ENDPOINT). */
@@ -33,10 +41,42 @@ export interface IngestClientOptions {
  */
 export type IngestRecords = Uint8Array | readonly Uint8Array[] | arrow.RecordBatch | arrow.Table;
 
-/** One open data-plane stream to one SCC, with the record count of each batch sent on it. */
+/** Default of {@link IngestClientOptions.maxUnackedBytes}: 256 MiB. */
+export const DEFAULT_MAX_UNACKED_BYTES = 256 * 1024 * 1024;
+
+/** Reason of the bbn sent before a batch is re-sent whole on a new stream (batch replace, docs/scc.md). */
+export const RESEND_REASON = 'ingest client: re-sending the batch whole after a reconnect; discard any partial copy';
+
+const NO_HASH = new Uint8Array(0);
+
+/** One open data-plane stream to one SCC. */
 interface TargetStream {
   readonly client: HdwpClient;
-  readonly counts: Map<string, number>;
+}
+
+/**
+ * What one SCC target was sent of one batch whose eob is not acknowledged: the records, kept so the
+ * batch can be re-sent whole from its first record when its stream is replaced (the SCC restarted
+ * or the connection dropped), their count and their running batch digest (engine-rs).
+ */
+interface BatchLeg {
+  readonly chunks: Buffer[];
+  count: number;
+  digest: BatchDigest;
+  /** The digest once finished (at an eob), until more records come. */
+  final: Buffer | undefined;
+  /** The stream the batch's frames went on; another one means a re-send first. */
+  sentOn: TargetStream | undefined;
+  /** Something of the batch may have reached some stream (so a new stream starts with a bbn). */
+  dirty: boolean;
+  /** Serialises this leg's operations in call order. */
+  queue: Promise<unknown>;
+}
+
+/** A batch not yet acknowledged: its legs by target and the record bytes it keeps. */
+interface OpenBatch {
+  readonly legs: Map<string, BatchLeg>;
+  bytes: number;
 }
 
 /**
@@ -60,6 +100,10 @@ export class PlatformIngestClient {
   private readonly counters = new IngestCounters();
   private readonly arrowPending: Buffer[] = [];
   private readonly controlHeaders = new ControlHeaders();
+  /** Batches whose eob is not acknowledged, by batch id (hex). */
+  private readonly open = new Map<string, OpenBatch>();
+  /** Record bytes kept by {@link open}. */
+  private unackedBytes = 0;
   private error: Error | undefined;
   private stopped = false;
   /** Material from registerWithDms: the data-plane connections then run mutual TLS. */
@@ -195,12 +239,16 @@ export class PlatformIngestClient {
   /**
    * Submits records under `batchId`: one record, an array of records, or whole records back to back
    * in one buffer. Resolves true once the records are handed to every addressed SCC's connection.
+   * The records are kept (a copy) until the batch's eob is acknowledged: when a batch's stream is
+   * replaced (SCC restart, dropped connection), the next send of the batch first sends a bbn and
+   * the kept records again, so the batch reaches the SCC whole. On false the records of this call
+   * are not part of the batch (send them again to add them).
    */
   async streamInsert(batchId: BatchID, records: IngestRecords, broadcast = false): Promise<boolean> {
     if (this.targets.length === 0) return this.refuse('no SCC targets are set (setSccTargets or discoverSccTargets)');
     const schema = this.codec.schema;
     if (!schema) return this.refuse('no dataset schema is loaded (loadDatasetSchema)');
-    let buf: Uint8Array;
+    let buf: Buffer;
     if (records instanceof arrow.RecordBatch || records instanceof arrow.Table) {
       if (records.numRows === 0) return this.refuse('empty record batch');
       try {
@@ -208,39 +256,90 @@ export class PlatformIngestClient {
       } catch (err) {
         return this.refuse(`Arrow batch does not fit dataset ${schema.id}: ${(err as Error).message}`);
       }
-    } else buf = Array.isArray(records) ? Buffer.concat(records as readonly Uint8Array[]) : (records as Uint8Array);
+    } else if (Array.isArray(records)) {
+      buf = Buffer.concat(records as readonly Uint8Array[]);
+    } else {
+      // A copy: the caller may reuse its buffer, and the batch may have to be re-sent.
+      buf = Buffer.from(records as Uint8Array);
+    }
     if (buf.length === 0) return this.refuse('empty record');
     if (buf.length % schema.recordSize !== 0) {
       return this.refuse(`records must be whole ${schema.recordSize}-byte records of dataset ${schema.id}, got ${buf.length} bytes`);
     }
+    const max = this.options.maxUnackedBytes ?? DEFAULT_MAX_UNACKED_BYTES;
+    if (this.unackedBytes + buf.length > max) {
+      return this.refuse(
+        `batch ${batchId.toHex()}: refused ${buf.length} bytes of records: batches not yet acknowledged already keep ${this.unackedBytes} bytes ` +
+          `(kept for a re-send after a reconnect) and the limit is maxUnackedBytes=${max}; close batches (sendEob) or discard them (sendBbn) first, or raise the option`,
+      );
+    }
     const count = buf.length / schema.recordSize;
-    const ok = await this.toTargets(broadcast, async (s) => {
-      const key = batchId.toHex();
-      s.counts.set(key, (s.counts.get(key) ?? 0) + count);
+    const batch = this.batchOf(batchId);
+    batch.bytes += buf.length;
+    this.unackedBytes += buf.length;
+    let kept = 0;
+    const ok = await this.onLegs(batchId, broadcast, async (leg, s) => {
+      await this.resume(leg, s, batchId);
+      leg.dirty = true;
       await s.client.sendRecords(batchId, buf);
+      leg.chunks.push(buf);
+      leg.count += count;
+      if (leg.final) leg.digest = this.digestOf(leg.chunks.slice(0, -1));
+      leg.final = undefined;
+      void leg.digest.update(buf);
+      kept++;
     });
+    if (kept === 0) this.release(batchId.toHex(), buf.length);
     if (ok && !broadcast) this.counters.add(count, buf.length);
     return ok;
   }
 
-  /** Closes a batch; resolves true once the SCC acknowledged it (every healthy replica has it durable). */
-  sendEob(batchId: BatchID, broadcast = false): Promise<boolean> {
-    if (this.targets.length === 0) return Promise.resolve(this.refuse('no SCC targets are set'));
-    return this.toTargets(broadcast, async (s) => {
-      const key = batchId.toHex();
-      const n = s.counts.get(key) ?? 0;
-      s.counts.delete(key);
-      await s.client.sendEob(batchId, n);
+  /**
+   * Closes a batch; resolves true once the SCC acknowledged it: every healthy replica has the
+   * whole batch, as sent, durable. The eob carries the record count and the batch digest of every
+   * record sent under `batchId` (on whichever streams), and the SCC refuses it (error 14, batch
+   * mismatch) when it holds anything else. A batch whose stream was replaced since its last send
+   * is re-sent whole first. On false the batch's records stay kept, so calling `sendEob` again
+   * re-sends the batch whole; `sendBbn` discards it.
+   */
+  async sendEob(batchId: BatchID, broadcast = false): Promise<boolean> {
+    if (this.targets.length === 0) return this.refuse('no SCC targets are set');
+    const key = batchId.toHex();
+    const done: string[] = [];
+    const ok = await this.onLegs(batchId, broadcast, async (leg, s, name) => {
+      await this.resume(leg, s, batchId);
+      leg.dirty = true;
+      leg.final ??= await leg.digest.finish();
+      await s.client.sendEob(batchId, leg.count, NO_HASH, leg.final);
+      done.push(name);
     });
+    // Acknowledged legs are done with; a leg that failed keeps its records for a retry.
+    const batch = this.open.get(key);
+    if (batch) for (const name of done) batch.legs.delete(name);
+    this.closeIfDone(key);
+    return ok;
   }
 
-  /** Bad Batch Notice: the batch is to be discarded; resolves true once the SCC echoed it. */
-  sendBbn(batchId: BatchID, broadcast = false, reason = 'discarded by the ingest client'): Promise<boolean> {
-    if (this.targets.length === 0) return Promise.resolve(this.refuse('no SCC targets are set'));
-    return this.toTargets(broadcast, async (s) => {
-      s.counts.delete(batchId.toHex());
+  /** Bad Batch Notice: the batch is to be discarded; resolves true once the SCC echoed it. Releases the batch's kept records. */
+  async sendBbn(batchId: BatchID, broadcast = false, reason = 'discarded by the ingest client'): Promise<boolean> {
+    if (this.targets.length === 0) return this.refuse('no SCC targets are set');
+    const key = batchId.toHex();
+    const names: string[] = [];
+    const ok = await this.onLegs(batchId, broadcast, async (leg, s, name) => {
+      names.push(name);
+      leg.sentOn = s;
       await s.client.sendBbn(batchId, reason);
     });
+    // Discarded either way: a batch the caller gave up on is not re-sent.
+    const batch = this.open.get(key);
+    if (batch) for (const name of names) batch.legs.delete(name);
+    this.closeIfDone(key);
+    return ok;
+  }
+
+  /** Record bytes kept for batches whose eob is not acknowledged yet (bounded by `maxUnackedBytes`). */
+  get unacknowledgedBytes(): number {
+    return this.unackedBytes;
   }
 
   /** `{"status":"ok"|"stopped","timestamp":"<ISO 8601>"}`; the engine is ready once constructed. */
@@ -256,6 +355,8 @@ export class PlatformIngestClient {
   /** Closes every data-plane connection (batches not ended stay open at the SCC until its timeout). */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.open.clear();
+    this.unackedBytes = 0;
     await this.closeStreams();
   }
 
@@ -269,11 +370,88 @@ export class PlatformIngestClient {
     return false;
   }
 
+  private batchOf(batchId: BatchID): OpenBatch {
+    const key = batchId.toHex();
+    let b = this.open.get(key);
+    if (!b) {
+      b = { legs: new Map(), bytes: 0 };
+      this.open.set(key, b);
+    }
+    return b;
+  }
+
+  /** Gives back `bytes` of a batch's kept records. */
+  private release(key: string, bytes: number): void {
+    const b = this.open.get(key);
+    if (!b) return;
+    b.bytes -= bytes;
+    this.unackedBytes -= bytes;
+    this.closeIfDone(key);
+  }
+
+  /** Forgets a batch once no target has anything of it pending. */
+  private closeIfDone(key: string): void {
+    const b = this.open.get(key);
+    if (!b || [...b.legs.values()].some((l) => l.dirty || l.count > 0)) return;
+    this.unackedBytes -= b.bytes;
+    this.open.delete(key);
+  }
+
+  /** A digest of `chunks` (one native call per chunk, never per record). */
+  private digestOf(chunks: readonly Buffer[]): BatchDigest {
+    const d = new BatchDigest();
+    for (const c of chunks) void d.update(c);
+    return d;
+  }
+
+  /**
+   * Before a batch's next frame on stream `s`: when its earlier frames went on another stream (now
+   * gone), whatever reached the SCC of it is discarded with a bbn (batch replace, docs/scc.md) and
+   * the kept records are sent again from the first, so the batch continues whole on `s`.
+   */
+  private async resume(leg: BatchLeg, s: TargetStream, batchId: BatchID): Promise<void> {
+    if (leg.sentOn === s) return;
+    if (leg.dirty) {
+      await s.client.sendBbn(batchId, RESEND_REASON);
+      for (const c of leg.chunks) await s.client.sendRecords(batchId, c);
+    }
+    leg.sentOn = s;
+  }
+
+  /**
+   * Runs `op` for `batchId` on the primary (or every target), each target's in call order after
+   * the batch's earlier operations there; resolves true when all succeeded.
+   */
+  private onLegs(batchId: BatchID, broadcast: boolean, op: (leg: BatchLeg, s: TargetStream, target: string) => Promise<void>): Promise<boolean> {
+    const batch = this.batchOf(batchId);
+    return this.toTargets(broadcast, (t) => {
+      const name = targetName(t);
+      let leg = batch.legs.get(name);
+      if (!leg) {
+        leg = { chunks: [], count: 0, digest: new BatchDigest(), final: undefined, sentOn: undefined, dirty: false, queue: Promise.resolve() };
+        batch.legs.set(name, leg);
+      }
+      const l = leg;
+      const run = l.queue.then(async () => {
+        const s = await this.stream(t);
+        try {
+          await op(l, s, name);
+        } catch (err) {
+          // Whatever the stream got of this operation is unknown: the next one starts afresh.
+          l.sentOn = undefined;
+          throw err;
+        }
+      });
+      l.queue = run.catch(() => undefined);
+      return run;
+    });
+  }
+
   /** Runs `send` on the primary (or every target) and resolves true when all succeeded. */
-  private async toTargets(broadcast: boolean, send: (s: TargetStream) => Promise<void>): Promise<boolean> {
+  private async toTargets(broadcast: boolean, send: (t: SccTarget) => Promise<void>): Promise<boolean> {
     if (this.stopped) return this.refuse('the client is stopped');
     const chosen = broadcast ? this.targets : this.targets.slice(0, 1);
-    const results = await Promise.allSettled(chosen.map(async (t) => send(await this.stream(t))));
+    const results = await Promise.allSettled(chosen.map((t) => send(t)));
     const failed = results.findIndex((r) => r.status === 'rejected');
     if (failed >= 0) {
       const t = chosen[failed] as SccTarget;
@@ -301,7 +479,7 @@ export class PlatformIngestClient {
       }).then((client) => {
         // A stream that ends (SCC restart, error frame) is replaced on the next send.
         void client.closed.then(() => this.streams.get(key) === s && this.streams.delete(key));
-        return { client, counts: new Map<string, number>() };
+        return { client };
       });
       s.catch(() => this.streams.get(key) === s && this.streams.delete(key));
       this.streams.set(key, s);

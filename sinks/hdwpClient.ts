@@ -196,12 +196,14 @@ export class HdwpClient {
 
   /**
    * Closes a batch: sends eob with the record count (and the closing hash, when the sender has
-   * one) and resolves with the server's acknowledging eob once the batch is durable. Rejects with an
-   * HdwpStreamError on an error frame naming the batch or when the stream fails.
+   * one, and the sender's batch digest of every record of the batch, `BatchDigest`) and resolves with
+   * the server's acknowledging eob once the batch is durable. Rejects with an HdwpStreamError on an
+   * error frame naming the batch (error 14 when what the server holds differs from the count or
+   * digest) or when the stream fails.
    */
-  sendEob(batchId: BatchID, recordCount: number, closingHash: Uint8Array = new Uint8Array(0)): Promise<EobFrame> {
+  sendEob(batchId: BatchID, recordCount: number, closingHash: Uint8Array = new Uint8Array(0), digest?: Uint8Array): Promise<EobFrame> {
     return this.serial(async () => {
-      const frame: EobFrame = { kind: 'eob', batchId, recordCount, closingHash, auth: this.opts.auth };
+      const frame: EobFrame = { kind: 'eob', batchId, recordCount, closingHash, ...(digest && digest.length > 0 ? { digest } : {}), auth: this.opts.auth };
       const bytes = encodeFrame(frame);
       if (this.opts.acks === false) return { done: this.enqueueControl(bytes, frame) };
       const ack = this.waitFor('eob', batchId);

@@ -8,6 +8,7 @@
  */
 import { Observable } from 'rxjs';
 import type tls from 'node:tls';
+import { BatchDigest } from '../engine-rs/hashChain';
 import { awaitEach } from '../operators/awaitEach';
 import type { BbnElement, Chunk, EobElement, RecordChunk } from '../operators/chunk';
 import { Flow } from '../operators/flow';
@@ -56,6 +57,8 @@ export interface SccSinkOptions {
 interface PendingBatch {
   records: number;
   bytes: number;
+  /** The batch digest of the records sent (engine-rs), carried by the eob so the SCC checks it holds exactly them. */
+  readonly digest: BatchDigest;
   readonly settled: Promise<void>;
   resolve(): void;
   reject(err: Error): void;
@@ -112,7 +115,7 @@ function newBatch(): PendingBatch {
     reject = rej;
   });
   settled.catch(() => undefined);
-  return { records: 0, bytes: 0, settled, resolve, reject };
+  return { records: 0, bytes: 0, digest: new BatchDigest(), settled, resolve, reject };
 }
 
 const keyOf = (dataset: string, batchHex: string): string => `${dataset}\n${batchHex}`;
@@ -260,6 +263,8 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
               // batch already, which the eob's answer reports (isClosedAtScc).
               for (const c of clients) c.sendBbn(batchId, REPLACE_REASON).catch(() => undefined);
             }
+            // Digested in the order sent (the update copies the bytes at once).
+            void b.digest.update(el.buf);
             await Promise.all(clients.map((c) => c.sendRecords(batchId, el.buf)));
             return [];
           }
@@ -274,9 +279,13 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
               return [];
             }
             const clients = await stream;
+            // The eob carries the digest of exactly the records this run sent for the batch (after
+            // its replace bbn): an SCC that holds anything else refuses it (error 14).
+            const sent = el.kind === 'eob' ? batches.get(key) : undefined;
+            const digest = sent ? await sent.digest.finish() : undefined;
             const work =
               el.kind === 'eob'
-                ? Promise.all(clients.map((c) => c.sendEob(el.batchId, el.recordCount)))
+                ? Promise.all(clients.map((c) => c.sendEob(el.batchId, el.recordCount, undefined, digest)))
                 : Promise.all(clients.map((c) => c.sendBbn(el.batchId, el.reason)));
             settle(el, key, work);
             while (answers.size >= maxPending) await Promise.race(answers);

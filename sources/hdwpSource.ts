@@ -147,8 +147,9 @@ export function hdwpSource(opts: HdwpSourceOptions): Observable<HdwpSourceElemen
               case 'eob': {
                 track(f.batchId, false);
                 const closingHash = f.closingHash.length > 0 ? { closingHash: f.closingHash } : {};
+                const digest = f.digest && f.digest.length > 0 ? { digest: f.digest } : {};
                 counters.controls++;
-                subscriber.next({ kind: 'eob', dataset, batchId: f.batchId, recordCount: f.recordCount, ...closingHash, ack: ackFor(conn, f) });
+                subscriber.next({ kind: 'eob', dataset, batchId: f.batchId, recordCount: f.recordCount, ...closingHash, ...digest, ack: ackFor(conn, f) });
                 break;
               }
               case 'bbn':

@@ -134,3 +134,21 @@ real('broadcast is not counted; bbn discards the batch; a refused eob is false w
   assert.match(c.getMetrics(), /^records_ingested 1$/m);
 });
 real.run();
+
+const kept = suite('PlatformIngestClient: records kept for a re-send are bounded (maxUnackedBytes)');
+kept('past the limit streamInsert is false with the limit named, and sends nothing; a failed send keeps nothing', async () => {
+  const dead = await freePort();
+  await using c = new PlatformIngestClient('', '', { maxUnackedBytes: 1000, connectTimeoutMs: 2000 });
+  c.loadDatasetSchema(schemaJson);
+  c.setSccTargets([`127.0.0.1:${dead}`]);
+  const id = c.generateBatchIdString('too-big');
+  const twenty = Buffer.concat(Array.from({ length: 20 }, (_, i) => c.convertRecordToBinary(flow(i))));
+  assert.is(await c.streamInsert(id, twenty), false);
+  assert.match(String(c.lastError), /refused 1280 bytes of records: batches not yet acknowledged already keep 0 bytes .*maxUnackedBytes=1000/);
+  assert.is(c.unacknowledgedBytes, 0);
+  // Within the limit, but the SCC is unreachable: false, and the records are not kept.
+  assert.is(await c.streamInsert(id, twenty.subarray(0, 10 * 64)), false);
+  assert.match(String(c.lastError), new RegExp(`SCC 127\\.0\\.0\\.1:${dead}`));
+  assert.is(c.unacknowledgedBytes, 0, 'records of a failed call are not part of the batch');
+});
+kept.run();

@@ -3,6 +3,7 @@
  * through tsx, so no build is needed), and waits for its ports to accept connections.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
@@ -73,8 +74,49 @@ export async function waitForPort(host: string, port: number, p?: HdProcess, tim
   }
 }
 
-/** A free TCP port on `host` (asks the kernel, then releases it). */
-export function freePort(host = '127.0.0.1'): Promise<number> {
+/** The kernel's ephemeral port range: outgoing connections take their local port from it. */
+function ephemeralRange(): [number, number] {
+  try {
+    const [lo, hi] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(lo) && Number.isInteger(hi)) return [lo as number, hi as number];
+  } catch {
+    // not Linux: the usual range
+  }
+  return [32768, 60999];
+}
+
+/** Ports this process handed out already (a released port could be picked twice). */
+const handedOut = new Set<number>();
+
+function canListen(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, host, () => srv.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A free TCP port on `host` outside the kernel's ephemeral range (reliability issue #15): a node
+ * restarted on a port of that range can find it taken by an outgoing connection meanwhile.
+ * Random below the range (from 10000), or above it when the range starts too low.
+ */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  const [lo, hi] = ephemeralRange();
+  const [min, max] = lo - 1 >= 12000 ? [10000, lo - 1] : [hi + 1, 65535];
+  for (let i = 0; i < 200 && max > min; i++) {
+    const port = min + Math.floor(Math.random() * (max - min + 1));
+    if (handedOut.has(port)) continue;
+    if (await canListen(host, port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  return kernelPort(host);
+}
+
+/** A port the kernel picks (from the ephemeral range): the fallback of {@link freePort}. */
+function kernelPort(host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);

@@ -14,16 +14,33 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 
 use hd_engine_core::batch_id::BATCH_ID_LEN;
-use hd_engine_core::hash::{ChainState, HashAlgorithm};
+use hd_engine_core::hash::{BatchDigest, ChainState, HashAlgorithm};
 use neon::prelude::*;
 use neon::types::buffer::TypedArray;
 
 use crate::util::throw_coded;
 
-/// The boxed state behind a `ChainHandle`: the chain (held while hashing) and the chunks
-/// waiting for it (held only to push or pop).
+/// What one handle hashes: a batch's chain, its sender digest (docs/hdwp.md, eob), or both.
+pub struct Hashers {
+    chain: Option<ChainState>,
+    digest: Option<BatchDigest>,
+}
+
+impl Hashers {
+    fn update(&mut self, bytes: &[u8]) {
+        if let Some(c) = self.chain.as_mut() {
+            c.update(bytes);
+        }
+        if let Some(d) = self.digest.as_mut() {
+            d.update(bytes);
+        }
+    }
+}
+
+/// The boxed state behind a `ChainHandle`: the hashers (held while hashing) and the chunks
+/// waiting for them (held only to push or pop).
 pub struct ChainBox {
-    chain: Mutex<Option<ChainState>>,
+    chain: Mutex<Option<Hashers>>,
     pending: Mutex<VecDeque<Vec<u8>>>,
     /// Set by `chainFinish`, so a later update is refused at once without touching the chain.
     finished: AtomicBool,
@@ -38,7 +55,7 @@ impl ChainBox {
     }
 
     /// Hashes every queued chunk, in order, into `chain` (which the caller holds).
-    fn drain(&self, chain: &mut Option<ChainState>) {
+    fn drain(&self, chain: &mut Option<Hashers>) {
         while let Some(chunk) = self.next_chunk() {
             if let Some(c) = chain.as_mut() {
                 c.update(&chunk);
@@ -97,7 +114,19 @@ pub fn batch_id<'cx, C: Context<'cx>>(cx: &mut C, bytes: &[u8]) -> NeonResult<[u
     }
 }
 
-/// Starts the chain of one batch.
+fn boxed<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    hashers: Hashers,
+) -> JsResult<'cx, JsBox<Arc<ChainBox>>> {
+    Ok(cx.boxed(Arc::new(ChainBox {
+        chain: Mutex::new(Some(hashers)),
+        pending: Mutex::new(VecDeque::new()),
+        finished: AtomicBool::new(false),
+    })))
+}
+
+/// Starts the chain of one batch; with `withDigest` the same bytes also feed the sender's batch
+/// digest, returned by `chainFinish` as `digest`.
 #[neon::export(name = "chainNew")]
 fn chain_new<'cx>(
     cx: &mut FunctionContext<'cx>,
@@ -105,6 +134,7 @@ fn chain_new<'cx>(
     record_size: f64,
     block_size: f64,
     id: Handle<'cx, JsTypedArray<u8>>,
+    with_digest: bool,
 ) -> JsResult<'cx, JsBox<Arc<ChainBox>>> {
     let alg = algorithm(cx, &algorithm_name)?;
     let r = whole_u32(cx, record_size, "record size")?;
@@ -112,12 +142,69 @@ fn chain_new<'cx>(
     let id = id.as_slice(cx).to_vec();
     let id = batch_id(cx, &id)?;
     match ChainState::new(alg, r, b, &id) {
-        Ok(chain) => Ok(cx.boxed(Arc::new(ChainBox {
-            chain: Mutex::new(Some(chain)),
-            pending: Mutex::new(VecDeque::new()),
-            finished: AtomicBool::new(false),
-        }))),
+        Ok(chain) => boxed(
+            cx,
+            Hashers {
+                chain: Some(chain),
+                digest: with_digest.then(BatchDigest::new),
+            },
+        ),
         Err(e) => throw_coded(cx, e.code(), &e.to_string()),
+    }
+}
+
+/// Starts a sender's batch digest alone (no chain): fed with `chainUpdate`, read by `digestFinish`.
+#[neon::export(name = "digestNew")]
+fn digest_new<'cx>(cx: &mut FunctionContext<'cx>) -> JsResult<'cx, JsBox<Arc<ChainBox>>> {
+    boxed(
+        cx,
+        Hashers {
+            chain: None,
+            digest: Some(BatchDigest::new()),
+        },
+    )
+}
+
+/// Takes the hashers out of a handle once every queued chunk is hashed (the handle is finished).
+fn take_hashers<'cx>(cx: &mut FunctionContext<'cx>, slot: &ChainBox) -> NeonResult<Hashers> {
+    let taken = match slot.chain.try_lock() {
+        Ok(mut chain) => {
+            slot.drain(&mut chain);
+            slot.finished.store(true, Ordering::Release);
+            chain.take()
+        }
+        Err(TryLockError::WouldBlock) => {
+            return throw_coded(
+                cx,
+                "ERR_HASH_CHAIN_BUSY",
+                "an update is still hashing; await every update() before finish()",
+            )
+        }
+        Err(TryLockError::Poisoned(_)) => {
+            return throw_coded(cx, "ERR_HASH_CHAIN_POISONED", "the chain failed earlier")
+        }
+    };
+    match taken {
+        Some(h) => Ok(h),
+        None => throw_coded(
+            cx,
+            "ERR_HASH_CHAIN_FINISHED",
+            "the chain is already finished",
+        ),
+    }
+}
+
+/// Closes a digest made by `digestNew` (or a chain's digest): the 32-byte BLAKE3 batch digest.
+#[neon::export(name = "digestFinish")]
+fn digest_finish<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    handle: Handle<'cx, JsValue>,
+) -> JsResult<'cx, JsBuffer> {
+    let slot = unbox(cx, handle)?;
+    let h = take_hashers(cx, &slot)?;
+    match h.digest {
+        Some(d) => JsBuffer::from_slice(cx, &d.finish()),
+        None => throw_coded(cx, "ERR_HASH_CHAIN_HANDLE", "this handle keeps no digest"),
     }
 }
 
@@ -164,28 +251,12 @@ fn chain_finish<'cx>(
     handle: Handle<'cx, JsValue>,
 ) -> JsResult<'cx, JsObject> {
     let slot = unbox(cx, handle)?;
-    let taken = match slot.chain.try_lock() {
-        Ok(mut chain) => {
-            slot.drain(&mut chain);
-            slot.finished.store(true, Ordering::Release);
-            chain.take()
-        }
-        Err(TryLockError::WouldBlock) => {
-            return throw_coded(
-                cx,
-                "ERR_HASH_CHAIN_BUSY",
-                "an update is still hashing; await every update() before finish()",
-            )
-        }
-        Err(TryLockError::Poisoned(_)) => {
-            return throw_coded(cx, "ERR_HASH_CHAIN_POISONED", "the chain failed earlier")
-        }
-    };
-    let Some(chain) = taken else {
+    let hashers = take_hashers(cx, &slot)?;
+    let Some(chain) = hashers.chain else {
         return throw_coded(
             cx,
-            "ERR_HASH_CHAIN_FINISHED",
-            "the chain is already finished",
+            "ERR_HASH_CHAIN_HANDLE",
+            "this handle is a digest, not a chain",
         );
     };
     let r = chain.finish();
@@ -200,5 +271,9 @@ fn chain_finish<'cx>(
     obj.set(cx, "tailBytes", tail)?;
     let bh = JsBuffer::from_slice(cx, &r.block_hashes)?;
     obj.set(cx, "blockHashes", bh)?;
+    if let Some(d) = hashers.digest {
+        let d = JsBuffer::from_slice(cx, &d.finish())?;
+        obj.set(cx, "digest", d)?;
+    }
     Ok(obj)
 }

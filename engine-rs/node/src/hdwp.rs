@@ -142,7 +142,8 @@ fn describe(buf: &[u8], start: usize, len: usize, f: &Frame<'_>, out: &mut Vec<f
                 e.record_count as f64,
                 h as f64,
                 (h + e.closing_hash.len()) as f64,
-                0.0,
+                // The digest, when present, follows its kind byte right after the closing hash.
+                if e.digest.is_empty() { 0.0 } else { 1.0 },
             ]
         }
         Frame::Bbn(b) => {
@@ -339,6 +340,7 @@ fn hdwp_encode_eob<'cx>(
     id: Vec<u8>,
     record_count: f64,
     closing_hash: Vec<u8>,
+    digest: Vec<u8>,
     query_id: f64,
     token: Option<Vec<u8>>,
 ) -> JsResult<'cx, JsBuffer> {
@@ -352,6 +354,7 @@ fn hdwp_encode_eob<'cx>(
             batch_id,
             record_count,
             closing_hash: &closing_hash,
+            digest: &digest,
         }),
     )
 }

@@ -5,11 +5,13 @@
 
 mod algorithm;
 mod chain;
+mod digest;
 #[cfg(test)]
 mod tests;
 
 pub use algorithm::{Digest, HashAlgorithm, MAX_DIGEST_LEN};
 pub use chain::{ChainError, ChainResult, ChainState, MAX_BLOCK_SIZE, MAX_RECORD_SIZE};
+pub use digest::{BatchDigest, BATCH_DIGEST_LEN};
 
 /// Default number of record hashes per chain block (the reference's HASH_CHAIN_BLOCK_SIZE).
 pub const DEFAULT_BLOCK_SIZE: u32 = 64;

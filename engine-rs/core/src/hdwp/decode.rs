@@ -8,7 +8,10 @@ use super::frame::{
 };
 use super::header::{check_header, frame_checksum, Header};
 use super::kind::{FrameKind, Role};
-use super::{HEADER_LEN, MAX_DATASET_ID_LEN, MAX_JSON_LEN, MAX_TEXT_LEN, TOKEN_LEN};
+use super::{
+    BATCH_DIGEST_LEN, DIGEST_KIND_BLAKE3, HEADER_LEN, MAX_DATASET_ID_LEN, MAX_JSON_LEN,
+    MAX_TEXT_LEN, TOKEN_LEN,
+};
 use crate::batch_id::{BatchId, BATCH_ID_LEN};
 
 /// What the bytes at the start of a buffer hold.
@@ -118,12 +121,26 @@ pub(crate) fn parse_frame<'a>(frame: &'a [u8], h: &Header) -> Result<Frame<'a>, 
             let record_count = r.u64("record count")?;
             let hash_len = r.u8("closing hash length")?;
             let closing_hash = r.bytes(hash_len as usize, "closing hash")?;
+            // Optional since the field was added: an eob may end after its closing hash.
+            let digest = if r.at_end() {
+                &[][..]
+            } else {
+                let kind = r.u8("digest kind")?;
+                if kind != DIGEST_KIND_BLAKE3 {
+                    return Err(HdwpError::invalid(
+                        "digest kind",
+                        format!("0x{kind:02x} names no digest (1: BLAKE3-256)"),
+                    ));
+                }
+                r.bytes(BATCH_DIGEST_LEN, "batch digest")?
+            };
             r.end()?;
             Frame::Eob(EndOfBatch {
                 auth,
                 batch_id,
                 record_count,
                 closing_hash,
+                digest,
             })
         }
         FrameKind::Bbn => {
@@ -217,6 +234,10 @@ impl<'a> Reader<'a> {
         let query_id = self.u32("query id")?;
         let token = self.array::<TOKEN_LEN>("token")?;
         Ok(QueryAuth { query_id, token })
+    }
+
+    fn at_end(&self) -> bool {
+        self.pos >= self.buf.len()
     }
 
     fn rest(&mut self) -> &'a [u8] {

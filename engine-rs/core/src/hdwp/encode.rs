@@ -4,7 +4,9 @@ use super::error::HdwpError;
 use super::frame::{check_record_size, check_token, Frame, QueryAuth};
 use super::header::{frame_checksum, open_frame, seal_frame};
 use super::kind::FrameKind;
-use super::{AUTH_LEN, FLAG_AUTH, HEADER_LEN, MAX_DATAGRAM, MAX_PAYLOAD_CEILING};
+use super::{
+    AUTH_LEN, DIGEST_KIND_BLAKE3, FLAG_AUTH, HEADER_LEN, MAX_DATAGRAM, MAX_PAYLOAD_CEILING,
+};
 use crate::batch_id::{BatchId, BATCH_ID_LEN};
 
 /// Fixed bytes of a records payload before the records: batch id, record size, count.
@@ -45,6 +47,11 @@ pub fn encode_frame(
             // validate() bounds the hash to 64 bytes, so the length fits its byte.
             out.push(f.closing_hash.len() as u8);
             out.extend_from_slice(f.closing_hash);
+            // validate() allows no digest or exactly BATCH_DIGEST_LEN bytes.
+            if !f.digest.is_empty() {
+                out.push(DIGEST_KIND_BLAKE3);
+                out.extend_from_slice(f.digest);
+            }
         }
         Frame::Bbn(f) => {
             out.extend_from_slice(&f.batch_id.0);

@@ -7,8 +7,8 @@
 use super::error::HdwpError;
 use super::kind::{FrameKind, Role};
 use super::{
-    MAX_DATASET_ID_LEN, MAX_EXACT_INT, MAX_HASH_LEN, MAX_JSON_DEPTH, MAX_JSON_LEN, MAX_TEXT_LEN,
-    TOKEN_LEN, VERSION,
+    BATCH_DIGEST_LEN, MAX_DATASET_ID_LEN, MAX_EXACT_INT, MAX_HASH_LEN, MAX_JSON_DEPTH,
+    MAX_JSON_LEN, MAX_TEXT_LEN, TOKEN_LEN, VERSION,
 };
 use crate::batch_id::BatchId;
 
@@ -64,6 +64,9 @@ pub struct EndOfBatch<'a> {
     pub record_count: u64,
     /// Closing hash of the batch's hash chain, 0..=64 bytes (empty: none).
     pub closing_hash: &'a [u8],
+    /// The sender's batch digest: BLAKE3-256 of every record byte of the batch in order, 32
+    /// bytes, or empty for none (an eob written before the field existed).
+    pub digest: &'a [u8],
 }
 
 /// Bad batch notice: the batch is void.
@@ -203,7 +206,17 @@ impl Frame<'_> {
             }
             Frame::Eob(f) => {
                 check_exact("record count", f.record_count)?;
-                check_len("closing hash", f.closing_hash.len(), MAX_HASH_LEN)
+                check_len("closing hash", f.closing_hash.len(), MAX_HASH_LEN)?;
+                if !f.digest.is_empty() && f.digest.len() != BATCH_DIGEST_LEN {
+                    return Err(HdwpError::invalid(
+                        "batch digest",
+                        format!(
+                            "{} bytes; a BLAKE3 batch digest is {BATCH_DIGEST_LEN}",
+                            f.digest.len()
+                        ),
+                    ));
+                }
+                Ok(())
             }
             Frame::Bbn(f) => check_len("bad batch reason", f.reason.len(), MAX_TEXT_LEN),
             Frame::Query(f) => {
@@ -342,4 +355,7 @@ pub mod error_codes {
     pub const HASH_MISMATCH: u16 = 12;
     /// The segment is damaged (checksum) or missing.
     pub const BATCH_UNREADABLE: u16 = 13;
+    /// An eob does not describe what the receiver holds for its batch (record count or the
+    /// sender's batch digest differ): nothing was acknowledged; the sender re-sends the batch.
+    pub const BATCH_MISMATCH: u16 = 14;
 }

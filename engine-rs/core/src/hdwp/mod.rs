@@ -70,6 +70,10 @@ pub const MAX_JSON_LEN: usize = 1 << 20;
 pub const MAX_JSON_DEPTH: usize = 64;
 /// Longest closing hash in an end-of-batch frame, in bytes.
 pub const MAX_HASH_LEN: usize = 64;
+/// Length of the sender's batch digest an end-of-batch frame may carry (BLAKE3-256).
+pub const BATCH_DIGEST_LEN: usize = 32;
+/// Digest kind byte of a BLAKE3-256 batch digest (the only kind assigned).
+pub const DIGEST_KIND_BLAKE3: u8 = 1;
 /// Largest value of a 64-bit count field (record count, credit): 2^53 - 1, so that every
 /// implementation, JavaScript included, holds it exactly.
 pub const MAX_EXACT_INT: u64 = (1 << 53) - 1;

@@ -41,12 +41,21 @@ pub(super) fn samples(records: &[u8], hash: &[u8]) -> Vec<Frame<'static>> {
             batch_id: id,
             record_count: 1 << 40,
             closing_hash: hash,
+            digest: &[],
+        }));
+        v.push(Frame::Eob(EndOfBatch {
+            auth,
+            batch_id: id,
+            record_count: 7,
+            closing_hash: hash,
+            digest: &[0xab; BATCH_DIGEST_LEN],
         }));
         v.push(Frame::Eob(EndOfBatch {
             auth,
             batch_id: id,
             record_count: 0,
             closing_hash: &[],
+            digest: &[],
         }));
         v.push(Frame::Bbn(BadBatch {
             auth,

@@ -169,11 +169,24 @@ fn inconsistent_lengths() {
         code_of(&raw(1, 8, 0, &[0, 0, 0, 0, 0, 0, 0, 1, 0])),
         "ERR_HDWP_INCONSISTENT_LENGTH"
     );
-    let eob = cat(&[&ID, &5u64.to_be_bytes(), &[1], &[1, 2]]);
+    // After the closing hash only the optional batch digest may follow: kind 1 and 32 bytes.
+    let eob = cat(&[&ID, &5u64.to_be_bytes(), &[1], &[1], &[1], &[7; 33]]);
     assert_eq!(
         code_of(&raw(1, 3, 0, &eob)),
         "ERR_HDWP_INCONSISTENT_LENGTH",
-        "bytes after the hash"
+        "bytes after the digest"
+    );
+    let eob = cat(&[&ID, &5u64.to_be_bytes(), &[1], &[1], &[1], &[7; 31]]);
+    assert_eq!(
+        code_of(&raw(1, 3, 0, &eob)),
+        "ERR_HDWP_TRUNCATED_FIELD",
+        "a truncated digest"
+    );
+    let eob = cat(&[&ID, &5u64.to_be_bytes(), &[1], &[1, 2]]);
+    assert_eq!(
+        code_of(&raw(1, 3, 0, &eob)),
+        "ERR_HDWP_INVALID_VALUE",
+        "an unknown digest kind after the hash"
     );
     let two = cat(&[
         &enc(&Frame::Cancel(Cancel { auth: AUTH })),

@@ -41,6 +41,14 @@ fn encoder_refuses_what_the_decoder_would_reject() {
             batch_id: id,
             record_count: 1,
             closing_hash: &[0; 65],
+            digest: &[],
+        }),
+        Frame::Eob(EndOfBatch {
+            auth: None,
+            batch_id: id,
+            record_count: 1,
+            closing_hash: &[],
+            digest: &[0; 31],
         }),
     ];
     for f in &bad {
