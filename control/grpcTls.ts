@@ -13,6 +13,7 @@
 import tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import type { MtlsIdentity, TlsMaterial } from './mtls';
+import { peerRoleProblem } from './peerRole';
 
 /** Roles whose certificates may call QueryDispatch by default: the Proxy, hd_sql, SDK clients, administrators. */
 export const DEFAULT_QUERY_ROLES: readonly string[] = ['proxy', 'sqlServer', 'client', 'admin'];
@@ -57,15 +58,19 @@ export function callPeer(call: { getAuthContext(): CallAuthContext }): { name: s
   return { name: one(c.subject.CN), role: one(c.subject.OU), serial: c.serialNumber.toLowerCase().replace(/^0+(?=.)/, '') };
 }
 
+/** The role a QueryDispatch server's certificate must carry: only SCCs serve it. */
+export const DISPATCH_PEER_ROLES: readonly string[] = ['scc'];
+
 /**
  * Channel credentials of a QueryDispatch caller: our certificate, the SCC verified against our
- * root and revocation list, and its certificate's name checked against `peerName` (the SCC's node
- * name) when given, else any certificate of our CA is accepted for the address. The material is
- * read once: a caller drops its channels when its identity renews (see GrpcSccDispatcher).
+ * root and revocation list, its certificate's role checked (`roles`, default `scc`: a `client`
+ * certificate of the same CA cannot pose as an SCC) and its name checked against `peerName` (the
+ * SCC's node name) when given, else any name is accepted for the address. The material is read
+ * once: a caller drops its channels when its identity renews (see GrpcSccDispatcher).
  */
-export function dispatchCredentials(m: TlsMaterial, peerName?: string): grpc.ChannelCredentials {
+export function dispatchCredentials(m: TlsMaterial, peerName?: string, roles: readonly string[] = DISPATCH_PEER_ROLES): grpc.ChannelCredentials {
   const ctx = tls.createSecureContext(contextOf(m));
   return grpc.credentials.createFromSecureContext(ctx, {
-    checkServerIdentity: (_host, cert) => (peerName === undefined ? undefined : tls.checkServerIdentity(peerName, cert)),
+    checkServerIdentity: (_host, cert) => (peerName === undefined ? undefined : tls.checkServerIdentity(peerName, cert)) ?? peerRoleProblem(cert, roles),
   });
 }

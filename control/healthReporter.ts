@@ -5,7 +5,7 @@
  * certificate. The DMS moves the node to `ready` / `degraded` from it, and to `down` when reports
  * stop. A failed report is logged once until one succeeds again; the next period tries again.
  */
-import { requestJson } from './http/jsonClient';
+import { DMS_PEER_ROLES, requestJson } from './http/jsonClient';
 import type { MtlsIdentity } from './mtls';
 
 /** A health report. */
@@ -73,7 +73,7 @@ export class HealthReporter {
       const report = await this.opts.source().catch((err: unknown): HealthReport => ({ status: 'degraded', detail: { error: `cannot read the node's health: ${(err as Error).message}` } }));
       const m = this.opts.identity.material;
       const url = new URL(`/v1/nodes/${encodeURIComponent(this.opts.nodeName)}/health`, this.opts.dmsUrl).toString();
-      const a = await requestJson('POST', url, { ca: m.caPem, cert: m.certPem, key: m.keyPem, servername: this.opts.dmsServerName }, { status: report.status, ...(report.detail !== undefined && { detail: report.detail }) });
+      const a = await requestJson('POST', url, { ca: m.caPem, cert: m.certPem, key: m.keyPem, servername: this.opts.dmsServerName, roles: DMS_PEER_ROLES }, { status: report.status, ...(report.detail !== undefined && { detail: report.detail }) });
       const b = a.body as { state?: string; error?: string; message?: string };
       if (a.status !== 200) throw new Error(`HTTP ${a.status} ${b.error ?? ''}: ${b.message ?? ''}`);
       if (this.failing) this.opts.log('health reports reach the DMS again');

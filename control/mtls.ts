@@ -18,6 +18,7 @@
 import { createPublicKey, X509Certificate } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import tls from 'node:tls';
+import { peerRoleProblem } from './peerRole';
 import { certificateInfo, type CertificateInfo } from './pki/x509';
 
 /** The PEM material of one node's TLS identity. */
@@ -128,11 +129,12 @@ export function serverTlsOptions(id: MtlsIdentity, opts: ServerTlsOptions = {}):
 }
 
 /**
- * TLS client options: our certificate, the server verified against our CA and revocation list, and
- * its certificate's name checked against `peerName` (the node name; sent as SNI too). Without a
- * peer name, any certificate from our CA is accepted for the address.
+ * TLS client options: our certificate, the server verified against our CA and revocation list, its
+ * certificate's name checked against `peerName` (the node name; sent as SNI too) and its role (OU)
+ * against `roles` when given (a Storage Node for an SCC's links: a `client` certificate of the same
+ * CA named like the peer is refused). Without a peer name, any name is accepted for the address.
  */
-export function clientTlsOptions(id: MtlsIdentity, peerName?: string): tls.ConnectionOptions {
+export function clientTlsOptions(id: MtlsIdentity, peerName?: string, roles?: readonly string[]): tls.ConnectionOptions {
   const o: tls.ConnectionOptions = {
     get key() {
       return id.material.keyPem;
@@ -149,12 +151,13 @@ export function clientTlsOptions(id: MtlsIdentity, peerName?: string): tls.Conne
     rejectUnauthorized: true,
     minVersion: 'TLSv1.2',
   };
+  const role = (cert: tls.PeerCertificate): Error | undefined => (roles ? peerRoleProblem(cert, roles) : undefined);
   if (peerName !== undefined) {
     o.servername = peerName;
-    o.checkServerIdentity = (_host, cert) => tls.checkServerIdentity(peerName, cert);
+    o.checkServerIdentity = (_host, cert) => tls.checkServerIdentity(peerName, cert) ?? role(cert);
   } else {
-    // Addresses are not in every certificate; the chain (our CA) is what is checked then.
-    o.checkServerIdentity = () => undefined;
+    // Addresses are not in every certificate; the chain (our CA) and the role are what is checked then.
+    o.checkServerIdentity = (_host, cert) => role(cert);
   }
   return o;
 }

@@ -11,11 +11,16 @@
  * single-use, so a node that keeps its state directory never needs a second one. When the DMS
  * cannot be reached and the stored certificate is still valid, the node starts with it and the
  * renewer keeps trying.
+ *
+ * With PLATFORM_PKI_WRAP_KEY (`wrapKey`) the key file is sealed (control/pki/wrapKey.ts; a plain one
+ * found is sealed at the next write); a sealed key without the wrap key, or with a wrong one, stops
+ * the node with an error naming the file, rather than registering afresh.
  */
 import { BoundedMap } from '../lib/boundedMap';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from './atomicFile';
+import { readSecretFile, writeSecretFile } from './pki/wrapKey';
 import type { NodeAddresses, NodeRole } from './dms/state';
 import { MtlsIdentity, type TlsMaterial } from './mtls';
 import { registerWithDms, type RegistrationCredentials, type RegistrationResult } from './registerWithDms';
@@ -43,6 +48,8 @@ export interface NodeIdentityOptions {
   readonly stateDir: string;
   /** RSA size of a new key (PLATFORM_KEY_BITS); default 4096. */
   readonly keyBits?: number;
+  /** PLATFORM_PKI_WRAP_KEY: seals the stored key file when given. */
+  readonly wrapKey?: Buffer;
   /** Where the node is reached (registered with the DMS, named in the certificate). */
   readonly addresses?: NodeAddresses;
   /** Cluster to join when the DMS has not declared the node. */
@@ -112,7 +119,7 @@ export class NodeIdentity {
   /** Registers (or reuses the stored certificate), stores the material and starts renewing. */
   static async start(opts: NodeIdentityOptions): Promise<NodeIdentity> {
     const log = (l: string): void => (opts.log ?? ((x) => process.stderr.write(`${x}\n`)))(`${opts.role} '${opts.nodeName}': ${l}`);
-    const stored = await readStored(opts.stateDir);
+    const stored = await readStored(opts.stateDir, opts.wrapKey);
     let result: { id: MtlsIdentity; source: IdentitySource; reg?: RegistrationResult } | undefined;
     const usable = stored && storedProblem(stored, opts) === undefined ? stored : undefined;
     if (stored && !usable) log(`the stored certificate in ${opts.stateDir} is not used: ${storedProblem(stored, opts)}`);
@@ -204,7 +211,7 @@ export class NodeIdentity {
     const dir = this.opts.stateDir;
     this.saving = this.saving
       .then(async () => {
-        await writeFileAtomic(path.join(dir, FILES.key), m.keyPem, 0o600);
+        await writeSecretFile(path.join(dir, FILES.key), m.keyPem, this.opts.wrapKey, NODE_KEY_PURPOSE);
         await writeFileAtomic(path.join(dir, FILES.cert), m.certPem, 0o644);
         await writeFileAtomic(path.join(dir, FILES.ca), m.caPem, 0o644);
         if (m.crlPem) await writeFileAtomic(path.join(dir, FILES.crl), m.crlPem, 0o644);
@@ -227,10 +234,18 @@ function common(opts: NodeIdentityOptions): Parameters<typeof registerWithDms>[0
   };
 }
 
-/** The material of a state directory, when it holds a key and a certificate. */
-async function readStored(dir: string): Promise<TlsMaterial | undefined> {
-  const read = (f: string): Promise<string | undefined> => readFile(path.join(dir, f), 'utf8').catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
-  const [keyPem, certPem, caPem, crlPem] = await Promise.all([read(FILES.key), read(FILES.cert), read(FILES.ca), read(FILES.crl)]);
+/** The purpose sealed into a node's key file (the same as a sealed PLATFORM_CLIENT_KEY_FILE's). */
+export const NODE_KEY_PURPOSE = 'node.key.pem';
+
+/**
+ * The material of a state directory, when it holds a key and a certificate; the key opened with
+ * `wrapKey` when sealed (a WrapKeyError naming the file when it cannot be).
+ */
+async function readStored(dir: string, wrapKey: Buffer | undefined): Promise<TlsMaterial | undefined> {
+  const missing = (err: NodeJS.ErrnoException): Promise<undefined> => (err.code === 'ENOENT' ? Promise.resolve(undefined) : Promise.reject(err));
+  const read = (f: string): Promise<string | undefined> => readFile(path.join(dir, f), 'utf8').catch(missing);
+  const readKey = (): Promise<string | undefined> => readSecretFile(path.join(dir, FILES.key), wrapKey, NODE_KEY_PURPOSE).then((k) => k.text, missing);
+  const [keyPem, certPem, caPem, crlPem] = await Promise.all([readKey(), read(FILES.cert), read(FILES.ca), read(FILES.crl)]);
   if (keyPem === undefined || certPem === undefined || caPem === undefined) return undefined;
   return { keyPem, certPem, caPem, ...(crlPem !== undefined && { crlPem }) };
 }

@@ -49,7 +49,10 @@ export function serverLink(node: NodeIdentity, port: string, roles: readonly str
   };
 }
 
-/** Client side of a link to node `peerName` (its certificate must name it). */
-export function clientLink(node: NodeIdentity, peerName: string): tls.ConnectionOptions {
-  return clientTlsOptions(node.identity, peerName);
+/**
+ * Client side of a link to node `peerName`: its certificate must name it and carry one of `roles`
+ * (default `storageNode`: the SCC's replication and query legs are this module's only client links).
+ */
+export function clientLink(node: NodeIdentity, peerName: string, roles: readonly string[] = ['storageNode']): tls.ConnectionOptions {
+  return clientTlsOptions(node.identity, peerName, roles);
 }

@@ -8,7 +8,7 @@ import { createPublicKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { NodeAddresses, NodeRole } from './dms/state';
 import type { SccAddress } from './dms/topology';
-import { requestJson } from './http/jsonClient';
+import { DMS_PEER_ROLES, requestJson } from './http/jsonClient';
 import { createCsr } from './pki/csr';
 import { readSecretFile } from './pki/wrapKey';
 import { DEFAULT_KEY_BITS, generateRsaKey } from './pki/x509';
@@ -134,7 +134,7 @@ export async function registerWithDms(opts: RegisterOptions): Promise<Registrati
     answer = await requestJson(
       'POST',
       new URL('/v1/register', opts.dmsUrl).toString(),
-      { ca: opts.caCertPem, servername: opts.dmsServerName, ...(useCert && { cert: c.certPem, key: c.keyPem }) },
+      { ca: opts.caCertPem, servername: opts.dmsServerName, roles: DMS_PEER_ROLES, ...(useCert && { cert: c.certPem, key: c.keyPem }) },
       body,
       { timeoutMs: opts.timeoutMs ?? 30_000 },
     );

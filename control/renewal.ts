@@ -5,7 +5,7 @@
  * {@link MtlsIdentity}, so listeners and clients made from it use the new material at once.
  */
 import { createPublicKey } from 'node:crypto';
-import { requestJson } from './http/jsonClient';
+import { DMS_PEER_ROLES, requestJson } from './http/jsonClient';
 import type { MtlsIdentity } from './mtls';
 import { createCsr } from './pki/csr';
 import { generateRsaKey } from './pki/x509';
@@ -89,7 +89,7 @@ export class CertificateRenewer {
       const key = this.opts.rotateKey ? (await generateRsaKey(this.opts.keyBits ?? 4096)).privateKeyPem : m.keyPem;
       const pub = createPublicKey(key).export({ type: 'spki', format: 'pem' }).toString();
       const csr = createCsr(id.certificate.commonName, key, pub);
-      const a = await requestJson('POST', new URL('/v1/certificates/renew', this.opts.dmsUrl).toString(), { ca: m.caPem, cert: m.certPem, key: m.keyPem, servername: this.opts.dmsServerName }, { csr_pem: csr });
+      const a = await requestJson('POST', new URL('/v1/certificates/renew', this.opts.dmsUrl).toString(), { ca: m.caPem, cert: m.certPem, key: m.keyPem, servername: this.opts.dmsServerName, roles: DMS_PEER_ROLES }, { csr_pem: csr });
       const b = a.body as { signed_cert_pem?: string; ca_cert_pem?: string; crl_pem?: string; not_after?: string; renew_after?: string; message?: string; error?: string };
       if (a.status !== 200 || !b.signed_cert_pem) throw new Error(`the DMS refused the renewal (${b.error ?? a.status}: ${b.message ?? ''})`);
       id.update({ keyPem: key, certPem: b.signed_cert_pem, ...(b.ca_cert_pem && { caPem: b.ca_cert_pem }), ...(b.crl_pem && { crlPem: b.crl_pem }) });
@@ -112,7 +112,7 @@ export class CertificateRenewer {
   /** Fetches the current revocation list and hands it to the identity. */
   async refreshCrl(): Promise<void> {
     const m = this.opts.identity.material;
-    const a = await requestJson('GET', new URL('/v1/crl', this.opts.dmsUrl).toString(), { ca: m.caPem, cert: m.certPem, key: m.keyPem, servername: this.opts.dmsServerName });
+    const a = await requestJson('GET', new URL('/v1/crl', this.opts.dmsUrl).toString(), { ca: m.caPem, cert: m.certPem, key: m.keyPem, servername: this.opts.dmsServerName, roles: DMS_PEER_ROLES });
     if (a.status === 200 && typeof a.body === 'string' && a.body.includes('BEGIN X509 CRL')) this.opts.identity.update({ crlPem: a.body });
   }
 }

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import { peerRoleProblem } from '../control/peerRole';
 import type { SccTarget } from './sccTargets';
 
 /** TLS material of the Proxy calls; every part optional. */
@@ -122,7 +123,8 @@ function call(method: 'GET' | 'POST', proxyUrl: string, route: string, opts: Pro
         host: u.hostname.replace(/^\[|\]$/g, ''),
         port: u.port === '' ? (secure ? 443 : 80) : Number(u.port),
         path: `${u.pathname}${u.search}`,
-        ...(secure && { ca, cert: opts.tls.cert, key: opts.tls.key, ...(sn && { servername: sn, checkServerIdentity: (_h: string, c: PeerCertificate) => checkServerIdentity(sn, c) }) }),
+        // A DMS-CA certificate (O=HD) must be the Proxy's (OU=proxy): a registered `client` cannot pose as it; an ingress's own certificate is checked by name only.
+        ...(secure && { ca, cert: opts.tls.cert, key: opts.tls.key, ...(sn && { servername: sn }), checkServerIdentity: (h: string, c: PeerCertificate) => checkServerIdentity(sn ?? h, c) ?? (c.subject?.O === 'HD' ? peerRoleProblem(c, ['proxy']) : undefined) }),
         ...(opts.localAddress && { localAddress: opts.localAddress }),
         agent: false,
         headers: { accept: 'application/json', ...opts.headers, ...(payload && { 'content-type': 'application/json', 'content-length': String(payload.length) }) },

@@ -1,15 +1,20 @@
 /**
  * What `hd up` does on the DMS as its administrator (with the credential the DMS issued into its
- * data directory): declares the cluster, the SCC and the Storage Nodes with their addresses, puts
- * the dataset schemas, installs the default policy on the first start, issues the Proxy's
- * bootstrap tokens and registers hd_sql. Every step is idempotent, so a second `hd up` over the same
+ * data directory, its key opened with PLATFORM_PKI_WRAP_KEY when sealed): declares the cluster, the
+ * SCC, the Storage Nodes and the Proxy with their addresses (the DMS issues privileged roles only
+ * to declared nodes, and names only declared addresses in certificates), puts the dataset schemas,
+ * installs the default policy on the first start, issues the nodes' bootstrap tokens (each bound to
+ * the node's name and declared role) and registers hd_sql. Every step is idempotent, so a second `hd up` over the same
  * data directory finds the state and changes nothing it does not have to.
  */
 import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../control/atomicFile';
-import { requestJson, type ClientTls, type JsonAnswer } from '../control/http/jsonClient';
+import { DMS_PEER_ROLES, requestJson, type ClientTls, type JsonAnswer } from '../control/http/jsonClient';
+import { isSealed, parseWrapKey, unseal, WrapKeyError } from '../control/pki/wrapKey';
+import { ADMIN_KEY_PURPOSE } from '../control/dms/adminCredentials';
+import type { NodeRole } from '../control/dms/state';
 import { registerWithDms } from '../control/registerWithDms';
 import { PORTS, sqlCredentialFiles, type PlatformLayout } from './layout';
 
@@ -45,10 +50,19 @@ export class DmsAdmin {
     private readonly tls: ClientTls,
   ) {}
 
-  /** Reads the CA and the administrator credential the DMS wrote under its data directory. */
-  static open(layout: PlatformLayout): DmsAdmin {
+  /**
+   * Reads the CA and the administrator credential the DMS wrote under its data directory (a sealed
+   * key is opened with PLATFORM_PKI_WRAP_KEY from `env`, as the DMS sealed it).
+   */
+  static open(layout: PlatformLayout, env: NodeJS.ProcessEnv = process.env): DmsAdmin {
     const f = layout.dms.files;
-    return new DmsAdmin(layout.dms.url, { ca: readFileSync(f.caCert, 'utf8'), cert: readFileSync(f.adminCert, 'utf8'), key: readFileSync(f.adminKey, 'utf8') });
+    let key = readFileSync(f.adminKey, 'utf8');
+    if (isSealed(key)) {
+      const wrapKey = parseWrapKey(env.PLATFORM_PKI_WRAP_KEY);
+      if (!wrapKey) throw new WrapKeyError(`${f.adminKey} is encrypted but PLATFORM_PKI_WRAP_KEY is not set`);
+      key = unseal(key, wrapKey, ADMIN_KEY_PURPOSE, f.adminKey);
+    }
+    return new DmsAdmin(layout.dms.url, { ca: readFileSync(f.caCert, 'utf8'), cert: readFileSync(f.adminCert, 'utf8'), key, roles: DMS_PEER_ROLES });
   }
 
   /** The DMS-CA root certificate (PEM). */
@@ -69,17 +83,18 @@ export class DmsAdmin {
     throw new Error(`the DMS answered ${a.status} to ${method} ${route}: ${typeof b === 'object' && b !== null ? `${String(b.error)}: ${String(b.message)}` : String(a.body)}`);
   }
 
-  /** A single-use bootstrap token for `nodeName`. */
-  async bootstrapToken(nodeName: string): Promise<string> {
-    const a = await this.call('POST', '/v1/bootstrap-tokens', { node_name: nodeName, ttl_s: TOKEN_TTL_S });
+  /** A single-use bootstrap token for `nodeName`, for its declared role (or `role`, declaring the node when privileged). */
+  async bootstrapToken(nodeName: string, role?: NodeRole): Promise<string> {
+    const a = await this.call('POST', '/v1/bootstrap-tokens', { node_name: nodeName, ...(role !== undefined && { role }), ttl_s: TOKEN_TTL_S });
     return (a.body as { token: string }).token;
   }
 }
 
 /**
- * Declares cluster c1 (primary), the SCC (production, gRPC, control, observability) and the
- * Storage Nodes (production, control, observability: the Proxy reads batch filters there), and
- * puts every schema of the schema directory. PUTs, so a second start only rewrites the same values.
+ * Declares cluster c1 (primary), the SCC (production, gRPC, control, observability), the Storage
+ * Nodes (production, control, observability: the Proxy reads batch filters there) and the Proxy
+ * (control: clients and the DMS reach it there), and puts every schema of the schema directory.
+ * PUTs, so a second start only rewrites the same values.
  */
 export async function declarePlatform(dms: DmsAdmin, layout: PlatformLayout): Promise<{ datasets: string[] }> {
   const hp = (host: string, port: number): { host: string; port: number } => ({ host, port });
@@ -97,6 +112,7 @@ export async function declarePlatform(dms: DmsAdmin, layout: PlatformLayout): Pr
       addresses: { production: hp(sn.host, PORTS.production), control: hp(sn.host, PORTS.command), observability: hp(sn.host, PORTS.observability) },
     });
   }
+  await dms.call('PUT', `/v1/nodes/${layout.proxy.nodeName}`, { role: 'proxy', addresses: { control: hp(layout.proxy.host, PORTS.command) } });
   const datasets: string[] = [];
   for (const f of (await readdir(layout.schemaDir)).filter((n) => n.endsWith('.json')).sort()) {
     const schema = JSON.parse(await readFile(path.join(layout.schemaDir, f), 'utf8')) as { id: string };
@@ -121,7 +137,7 @@ export async function ensurePolicy(dms: DmsAdmin): Promise<{ version: number; in
  * start of hd_sql, so a restarted one always holds an unexpired certificate.
  */
 export async function registerSqlServer(dms: DmsAdmin, dataDir: string, keyBits: number, nodeName = 'hd-sql'): Promise<void> {
-  const token = await dms.bootstrapToken(nodeName);
+  const token = await dms.bootstrapToken(nodeName, 'sqlServer');
   const reg = await registerWithDms({ dmsUrl: dms.url, nodeName, role: 'sqlServer', caCertPem: dms.caPem, credentials: { bootstrapToken: token }, keyBits });
   if (!reg.success) throw new Error(`registering ${nodeName} with the DMS failed: ${reg.error_message}`);
   const files = sqlCredentialFiles(dataDir);

@@ -10,9 +10,9 @@ import { HttpError } from '../http/errors';
 import { normalizeSerial } from '../pki/x509';
 import { ADMIN_ROLE, requireRole, type DmsContext } from './context';
 import { newBootstrapToken } from './credentials';
-import { readAddresses, readRole } from './registration';
+import { readAddresses, readRole, reservedName } from './registration';
 import { DEFAULT_TOKEN_TTL_S, MAX_TOKEN_TTL_S } from './settings';
-import { NODE_STATES, type DeviceRecord, type NodeRecord, type NodeState } from './state';
+import { NODE_STATES, PRIVILEGED_ROLES, type DeviceRecord, type NodeRecord, type NodeRole, type NodeState } from './state';
 
 function nameParam(params: unknown, key: string): string {
   const v = (params as Record<string, string>)[key] ?? '';
@@ -54,18 +54,31 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: DmsContext): void
   app.post('/v1/bootstrap-tokens', async (req, reply) => {
     admin(req);
     const body = asObject(req.body);
-    onlyKeys(body, ['node_name', 'ttl_s']);
+    onlyKeys(body, ['node_name', 'role', 'ttl_s']);
     const nodeName = reqString(body, 'node_name', { pattern: NAME_PATTERN, patternDoc: NAME_DOC });
+    const asked = body.role === undefined ? undefined : readRole(body);
     const ttl = optInt(body, 'ttl_s', 1, MAX_TOKEN_TTL_S) ?? DEFAULT_TOKEN_TTL_S;
+    const reserved = reservedName(nodeName, ctx);
+    if (reserved) throw new HttpError('forbidden', reserved);
     const { token, hash } = newBootstrapToken();
     const expiresAt = new Date(Date.now() + ttl * 1000).toISOString();
-    await ctx.store.update((s) => {
+    // The token carries one node name and one role: a declared node's role, else the role asked
+    // for, else `client`. A token for a privileged role declares the node if it is not yet.
+    const role = await ctx.store.update((s): NodeRole => {
       // Expired and used tokens are pruned here, so the document does not grow without bound.
       const now = Date.now();
       for (const [h, t] of Object.entries(s.tokens)) if (t.used_at || Date.parse(t.expires_at) <= now) delete s.tokens[h];
-      s.tokens[hash] = { node_name: nodeName, expires_at: expiresAt };
+      const node = s.nodes[nodeName];
+      if (node && asked !== undefined && node.role !== asked) throw new HttpError('conflict', `node '${nodeName}' is declared as a ${node.role}, not a ${asked}`);
+      const r = node?.role ?? asked ?? 'client';
+      if (PRIVILEGED_ROLES.includes(r)) {
+        if (!node) s.nodes[nodeName] = { name: nodeName, role: r, state: 'declared', addresses: {}, declared: true, declared_hosts: [] };
+        else if (!node.declared) Object.assign(node, { declared: true, declared_hosts: [] });
+      }
+      s.tokens[hash] = { node_name: nodeName, role: r, expires_at: expiresAt };
+      return r;
     });
-    return reply.code(201).send({ token, node_name: nodeName, expires_at: expiresAt });
+    return reply.code(201).send({ token, node_name: nodeName, role, expires_at: expiresAt });
   });
 
   app.put('/v1/clusters/:id', async (req) => {
@@ -84,6 +97,8 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: DmsContext): void
   app.put('/v1/nodes/:name', async (req) => {
     admin(req);
     const name = nameParam(req.params, 'name');
+    const reserved = reservedName(name, ctx);
+    if (reserved) throw new HttpError('forbidden', reserved);
     const body = asObject(req.body);
     onlyKeys(body, ['role', 'cluster', 'addresses', 'devices', 'hash_offload_platform', 'state']);
     const role = readRole(body);
@@ -98,8 +113,12 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: DmsContext): void
       const old = s.nodes[name];
       if (old && old.role !== role) throw new HttpError('conflict', `node '${name}' exists as a ${old.role}; delete it first to change its role`);
       const n: NodeRecord = old ?? { name, role, state: 'declared', addresses: {} };
+      // What a node said about itself before an administrator declared it is not kept as declared.
+      if (!n.declared) n.addresses = {};
+      n.declared = true;
       if (cluster !== undefined) n.cluster = cluster;
       if (addresses) n.addresses = addresses;
+      if (addresses || !n.declared_hosts) n.declared_hosts = [...new Set(Object.values(n.addresses).map((a: { host: string }) => a.host))];
       if (devices) n.devices = devices;
       if (offload !== undefined) n.hash_offload_platform = offload;
       if (state !== undefined) n.state = state as NodeState;
@@ -147,6 +166,17 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: DmsContext): void
     if (!ctx.store.get().datasets[id]) throw new HttpError('unknown_dataset', `no dataset '${id}'`);
     await ctx.store.update((s) => void delete s.datasets[id]);
     return { removed: id };
+  });
+
+  // The administrator certificates DMS-CA issued (serial, subject, issued-at); revoke one with
+  // POST /v1/certificates/revoke {serial}, or all of them with {node_name: "admin"}.
+  app.get('/v1/admin/certificates', async (req) => {
+    admin(req);
+    const certificates = Object.entries(ctx.store.get().certificates)
+      .filter(([, c]) => c.role === ADMIN_ROLE)
+      .map(([serial, c]) => ({ serial, subject: c.subject ?? `O=HD, OU=${c.role}, CN=${c.node_name}`, ...(c.issued_at && { issued_at: c.issued_at }), not_after: c.not_after, ...(c.revoked_at && { revoked_at: c.revoked_at, reason: c.reason }) }))
+      .sort((a, b) => (a.issued_at ?? '').localeCompare(b.issued_at ?? ''));
+    return { certificates };
   });
 
   app.post('/v1/certificates/revoke', async (req) => {

@@ -6,6 +6,7 @@
 import { createHash, createPublicKey, randomBytes, type KeyObject } from 'node:crypto';
 import { jwtVerify, errors as joseErrors } from 'jose';
 import { HttpError } from '../http/errors';
+import { NODE_ROLES, type NodeRole } from './state';
 
 /** Bootstrap tokens look like `hdbt.<43 base64url characters>` (256 random bits). */
 export const BOOTSTRAP_TOKEN_PATTERN = /^hdbt\.[A-Za-z0-9_-]{43}$/;
@@ -29,25 +30,49 @@ export interface K8sTokenConfig {
   readonly publicKeyPem: string;
   /** Expected `aud`; default `hd-dms`. */
   readonly audience: string;
-  /** Allowed `namespace/name` service accounts; empty allows every account of the issuer. */
+  /**
+   * The service accounts that may register and the role each registers as (DMS_K8S_SERVICE_ACCOUNTS):
+   * `namespace/name=role` entries; an entry without `=role` is a `client` account. Empty: no
+   * account may register (a token is refused naming the setting).
+   */
   readonly serviceAccounts: readonly string[];
+}
+
+/**
+ * Reads DMS_K8S_SERVICE_ACCOUNTS entries (`namespace/name=role`, or `namespace/name` for a client)
+ * into a map from account to role; throws naming the bad entry.
+ */
+export function serviceAccountRoles(entries: readonly string[]): Map<string, NodeRole> {
+  const out = new Map<string, NodeRole>();
+  for (const e of entries) {
+    const m = /^([^/=\s]+\/[^/=\s]+)(?:=(\S+))?$/.exec(e.trim());
+    if (!m) throw new Error(`DMS_K8S_SERVICE_ACCOUNTS: ${JSON.stringify(e)} is not namespace/name or namespace/name=role`);
+    const role = m[2] ?? 'client';
+    if (!(NODE_ROLES as readonly string[]).includes(role)) throw new Error(`DMS_K8S_SERVICE_ACCOUNTS: ${JSON.stringify(e)}: the role must be one of ${NODE_ROLES.join(', ')}`);
+    out.set(m[1], role as NodeRole);
+  }
+  return out;
 }
 
 /** What a verified service-account token says. */
 export interface K8sIdentity {
   /** `namespace/name` of the service account. */
   readonly serviceAccount: string;
-  /** The pod the token was projected into, when the token names one. */
-  readonly podName?: string;
+  /** The role DMS_K8S_SERVICE_ACCOUNTS gives the account. */
+  readonly role: NodeRole;
+  /** The pod the token was projected into: the only node name the token may register. */
+  readonly podName: string;
 }
 
 /** Verifies Kubernetes service-account JWTs. */
 export class K8sTokenVerifier {
   private readonly key: KeyObject;
+  private readonly roles: Map<string, NodeRole>;
 
-  /** @param config issuer, its key, audience and allowed accounts (the key is parsed here: a bad key fails at start) */
+  /** @param config issuer, its key, audience and accounts (the key and the accounts are read here: a bad one fails at start) */
   constructor(private readonly config: K8sTokenConfig) {
     this.key = createPublicKey(config.publicKeyPem);
+    this.roles = serviceAccountRoles(config.serviceAccounts);
   }
 
   /** Verifies signature, issuer, audience and expiry; throws an `unauthenticated` HttpError otherwise. */
@@ -69,11 +94,12 @@ export class K8sTokenVerifier {
     const m = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(sub);
     if (!m) throw new HttpError('unauthenticated', `k8s_token refused: sub ${JSON.stringify(sub)} is not a service account`);
     const serviceAccount = `${m[1]}/${m[2]}`;
-    if (this.config.serviceAccounts.length > 0 && !this.config.serviceAccounts.includes(serviceAccount)) {
-      throw new HttpError('forbidden', `service account ${serviceAccount} may not register nodes (DMS_K8S_SERVICE_ACCOUNTS)`);
-    }
+    const role = this.roles.get(serviceAccount);
+    if (role === undefined) throw new HttpError('forbidden', `service account ${serviceAccount} may not register nodes (it is not in DMS_K8S_SERVICE_ACCOUNTS as namespace/name=role)`);
     const k8s = payload['kubernetes.io'] as { pod?: { name?: unknown } } | undefined;
     const podName = typeof k8s?.pod?.name === 'string' ? k8s.pod.name : undefined;
-    return { serviceAccount, podName };
+    // The pod's name is the node name: a token that names no pod could be used for any node.
+    if (podName === undefined) throw new HttpError('unauthenticated', 'k8s_token refused: it names no pod (use a projected service-account token: the pod name is the node name)');
+    return { serviceAccount, role, podName };
   }
 }

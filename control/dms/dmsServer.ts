@@ -105,7 +105,7 @@ export class DmsServer {
       pushPolicy: () => (pusher ? pusher.pushAll() : Promise.resolve([])),
       log,
     };
-    const admin = await ensureAdminCredentials(path.join(settings.dataDir, 'admin'), ca, settings.minKeyBits);
+    const admin = await ensureAdminCredentials(path.join(settings.dataDir, 'admin'), ca, settings.minKeyBits, store, settings.wrapKey);
     const identity = await issueIdentity(ctx);
 
     const app = fastify({

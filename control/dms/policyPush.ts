@@ -76,7 +76,7 @@ export class PolicyPusher {
       this.behind().map(async (n): Promise<PushResult> => {
         let r: PushResult;
         try {
-          const a = await requestJson('POST', n.config_url as string, { ca: id.caPem, cert: id.certPem, key: id.keyPem, servername: n.name }, body, { timeoutMs: this.ctx.settings.policyPushTimeoutMs });
+          const a = await requestJson('POST', n.config_url as string, { ca: id.caPem, cert: id.certPem, key: id.keyPem, servername: n.name, roles: ['proxy'] }, body, { timeoutMs: this.ctx.settings.policyPushTimeoutMs });
           const b = a.body as { installed?: number; error?: string; message?: string } | undefined;
           // 409: the Proxy already has this version or a newer one (a retry after a lost answer).
           if (a.status === 200 || a.status === 409) r = { proxy: n.name, result: 'installed' };

@@ -6,9 +6,17 @@
  */
 
 /** Node roles; a certificate's OU carries the role. */
-export const NODE_ROLES = ['scc', 'storageNode', 'proxy', 'client', 'ingester', 'sqlServer'] as const;
+export const NODE_ROLES = ['scc', 'storageNode', 'proxy', 'client', 'ingester', 'sqlServer', 'ingress'] as const;
 /** A node role. */
 export type NodeRole = (typeof NODE_ROLES)[number];
+
+/**
+ * Roles whose certificates open more than a client's door (the SCC's data, the Proxy's policy
+ * enforcement, hd_sql's service identity, administration): issued only for nodes an administrator
+ * declared (`PUT /v1/nodes/{name}`, or a bootstrap token made for that role). `admin` is never
+ * issued by registration at all (the administrator credential comes from the DMS's data directory).
+ */
+export const PRIVILEGED_ROLES: readonly string[] = ['scc', 'proxy', 'sqlServer', 'ingress', 'admin'];
 
 /** A node's lifecycle state in the DMS. */
 export const NODE_STATES = ['declared', 'registered', 'ready', 'degraded', 'quarantined', 'down'] as const;
@@ -56,6 +64,14 @@ export interface NodeRecord {
   last_seen?: string;
   /** Serial of the node's current certificate. */
   cert_serial?: string;
+  /**
+   * Set when an administrator declared the node (PUT /v1/nodes, or a bootstrap token made for a
+   * privileged role): only such nodes get privileged roles, and only their declared addresses go
+   * into their certificates.
+   */
+  declared?: boolean;
+  /** The hosts of the addresses the administrator declared: the only names besides the node's own in its certificates. */
+  declared_hosts?: string[];
 }
 
 /** A cluster: one SCC group and its Storage Nodes. */
@@ -78,6 +94,11 @@ export interface DatasetRecord {
 /** A single-use registration token, stored by its SHA-256. */
 export interface TokenRecord {
   readonly node_name: string;
+  /**
+   * The role the administrator made the token for; a registration with it may ask for no other.
+   * Tokens stored before roles were kept have none and count as `client` tokens.
+   */
+  readonly role?: NodeRole;
   readonly expires_at: string;
   used_at?: string;
 }
@@ -87,6 +108,10 @@ export interface CertificateRecord {
   readonly node_name: string;
   readonly role: string;
   readonly not_after: string;
+  /** When it was issued (certificates recorded before this field was kept have none). */
+  readonly issued_at?: string;
+  /** Its subject, `O=HD, OU=<role>, CN=<name>` (kept for the administrator certificate). */
+  readonly subject?: string;
   revoked_at?: string;
   reason?: string;
 }

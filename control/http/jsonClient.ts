@@ -1,10 +1,13 @@
 /**
  * A small HTTPS JSON client for control-plane calls (registration, renewal, policy pushes, topology
- * reads): verifies the server by a CA bundle, optionally presents a client certificate, and bounds
- * every call by a timeout. Answers come back with their status; only transport failures throw.
+ * reads): verifies the server by a CA bundle, its name and, when asked, its certificate's role (a
+ * node calling the DMS expects `dms`, the DMS calling a Proxy `proxy`: any certificate of the same
+ * CA is not enough), optionally presents a client certificate, and bounds every call by a timeout.
+ * Answers come back with their status; only transport failures throw.
  */
 import https from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import { peerRoleProblem } from '../peerRole';
 
 /** TLS material of a call. */
 export interface ClientTls {
@@ -17,7 +20,12 @@ export interface ClientTls {
   readonly crl?: string;
   /** Name the server's certificate must carry (default: the URL's host). */
   readonly servername?: string;
+  /** Roles (the certificate's OU) the server's certificate may have; absent: not checked. */
+  readonly roles?: readonly string[];
 }
+
+/** The role the DMS's own certificate carries (OU=dms): what every node's calls to the DMS expect. */
+export const DMS_PEER_ROLES: readonly string[] = ['dms'];
 
 /** An answer. */
 export interface JsonAnswer {
@@ -48,8 +56,8 @@ export function requestJson(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: stri
         key: tls.key,
         crl: tls.crl,
         servername: tls.servername && !/^[\d.]+$|:/.test(tls.servername) ? tls.servername : undefined,
-        ...(tls.servername && {
-          checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(tls.servername as string, cert),
+        ...((tls.servername || tls.roles) && {
+          checkServerIdentity: (host: string, cert: PeerCertificate) => checkServerIdentity(tls.servername ?? host, cert) ?? (tls.roles ? peerRoleProblem(cert, tls.roles) : undefined),
         }),
         agent: false,
         headers: {

@@ -5,7 +5,7 @@
  */
 import { Schema } from '../../engine-rs/schema';
 import type { SccAddress } from '../dms/topology';
-import { requestJson } from '../http/jsonClient';
+import { DMS_PEER_ROLES, requestJson } from '../http/jsonClient';
 import type { MtlsIdentity } from '../mtls';
 import type { RegistrationResult } from '../registerWithDms';
 
@@ -60,7 +60,7 @@ export function viewFromRegistration(r: RegistrationResult, log: (m: string) => 
 /** Reads topology and schemas from the DMS with the Proxy's certificate. */
 export async function readClusterView(dmsUrl: string, id: MtlsIdentity, dmsServerName: string | undefined, log: (m: string) => void): Promise<ClusterView> {
   const m = id.material;
-  const tls = { ca: m.caPem, cert: m.certPem, key: m.keyPem, servername: dmsServerName };
+  const tls = { ca: m.caPem, cert: m.certPem, key: m.keyPem, servername: dmsServerName, roles: DMS_PEER_ROLES };
   const [topo, ds] = await Promise.all([requestJson('GET', new URL('/v1/topology', dmsUrl).toString(), tls), requestJson('GET', new URL('/v1/datasets', dmsUrl).toString(), tls)]);
   if (topo.status !== 200) throw new Error(`GET /v1/topology: HTTP ${topo.status} ${JSON.stringify(topo.body).slice(0, 200)}`);
   if (ds.status !== 200) throw new Error(`GET /v1/datasets: HTTP ${ds.status} ${JSON.stringify(ds.body).slice(0, 200)}`);

@@ -21,7 +21,7 @@ const settings = {
   k8s_issuer: str({ doc: "Kubernetes service-account issuer (the tokens' iss); empty: no k8s tokens — DMS_K8S_ISSUER", default: '', allowEmpty: true }),
   k8s_issuer_key_file: publicKeyFile("the Kubernetes service-account issuer's public key — DMS_K8S_ISSUER_KEY_FILE"),
   k8s_audience: str({ doc: 'audience the k8s tokens must carry — DMS_K8S_AUDIENCE', default: 'hd-dms' }),
-  k8s_service_accounts: list('namespace/name service accounts allowed to register; empty: all — DMS_K8S_SERVICE_ACCOUNTS', []),
+  k8s_service_accounts: list('service accounts that may register, each as namespace/name=role (namespace/name alone: client); empty: none — DMS_K8S_SERVICE_ACCOUNTS', []),
   hash_algorithm: oneOf(['sha512', 'sha256', 'blake3'] as const, { doc: 'the elected hash algorithm — HASH_ALGORITHM', default: 'sha512' }),
   hash_chain_block_size: int({ doc: 'the elected hash chain block size — HASH_CHAIN_BLOCK_SIZE', default: 64, min: 1, max: 1 << 20 }),
   record_size: int({ doc: 'record size handed out when no dataset decides it — RECORD_SIZE', default: 150, min: 1, max: 1 << 20 }),

@@ -116,6 +116,7 @@ export const nodeIdentityStage: SinkType<typeof settings> = {
       credentials,
       stateDir,
       keyBits: c.key_bits,
+      ...(c.pki_wrap_key && { wrapKey: c.pki_wrap_key }),
       addresses,
       ...(c.cluster !== '' && { cluster: c.cluster }),
       crlRefreshMs: c.crl_refresh_ms,

@@ -14,7 +14,7 @@ errs.before(async (ctx) => {
   ctx.dms = await startTestDms();
   const { dms } = ctx;
   await dms.call('PUT', '/v1/clusters/c1', dms.admin, {});
-  const t = (await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'n1' })).body as { token: string };
+  const t = (await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'n1', role: 'storageNode' })).body as { token: string };
   const r = await registerWithDms({ dmsUrl: dms.url, nodeName: 'n1', role: 'storageNode', cluster: 'c1', caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: t.token }, keyBits: 2048 });
   assert.ok(r.success, r.error_message);
   ctx.node = { ca: dms.server.caCertPem, cert: r.signed_cert_pem, key: r.client_key_pem };

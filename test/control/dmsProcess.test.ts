@@ -4,7 +4,7 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { requestJson, type ClientTls } from '../../control/http/jsonClient';
-import { isSealed } from '../../control/pki/wrapKey';
+import { isSealed, parseWrapKey, unseal } from '../../control/pki/wrapKey';
 import { registerWithDms } from '../../control/registerWithDms';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 import { tempDir } from './support';
@@ -19,6 +19,12 @@ function getText(port: number, route: string): Promise<{ status: number; text: s
       res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
     }).on('error', reject);
   });
+}
+
+/** The administrator key, opened with the wrap key when the DMS sealed it. */
+function adminKey(file: string, wrap: string | undefined): string {
+  const text = readFileSync(file, 'utf8');
+  return isSealed(text) ? unseal(text, parseWrapKey(wrap) as Buffer, 'admin.key.pem', file) : text;
 }
 
 async function startDms(dir: string, env: Record<string, string> = {}): Promise<{ hd: HdProcess; url: string; obs: number; admin: () => ClientTls }> {
@@ -37,7 +43,7 @@ async function startDms(dir: string, env: Record<string, string> = {}): Promise<
   const admin = (): ClientTls => ({
     ca: readFileSync(path.join(dir, 'ca', 'ca.cert.pem'), 'utf8'),
     cert: readFileSync(path.join(dir, 'admin', 'admin.cert.pem'), 'utf8'),
-    key: readFileSync(path.join(dir, 'admin', 'admin.key.pem'), 'utf8'),
+    key: adminKey(path.join(dir, 'admin', 'admin.key.pem'), env.PLATFORM_PKI_WRAP_KEY),
   });
   return { hd, url: `https://127.0.0.1:${port}`, obs, admin };
 }
@@ -51,11 +57,12 @@ proc('a restarted DMS keeps its CA, topology, schemas and issued certificates; /
     a = await startDms(t.dir, { PLATFORM_PKI_WRAP_KEY: WRAP });
     const admin = a.admin();
     assert.ok(isSealed(readFileSync(path.join(t.dir, 'ca', 'ca.key.pem'), 'utf8')));
+    assert.ok(isSealed(readFileSync(path.join(t.dir, 'admin', 'admin.key.pem'), 'utf8')));
     assert.is((await requestJson('PUT', `${a.url}/v1/clusters/c1`, admin, { primary: true })).status, 200);
     assert.is((await requestJson('PUT', `${a.url}/v1/nodes/scc-1`, admin, { role: 'scc', cluster: 'c1', addresses: { production: { host: '127.0.0.9', port: 6987 } } })).status, 200);
     const schema = JSON.parse(readFileSync('pipelines/examples/data/flows.schema.json', 'utf8')) as object;
     assert.is((await requestJson('PUT', `${a.url}/v1/datasets/flows`, admin, { schema })).status, 200);
-    const tok = (await requestJson('POST', `${a.url}/v1/bootstrap-tokens`, admin, { node_name: 'sql-1' })).body as { token: string };
+    const tok = (await requestJson('POST', `${a.url}/v1/bootstrap-tokens`, admin, { node_name: 'sql-1', role: 'sqlServer' })).body as { token: string };
     const reg = await registerWithDms({ dmsUrl: a.url, nodeName: 'sql-1', role: 'sqlServer', caCertPem: admin.ca as string, credentials: { bootstrapToken: tok.token }, keyBits: 2048 });
     assert.ok(reg.success, reg.error_message);
     const health = await getText(a.obs, '/health');

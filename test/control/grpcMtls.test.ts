@@ -53,7 +53,7 @@ const until = async (cond: () => boolean | Promise<boolean>, what: string, ms = 
 };
 
 async function enrol(dms: TestDms, name: string, role: NodeRole): Promise<MtlsIdentity> {
-  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string }).token;
+  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name, role })).body as { token: string }).token;
   const r = await registerWithDms({ dmsUrl: dms.url, nodeName: name, role, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, keyBits: KEY_BITS });
   assert.ok(r.success, r.error_message);
   return MtlsIdentity.fromRegistration(r);
@@ -116,7 +116,7 @@ m.before(async (ctx) => {
   writeFileSync(caFile, dms.server.caCertPem);
   assert.is((await dms.call('PUT', '/v1/clusters/c1', dms.admin, { primary: true })).status, 200);
   assert.is((await dms.call('PUT', '/v1/datasets/flows', dms.admin, { schema: JSON.parse(schemaJson) })).status, 200);
-  const tokenFor = async (name: string): Promise<string> => ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string }).token;
+  const tokenFor = async (name: string, role: NodeRole): Promise<string> => ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name, role })).body as { token: string }).token;
   ctx.cluster = await startCluster({
     recordSize: 64,
     schemas: [schemaJson],
@@ -316,7 +316,7 @@ const r = suite('gRPC QueryDispatch: a renewed certificate is served without a r
 async function registeredQueryService(name: string, addresses?: NodeAddresses): Promise<{ dms: TestDms; node: NodeIdentity; address: string; close(): Promise<void> }> {
   const dms = await startTestDms();
   const dir = tempDir(`hd-grpc-${name}-`);
-  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string }).token;
+  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name, role: 'scc' })).body as { token: string }).token;
   const node = await NodeIdentity.start({ nodeName: name, role: 'scc', dmsUrl: dms.url, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, stateDir: dir.dir, keyBits: KEY_BITS, ...(addresses && { addresses }), log: () => undefined });
   const dispatcher = new QueryDispatcher({ nodeName: name, targets: [], recordSize: 64, health: () => undefined, maxQueries: 4, maxQueryMs: 0, onEvent: () => undefined });
   const service = new QueryService(dispatcher, { node, roles: ['client'] });
@@ -386,7 +386,7 @@ r('an expired certificate of our CA is refused in the handshake; the same key wi
 r("the Proxy's dispatcher presents its renewed certificate on new channels, plain SCCs stay plain", async () => {
   const dms = await startTestDms();
   const dir = tempDir('hd-grpc-proxy-renew-');
-  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'scc-p' })).body as { token: string }).token;
+  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'scc-p', role: 'scc' })).body as { token: string }).token;
   const node = await NodeIdentity.start({ nodeName: 'scc-p', role: 'scc', dmsUrl: dms.url, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, stateDir: dir.dir, keyBits: KEY_BITS, addresses: { grpc: { host: '127.0.0.1', port: 1 } }, log: () => undefined });
   const dispatcher = new QueryDispatcher({ nodeName: 'scc-p', targets: [], recordSize: 64, health: () => undefined, maxQueries: 4, maxQueryMs: 0, onEvent: () => undefined });
   const service = new QueryService(dispatcher, { node, roles: ['proxy'] });

@@ -59,7 +59,7 @@ doc.run();
 // ---------------------------------------------------------------------------------------------
 
 async function enrol(dms: TestDms, name: string, role: NodeRole): Promise<MtlsIdentity> {
-  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string }).token;
+  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name, role })).body as { token: string }).token;
   const r = await registerWithDms({ dmsUrl: dms.url, nodeName: name, role, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, keyBits: 2048 });
   assert.ok(r.success, r.error_message);
   assert.is(r.health_interval_ms, 200, 'the registration answer names the report period');
@@ -160,7 +160,7 @@ g('HealthWatch.sweep marks nothing before the allowance has passed since the DMS
 });
 
 async function enrol2(dms: TestDms): Promise<MtlsIdentity> {
-  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'sn-g' })).body as { token: string }).token;
+  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'sn-g', role: 'storageNode' })).body as { token: string }).token;
   const r = await registerWithDms({ dmsUrl: dms.url, nodeName: 'sn-g', role: 'storageNode', caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, keyBits: 2048 });
   assert.ok(r.success, r.error_message);
   return MtlsIdentity.fromRegistration(r);

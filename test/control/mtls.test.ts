@@ -22,7 +22,7 @@ interface Ctx {
 }
 
 async function enrol(dms: TestDms, name: string, role: NodeRole): Promise<MtlsIdentity> {
-  const t = (await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string };
+  const t = (await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name, role })).body as { token: string };
   const r = await registerWithDms({ dmsUrl: dms.url, nodeName: name, role, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: t.token }, keyBits: 2048, addresses: { control: { host: '127.0.0.1', port: 1 } } });
   assert.ok(r.success, r.error_message);
   return MtlsIdentity.fromRegistration(r);

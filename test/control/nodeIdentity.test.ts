@@ -26,7 +26,7 @@ async function rejects(p: Promise<unknown>, re: RegExp): Promise<void> {
 }
 
 async function tokenFor(dms: TestDms, name: string): Promise<string> {
-  return ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string }).token;
+  return ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name, role: 'storageNode' })).body as { token: string }).token;
 }
 
 function options(dms: TestDms, dir: string, extra: Partial<NodeIdentityOptions> = {}): NodeIdentityOptions {

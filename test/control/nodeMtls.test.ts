@@ -51,13 +51,13 @@ async function health(port: number): Promise<{ identity: IdentityHealth; replica
   return (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { identity: IdentityHealth };
 }
 
-async function tokenFor(dms: TestDms, name: string): Promise<string> {
-  const a = await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name });
+async function tokenFor(dms: TestDms, name: string, role: NodeRole): Promise<string> {
+  const a = await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name, role });
   return (a.body as { token: string }).token;
 }
 
 async function enrol(dms: TestDms, name: string, role: NodeRole): Promise<MtlsIdentity> {
-  const r = await registerWithDms({ dmsUrl: dms.url, nodeName: name, role, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: await tokenFor(dms, name) }, keyBits: KEY_BITS });
+  const r = await registerWithDms({ dmsUrl: dms.url, nodeName: name, role, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: await tokenFor(dms, name, role) }, keyBits: KEY_BITS });
   assert.ok(r.success, r.error_message);
   return MtlsIdentity.fromRegistration(r);
 }
@@ -88,7 +88,7 @@ t.before(async () => {
   cluster = await startCluster({
     recordSize: RS,
     // A short revocation-list refresh so a revocation reaches the nodes within the test.
-    dms: { url: dms.url, caFile, token: (name) => tokenFor(dms, name), env: { PLATFORM_KEY_BITS: String(KEY_BITS), PLATFORM_CRL_REFRESH_MS: '300', PLATFORM_CLUSTER: 'c1' } },
+    dms: { url: dms.url, caFile, token: (name, role) => tokenFor(dms, name, role), env: { PLATFORM_KEY_BITS: String(KEY_BITS), PLATFORM_CRL_REFRESH_MS: '300', PLATFORM_CLUSTER: 'c1' } },
   });
 });
 t.after(async () => {

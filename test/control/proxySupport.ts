@@ -6,6 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { DEFAULT_INGRESS_ROLES, INGRESS_SECRET_HEADER } from '../../control/proxy/identity';
 import { ProxyServer } from '../../control/proxy/proxyServer';
 import type { ProxySettings } from '../../control/proxy/settings';
 import { requestJson, type ClientTls, type JsonAnswer } from '../../control/http/jsonClient';
@@ -13,6 +14,14 @@ import { queryDispatchService, type DispatchReply } from '../../query/dispatchSe
 import type { Cluster } from '../support/cluster';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 import type { TestDms } from './support';
+
+/**
+ * The shared ingress secret the test Proxies accept (PROXY_INGRESS_SECRET_FILE): the tests' clients
+ * stand in for the authenticating ingress, which alone may send X-Forwarded-Role / -Email.
+ */
+export const TEST_INGRESS_SECRET = 'test-ingress-secret-0123456789abcdef';
+/** The header that proves a test client is the ingress; spread it beside the identity headers. */
+export const INGRESS: Readonly<Record<string, string>> = { [INGRESS_SECRET_HEADER]: TEST_INGRESS_SECRET };
 
 /** A gRPC QueryDispatch server that records queries. */
 export class StandInScc {
@@ -58,12 +67,15 @@ export interface TestProxy {
   readonly anon: ClientTls;
   /** TLS with the DMS's certificate (allowed to post policies). */
   readonly dms: ClientTls;
+  /** POST /v1/query; default headers: a guest identity with the ingress secret ({@link INGRESS}). */
   query(body: unknown, headers?: Record<string, string>): Promise<JsonAnswer>;
   close(): Promise<void>;
 }
 
 /** Registers and starts a Proxy against `dms` (a bootstrap token is made for it). */
 export async function startTestProxy(dms: TestDms, name = 'proxy-1', overrides: Partial<ProxySettings> = {}): Promise<TestProxy> {
+  // A Proxy certificate is issued only for a declared node, naming only its declared host.
+  await dms.call('PUT', `/v1/nodes/${name}`, dms.admin, { role: 'proxy', addresses: { control: { host: '127.0.0.1', port: 1 } } });
   const t = (await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string };
   const proxy = await ProxyServer.start(
     {
@@ -80,6 +92,7 @@ export async function startTestProxy(dms: TestDms, name = 'proxy-1', overrides: 
       topologyRefreshMs: 60_000,
       dispatchTimeoutMs: 5000,
       dispatchTls: false,
+      ingress: { roles: DEFAULT_INGRESS_ROLES, secret: TEST_INGRESS_SECRET },
       ...overrides,
     },
     { log: () => undefined },
@@ -92,7 +105,7 @@ export async function startTestProxy(dms: TestDms, name = 'proxy-1', overrides: 
     url,
     anon,
     dms: { ca: id.caPem, cert: id.certPem, key: id.keyPem },
-    query: (body, headers = { 'x-forwarded-role': 'guest', 'x-forwarded-email': 'g@example.com' }) => requestJson('POST', `${url}/v1/query`, anon, body, { headers }),
+    query: (body, headers = { ...INGRESS, 'x-forwarded-role': 'guest', 'x-forwarded-email': 'g@example.com' }) => requestJson('POST', `${url}/v1/query`, anon, body, { headers }),
     close: () => proxy.close(),
   };
 }
@@ -124,11 +137,15 @@ export async function startProxyProcess(dms: TestDms, cluster: Cluster, schemaJs
 
 /**
  * Starts `hd run pipelines/proxy.yaml` as node `name`, registered with `dms` by a fresh bootstrap
- * token (the DMS's CA in `caFile`); resolves once its observability port listens.
+ * token (the DMS's CA in `caFile`; the ingress secret {@link TEST_INGRESS_SECRET} written beside
+ * it, `env` added); resolves once its observability port listens.
  */
-export async function spawnProxyProcess(dms: TestDms, caFile: string, name: string, topologyRefreshMs = 500): Promise<{ proc: HdProcess; url: string; obs: number }> {
+export async function spawnProxyProcess(dms: TestDms, caFile: string, name: string, topologyRefreshMs = 500, env: Record<string, string> = {}): Promise<{ proc: HdProcess; url: string; obs: number }> {
+  await dms.call('PUT', `/v1/nodes/${name}`, dms.admin, { role: 'proxy', addresses: { control: { host: '127.0.0.1', port: 1 } } });
   const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string }).token;
   const [port, obs] = [await freePort(), await freePort()];
+  const secretFile = path.join(path.dirname(caFile), `${name}.ingress-secret`);
+  writeFileSync(secretFile, `${TEST_INGRESS_SECRET}\n`, { mode: 0o600 });
   const proc = startHd(['run', 'pipelines/proxy.yaml', '--quiet'], {
     NODE_NAME: name,
     COMMAND_INTERFACE: '127.0.0.1',
@@ -140,6 +157,8 @@ export async function spawnProxyProcess(dms: TestDms, caFile: string, name: stri
     PLATFORM_BOOTSTRAP_TOKEN: token,
     PLATFORM_KEY_BITS: '2048',
     PROXY_TOPOLOGY_REFRESH_MS: String(topologyRefreshMs),
+    PROXY_INGRESS_SECRET_FILE: secretFile,
+    ...env,
   });
   await waitForPort('127.0.0.1', obs, proc, 60_000);
   return { proc, url: `https://127.0.0.1:${port}`, obs };

@@ -32,7 +32,7 @@ interface Ctx {
 const reg = suite<Ctx>('registration v2 (real HTTPS)');
 reg.before(async (ctx) => {
   ctx.issuerKey = await generateRsaKey(2048);
-  ctx.dms = await startTestDms({ k8s: { issuer: ISSUER, publicKeyPem: ctx.issuerKey.publicKeyPem, audience: 'hd-dms', serviceAccounts: ['hd/hd-node'] } });
+  ctx.dms = await startTestDms({ k8s: { issuer: ISSUER, publicKeyPem: ctx.issuerKey.publicKeyPem, audience: 'hd-dms', serviceAccounts: ['hd/hd-node=ingester'] } });
   const { dms } = ctx;
   assert.is((await dms.call('PUT', '/v1/clusters/c1', dms.admin, { primary: true })).status, 200);
   assert.is((await dms.call('PUT', '/v1/nodes/scc-1', dms.admin, { role: 'scc', cluster: 'c1', addresses: { production: { host: '127.0.0.2', port: 6987 }, grpc: { host: '127.0.0.2', port: 6990 } } })).status, 200);
@@ -107,11 +107,12 @@ reg("a token for another node, and a CSR for a different name, are refused (403 
   assert.ok(ok.success, ok.error_message);
   assert.is(ok.client_key_pem, kp.privateKeyPem);
 });
-reg('a role other than the declared one is a conflict (409); a CSR with a small key is refused (400 invalid_csr)', async ({ dms }) => {
+reg("a role other than the token's (the declared one) is refused (403); a CSR with a small key is refused (400 invalid_csr)", async ({ dms }) => {
   const t = await token(dms, 'scc-1');
   const kp = await generateRsaKey(2048);
   let r = await dms.call('POST', '/v1/register', dms.anon, { node_name: 'scc-1', role: 'storageNode', csr_pem: createCsr('scc-1', kp.privateKeyPem, kp.publicKeyPem), bootstrap_token: t });
-  assert.is(r.status, 409);
+  assert.is(r.status, 403);
+  assert.match((r.body as { message: string }).message, /the bootstrap token is for a scc node, not a storageNode/);
   const small = await generateRsaKey(1024);
   r = await dms.call('POST', '/v1/register', dms.anon, { node_name: 'scc-1', role: 'scc', csr_pem: createCsr('scc-1', small.privateKeyPem, small.publicKeyPem), bootstrap_token: t });
   assert.is(r.status, 400);

@@ -6,6 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { readAdminKey } from '../../control/dms/adminCredentials';
 import { DmsServer } from '../../control/dms/dmsServer';
 import { dmsSettings, type DmsSettings } from '../../control/dms/settings';
 import { requestJson, type ClientTls, type JsonAnswer } from '../../control/http/jsonClient';
@@ -38,7 +39,7 @@ export async function startTestDms(overrides: Partial<DmsSettings> = {}, dir?: s
     () => undefined,
   );
   const url = `https://127.0.0.1:${server.address.port}`;
-  const admin = { ca: server.caCertPem, cert: readFileSync(server.admin.cert, 'utf8'), key: readFileSync(server.admin.key, 'utf8') };
+  const admin = { ca: server.caCertPem, cert: readFileSync(server.admin.cert, 'utf8'), key: await readAdminKey(server.admin.key, overrides.wrapKey) };
   return {
     server,
     url,

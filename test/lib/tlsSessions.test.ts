@@ -8,7 +8,7 @@ import { TlsSessionCache } from '../../lib/tlsSessions';
 import { startTestDms, type TestDms } from '../control/support';
 
 async function enrol(dms: TestDms, name: string, role: NodeRole): Promise<MtlsIdentity> {
-  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name })).body as { token: string }).token;
+  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name, role })).body as { token: string }).token;
   const r = await registerWithDms({ dmsUrl: dms.url, nodeName: name, role, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, keyBits: 2048 });
   assert.ok(r.success, r.error_message);
   return MtlsIdentity.fromRegistration(r);

@@ -13,7 +13,7 @@ t('a renewal updates the live material and the certificate file; the key stays; 
   const dms = await startTestDms();
   const dir = tempDir('hd-sql-identity-');
   try {
-    const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'hd-sql-r' })).body as { token: string }).token;
+    const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'hd-sql-r', role: 'sqlServer' })).body as { token: string }).token;
     const reg = await registerWithDms({ dmsUrl: dms.url, nodeName: 'hd-sql-r', role: 'sqlServer', caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, keyBits: 2048 });
     assert.ok(reg.success, reg.error_message);
     const files = { caFile: path.join(dir.dir, 'ca.pem'), certFile: path.join(dir.dir, 'sql.crt'), keyFile: path.join(dir.dir, 'sql.key') };

@@ -69,7 +69,7 @@ pm.before(async (ctx) => {
   ctx.proxyUrl = proxy.url;
   const ca = proxy.caFile;
   // hd_sql's own certificate, issued by the DMS (registration v2 with a bootstrap token).
-  const sqlToken = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'hd-sql' })).body as { token: string }).token;
+  const sqlToken = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'hd-sql', role: 'sqlServer' })).body as { token: string }).token;
   const reg = await registerWithDms({ dmsUrl: dms.url, nodeName: 'hd-sql', role: 'sqlServer', caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: sqlToken }, keyBits: 2048 });
   assert.ok(reg.success, reg.error_message);
   ctx.files = { ca, cert: path.join(t.dir, 'sql.crt'), key: path.join(t.dir, 'sql.key') };

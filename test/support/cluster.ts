@@ -58,15 +58,15 @@ export interface ClusterDms {
   readonly url: string;
   /** A file holding the DMS-CA certificate (PLATFORM_CA_CERT_PEM). */
   readonly caFile: string;
-  /** A fresh bootstrap token for node `name` (POST /v1/bootstrap-tokens). */
-  token(name: string): Promise<string>;
+  /** A fresh bootstrap token for node `name` of `role` (POST /v1/bootstrap-tokens; an SCC's declares it). */
+  token(name: string, role: 'scc' | 'storageNode'): Promise<string>;
   /** More environment of every node (PLATFORM_KEY_BITS, PLATFORM_CRL_REFRESH_MS, ...). */
   readonly env?: Record<string, string>;
 }
 
-async function dmsEnv(dms: ClusterDms | undefined, name: string): Promise<Record<string, string>> {
+async function dmsEnv(dms: ClusterDms | undefined, name: string, role: 'scc' | 'storageNode'): Promise<Record<string, string>> {
   if (!dms) return {};
-  return { DMS_URL: dms.url, PLATFORM_CA_CERT_PEM: dms.caFile, PLATFORM_BOOTSTRAP_TOKEN: await dms.token(name), ...dms.env };
+  return { DMS_URL: dms.url, PLATFORM_CA_CERT_PEM: dms.caFile, PLATFORM_BOOTSTRAP_TOKEN: await dms.token(name, role), ...dms.env };
 }
 
 const HOST = '127.0.0.1';
@@ -98,7 +98,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         ...opts.snConfig,
       }),
     );
-    const env = await dmsEnv(opts.dms, `sn${i + 1}`);
+    const env = await dmsEnv(opts.dms, `sn${i + 1}`, 'storageNode');
     const sn: ClusterSn = { name: `sn${i + 1}`, dir, configFile, productionPort, commandPort, observabilityPort, proc: undefined as unknown as HdProcess, env };
     sn.proc = startSn(sn, recordSize, schemaDir);
     sns.push(sn);
@@ -106,7 +106,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   for (const sn of sns) await waitForPort(HOST, sn.productionPort, sn.proc);
   const [productionPort, commandPort, observabilityPort, queryGrpcPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const stateDir = opts.dms ? mkdtempSync(path.join(os.tmpdir(), 'hd-scc-state-')) : undefined;
-  const sccDms = opts.dms ? { ...(await dmsEnv(opts.dms, 'scc-test')), STATE_DIR: stateDir as string } : {};
+  const sccDms = opts.dms ? { ...(await dmsEnv(opts.dms, 'scc-test', 'scc')), STATE_DIR: stateDir as string } : {};
   const proc = startHd(['run', 'pipelines/scc.yaml', '--quiet'], {
     PRODUCTION_IP: HOST,
     PRODUCTION_PORT: String(productionPort),
