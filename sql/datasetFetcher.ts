@@ -1,7 +1,8 @@
 /**
  * Fetching a dataset's rows for a plan: one HDQuery per dataset read through the SDK's
  * PlatformQueryClient (straight to the SCCs or through the Proxy), each batch handed over as it
- * arrives.
+ * arrives. With HD_SQL_IDENTITY=user each read carries its statement's SQL user (sql/sqlUser.ts)
+ * to the Proxy as X-Forwarded-Role / X-Forwarded-Email instead of the service's identity.
  */
 import type * as arrow from 'apache-arrow';
 import type { Schema } from '../engine-rs/schema';
@@ -9,6 +10,16 @@ import type { BatchError } from '../query/hdQuery';
 import type { PlatformQueryClient } from '../sdk/platformQueryClient';
 import type { DatasetRead } from './planner';
 import { SqlError } from './sqlError';
+import { currentSqlUser } from './sqlUser';
+
+/** Options of {@link QueryClientFetcher}. */
+export interface QueryClientFetcherOptions {
+  /**
+   * Send each statement's SQL user as X-Forwarded-Role / X-Forwarded-Email (HD_SQL_IDENTITY=user,
+   * Proxy mode); a read with no user is refused rather than sent with whoever asked last.
+   */
+  readonly forwardSqlUser?: boolean;
+}
 
 /** How a fetch ended. */
 export interface FetchOutcome {
@@ -35,29 +46,66 @@ export interface DatasetFetcher {
  */
 export class QueryClientFetcher implements DatasetFetcher {
   private readonly idle: PlatformQueryClient[];
-  private readonly waiting: ((c: PlatformQueryClient) => void)[] = [];
+  private readonly waiting = new Set<(c: PlatformQueryClient) => void>();
 
   /** @param clients clients pointed at their upstream (SCC targets or Proxy); the schema is loaded per read. */
-  constructor(clients: PlatformQueryClient | readonly PlatformQueryClient[]) {
+  constructor(
+    clients: PlatformQueryClient | readonly PlatformQueryClient[],
+    private readonly options: QueryClientFetcherOptions = {},
+  ) {
     this.idle = Array.isArray(clients) ? [...clients] : [clients as PlatformQueryClient];
     if (this.idle.length === 0) throw new RangeError('QueryClientFetcher needs at least one query client');
   }
 
   async fetch(read: DatasetRead, onBatch: (b: arrow.RecordBatch) => Promise<void>, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome> {
-    const c = this.idle.pop() ?? (await new Promise<PlatformQueryClient>((resolve) => this.waiting.push(resolve)));
+    const c = this.idle.pop() ?? (await this.waitForClient(opts));
     try {
       return await this.run(c, read, onBatch, opts);
     } finally {
-      const next = this.waiting.shift();
-      if (next) next(c);
-      else this.idle.push(c);
+      const next = this.waiting.values().next();
+      if (!next.done) {
+        this.waiting.delete(next.value);
+        next.value(c);
+      } else this.idle.push(c);
     }
+  }
+
+  /**
+   * Waits, in arrival order, for a client another read hands back; a cancel (`signal`) or the
+   * statement's deadline ends the wait (57014) and takes the read out of the queue.
+   */
+  private waitForClient(opts: { deadline: number; signal?: AbortSignal }): Promise<PlatformQueryClient> {
+    return new Promise<PlatformQueryClient>((resolve, reject) => {
+      const leave = (err: SqlError): void => {
+        if (!this.waiting.delete(take)) return;
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+        reject(err);
+      };
+      const take = (client: PlatformQueryClient): void => {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+        resolve(client);
+      };
+      const onAbort = (): void => leave(new SqlError('query_timeout', 'canceling statement due to user request (it was waiting for a free read of the Storage Nodes, HD_SQL_CONCURRENT_READS)'));
+      const timer = setTimeout(() => leave(new SqlError('query_timeout', 'timed out waiting for a free read of the Storage Nodes (HD_SQL_CONCURRENT_READS are all busy; HD_SQL_QUERY_TIMEOUT_MS)')), Math.max(0, opts.deadline - Date.now()));
+      this.waiting.add(take);
+      if (opts.signal?.aborted) onAbort();
+      else opts.signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   private async run(c: PlatformQueryClient, read: DatasetRead, onBatch: (b: arrow.RecordBatch) => Promise<void>, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome> {
     if (opts.signal?.aborted) throw new SqlError('query_timeout', 'canceling statement due to user request');
     const left = opts.deadline - Date.now();
     if (left <= 0) throw new SqlError('query_timeout', 'timed out before the Storage Nodes were asked (HD_SQL_QUERY_TIMEOUT_MS)');
+    if (this.options.forwardSqlUser) {
+      const user = currentSqlUser();
+      if (!user) throw new SqlError('internal', 'HD_SQL_IDENTITY=user: this statement has no authenticated SQL user to read as');
+      // A client runs one read at a time, so its control headers are this read's (they replace the previous user's).
+      c.addControlHeader('x-forwarded-role', user.role);
+      c.addControlHeader('x-forwarded-email', user.email);
+    }
     c.loadDatasetSchema(read.schema as Schema);
     let why: 'timeout' | 'cancel' | undefined;
     const timer = setTimeout(() => {

@@ -2,8 +2,9 @@
  * hd_sql as a running service: the engine over the datasets of a schema directory or the DMS,
  * fetching through one PlatformQueryClient (straight from the SCCs, or through the HD Proxy; results
  * on PLATFORM_DATA_RETURN_PORT), behind the PostgreSQL wire, HTTP and Arrow Flight SQL doors, with
- * /health and /metrics on the observability port. The settings come validated from the `sqlServer`
- * pipeline stage (pipelines/stages/sqlServer.ts).
+ * /health and /metrics on the observability port. The doors share one security configuration
+ * (sql/doorSecurity.ts: credentials, TLS, Host allow-list, identity). The settings come validated
+ * from the `sqlServer` pipeline stage (pipelines/stages/sqlServer.ts).
  */
 import type net from 'node:net';
 import { Counter, Histogram } from 'prom-client';
@@ -13,9 +14,12 @@ import type { Schema } from '../engine-rs/schema';
 import { LocalSql } from '../sdk/local/localSql';
 import { Catalog } from './catalog';
 import { QueryClientFetcher } from './datasetFetcher';
+import { checkDoorSecurity, type DoorSecurity } from './doorSecurity';
 import { FlightSqlServer } from './flight/flightServer';
 import { httpDoor } from './httpDoor';
 import { PgServer } from './pgwire/pgServer';
+import { certificateNames } from './doorTls';
+import { DoorCredentials } from './doorUsers';
 import { connectHost, type ListenAddress } from './serverSettings';
 import { SqlEngine, type ExecuteOptions, type SqlEngineSettings, type SqlResult } from './sqlEngine';
 import { SqlError } from './sqlError';
@@ -37,7 +41,11 @@ export interface SqlServerSettings {
   readonly concurrentReads?: number;
   /** DuckDB worker threads (default DuckDB's own). */
   readonly threads?: number;
-  /** Undefined: the door is disabled. */
+  /** Credentials, TLS, Host allow-list and identity of the three doors; absent: open (refused beyond loopback). */
+  readonly security?: DoorSecurity;
+  /** HD_SQL_ALLOW_UNAUTHENTICATED: serve without a credential beyond loopback. */
+  readonly allowUnauthenticated?: boolean;
+  /** Undefined: the door is disabled. `password` (HD_SQL_PGWIRE_PASSWORD_FILE) when `security` has no credentials. */
   readonly pgwire: (ListenAddress & { readonly password?: string }) | undefined;
   readonly http: ListenAddress | undefined;
   readonly flightsql: ListenAddress | undefined;
@@ -83,6 +91,14 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
     for (const c of closers.reverse()) await c().catch((err: unknown) => s.log(`while stopping: ${(err as Error).message}`));
   };
   try {
+    const doors = [
+      ...(s.pgwire ? [{ name: 'PostgreSQL wire', variable: 'HD_SQL_PGWIRE_ADDRESS', at: s.pgwire }] : []),
+      ...(s.http ? [{ name: 'HTTP', variable: 'HD_SQL_HTTP_ADDRESS', at: s.http }] : []),
+      ...(s.flightsql ? [{ name: 'Arrow Flight SQL', variable: 'HD_SQL_FLIGHTSQL_ADDRESS', at: s.flightsql }] : []),
+    ];
+    const security: DoorSecurity = { ...s.security, ...(!s.security?.credentials && s.pgwire?.password !== undefined && { credentials: DoorCredentials.password(s.pgwire.password) }) };
+    // Refused before anything listens: an open door beyond loopback, TLS asked without a certificate.
+    const warnings = checkDoorSecurity(security, doors, s.allowUnauthenticated === true);
     const log = (l: string): void => s.log(`query client: ${l}`);
     const client = queryClientFor(s.upstream, s.returnHost, s.returnPort, log);
     closers.push(() => client.stop());
@@ -95,7 +111,7 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
     });
     const local = new LocalSql(s.threads !== undefined ? { threads: s.threads } : {});
     closers.push(() => local.close());
-    const engine = new MeteredSqlEngine(new Catalog(s.schemas), local, new QueryClientFetcher(clients), s.engine);
+    const engine = new MeteredSqlEngine(new Catalog(s.schemas), local, new QueryClientFetcher(clients, { forwardSqlUser: security.identity === 'user' }), s.engine);
     // DuckDB and the chess functions are ready before the doors open, not paid by the first statement.
     await engine.warmUp().catch((err: unknown) => s.log(`warming up the local engine failed (the first statement will try again): ${(err as Error).message}`));
     const out: { -readonly [K in keyof RunningSqlServer]?: RunningSqlServer[K] } = { returnAddress: ret };
@@ -119,14 +135,14 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
       obs.setStatus('ok');
     }
     if (s.pgwire) {
-      const pg = new PgServer(engine, { host: s.pgwire.host, port: s.pgwire.port, ...(s.pgwire.password !== undefined ? { password: s.pgwire.password } : {}), log: s.log });
+      const pg = new PgServer(engine, { host: s.pgwire.host, port: s.pgwire.port, security, log: s.log });
       out.pgwire = await pg.listen().catch((err: unknown) => {
         throw new Error(`the PostgreSQL wire door (HD_SQL_PGWIRE_ADDRESS) cannot listen on ${s.pgwire?.host}:${s.pgwire?.port}: ${(err as Error).message}`);
       });
       closers.push(() => pg.close());
     }
     if (s.http) {
-      const app: FastifyInstance = httpDoor(engine);
+      const app: FastifyInstance = httpDoor(engine, { listenHost: s.http.host, security, log: s.log });
       closers.push(() => app.close());
       await app.listen({ host: s.http.host, port: s.http.port }).catch((err: unknown) => {
         throw new Error(`the HTTP door (HD_SQL_HTTP_ADDRESS) cannot listen on ${s.http?.host}:${s.http?.port}: ${(err as Error).message}`);
@@ -135,13 +151,13 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
       out.http = { host: a.address, port: a.port };
     }
     if (s.flightsql) {
-      const flight = new FlightSqlServer(engine, { host: s.flightsql.host, port: s.flightsql.port, log: s.log });
+      const flight = new FlightSqlServer(engine, { host: s.flightsql.host, port: s.flightsql.port, log: s.log, security });
       closers.push(() => flight.close());
       out.flightsql = await flight.listen().catch((err: unknown) => {
         throw new Error(`the Arrow Flight SQL door (HD_SQL_FLIGHTSQL_ADDRESS) cannot listen on ${s.flightsql?.host}:${s.flightsql?.port}: ${(err as Error).message}`);
       });
     }
-    for (const line of startupLines(s, out as RunningSqlServer)) s.log(line);
+    for (const line of [...startupLines(s, security, out as RunningSqlServer), ...warnings]) s.log(line);
     return { ...(out as RunningSqlServer), close: closeAll };
   } catch (err) {
     await closeAll();
@@ -149,17 +165,26 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
   }
 }
 
-/** What start-up prints: where each door listens and how to reach it. */
-function startupLines(s: SqlServerSettings, r: RunningSqlServer): string[] {
+/** What start-up prints: where each door listens, how to reach it, and what it asks for. */
+function startupLines(s: SqlServerSettings, sec: DoorSecurity, r: RunningSqlServer): string[] {
   const lines = [`hd_sql '${s.nodeName}': ${s.schemas.length} dataset(s) (${s.schemas.map((x) => x.id).join(', ') || 'none'}) from ${s.schemaSource}; ${describeUpstream(s.upstream)}`];
-  if (r.pgwire) lines.push(`PostgreSQL wire on ${r.pgwire.host}:${r.pgwire.port} — psql -h ${connectHost(r.pgwire.host)} -p ${r.pgwire.port} -U hd`);
+  const creds = sec.credentials;
+  const user = creds?.kind === 'users' ? (creds.users[0]?.name ?? 'hd') : 'hd';
+  lines.push(
+    creds
+      ? `doors ask for credentials: ${creds.kind === 'users' ? `the ${creds.users.length} user(s) of HD_SQL_USERS_FILE` : 'the password of HD_SQL_PGWIRE_PASSWORD_FILE (any user name)'}; identity at the Proxy: ${sec.identity === 'user' ? "each SQL user's role and email (HD_SQL_IDENTITY=user)" : "the service's"}`
+      : 'doors ask for no credential',
+  );
+  if (sec.tls) lines.push(`TLS: ${sec.tls.source}, for ${certificateNames(sec.tls.pem.cert)}${sec.tlsRequired ? '; required of PostgreSQL wire clients beyond loopback (HD_SQL_TLS_REQUIRED)' : ''}`);
+  if (r.pgwire) lines.push(`PostgreSQL wire on ${r.pgwire.host}:${r.pgwire.port} — psql -h ${connectHost(r.pgwire.host)} -p ${r.pgwire.port} -U ${user}${sec.tls ? ' (sslmode=require)' : ''}`);
   else lines.push('PostgreSQL wire door disabled (HD_SQL_PGWIRE_ENABLED=false)');
-  if (r.http) lines.push(`HTTP on http://${connectHost(r.http.host)}:${r.http.port}/v1/query — curl -s http://${connectHost(r.http.host)}:${r.http.port}/v1/query -H 'content-type: application/json' -d '{"sql":"SHOW TABLES"}'`);
+  const scheme = sec.tls ? 'https' : 'http';
+  if (r.http) lines.push(`HTTP on ${scheme}://${connectHost(r.http.host)}:${r.http.port}/v1/query — curl -s${creds ? ` -u ${user}` : ''} ${scheme}://${connectHost(r.http.host)}:${r.http.port}/v1/query -H 'content-type: application/json' -d '{"sql":"SHOW TABLES"}'`);
   else lines.push('HTTP door disabled (HD_SQL_HTTP_ENABLED=false)');
-  if (r.flightsql) lines.push(`Arrow Flight SQL on ${r.flightsql.host}:${r.flightsql.port} — grpc://${connectHost(r.flightsql.host)}:${r.flightsql.port} (e.g. ADBC: adbc_driver_flightsql.dbapi.connect("grpc://${connectHost(r.flightsql.host)}:${r.flightsql.port}"))`);
+  const grpcUri = `${sec.tls ? 'grpc+tls' : 'grpc'}://${connectHost(r.flightsql?.host ?? '')}:${r.flightsql?.port ?? 0}`;
+  if (r.flightsql) lines.push(`Arrow Flight SQL on ${r.flightsql.host}:${r.flightsql.port} — ${grpcUri} (e.g. ADBC: adbc_driver_flightsql.dbapi.connect("${grpcUri}"${creds ? `, db_kwargs={"username": "${user}", "password": ...}` : ''}))`);
   else lines.push('Arrow Flight SQL door disabled (HD_SQL_FLIGHTSQL_ENABLED=false)');
   lines.push(`results from the Storage Nodes arrive at ${r.returnAddress.host}:${r.returnAddress.port}${s.returnHost ? '' : ` (advertised: the local address toward the ${s.upstream.kind === 'scc' ? 'SCC' : 'Proxy'})`}`);
   if (r.observability) lines.push(`/health and /metrics on http://${connectHost(r.observability.host)}:${r.observability.port}`);
-  if (s.pgwire && s.pgwire.password === undefined) lines.push('WARNING: HD_SQL_PGWIRE_PASSWORD_FILE is not set: the PostgreSQL wire door accepts anyone who can reach it, without a password');
   return lines;
 }

@@ -4,7 +4,9 @@
  */
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { ingressSecretFile } from './ingressSecret';
 import { packageRoot } from './packageRoot';
+import { sqlPasswordFile } from './sqlPassword';
 import type { NodeSpec } from './supervisor';
 
 /** The reference's standard ports. */
@@ -204,6 +206,8 @@ export function platformLayout(opts: LayoutOptions): PlatformLayout {
       OBSERVABILITY_PORT: String(PORTS.observability),
       DMS_URL: dmsUrl,
       PLATFORM_CA_CERT_PEM: files.caCert,
+      // Identity headers only from an ingress: hd_sql's sqlServer certificate, or this secret (local clients).
+      PROXY_INGRESS_SECRET_FILE: ingressSecretFile(opts.dataDir),
     },
     host: proxyHost,
     readyPort: PORTS.command,
@@ -238,6 +242,8 @@ export function platformLayout(opts: LayoutOptions): PlatformLayout {
       HD_SQL_PGWIRE_ADDRESS: `${sql}:${PORTS.pgwire}`,
       HD_SQL_HTTP_ADDRESS: `${sql}:${PORTS.sqlHttp}`,
       HD_SQL_FLIGHTSQL_ADDRESS: `${sql}:${PORTS.flightSql}`,
+      // Every door asks for the password hd up made (up/sqlPassword.ts); any user name.
+      HD_SQL_PGWIRE_PASSWORD_FILE: sqlPasswordFile(opts.dataDir),
       // The demo spans up to a day: a query without a time bound reads all of it.
       HD_SQL_DEFAULT_LOOKBACK_SEC: String(2 * 86_400),
       OBSERVABILITY_INTERFACE: sql,

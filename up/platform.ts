@@ -9,9 +9,11 @@ import { checkReachable } from '../lib/reachability';
 import { chessDataset, flowsDataset, type DemoDataset } from './demoData';
 import { ingestNdjson, type IngestSummary } from './demoIngest';
 import { DmsAdmin, declarePlatform, ensurePolicy, platformKeyBits, registerSqlServer } from './controlPlane';
+import { ensureIngressSecret } from './ingressSecret';
 import { platformLayout, type PlatformLayout } from './layout';
 import { hdCommand, packageRoot } from './packageRoot';
 import { readyMessage } from './readyMessage';
+import { ensureSqlPassword } from './sqlPassword';
 import { Supervisor, type NodeSpec } from './supervisor';
 
 /** Options of {@link runUp}. */
@@ -127,6 +129,8 @@ export async function runUp(opts: UpOptions): Promise<number> {
     return 2;
   }
   const layout = platformLayout({ dataDir, sqlUpstream: SQL_UPSTREAM, ...(opts.net ? { net: opts.net } : {}), ...(opts.ingest ? { schemaFiles: [opts.ingest.schema] } : {}) });
+  // hd_sql's doors ask for a password, made on the first start (up/sqlPassword.ts).
+  ensureSqlPassword(dataDir);
   // Set once the DMS is up; the Proxy and hd_sql get fresh credentials from it before every start.
   let admin: DmsAdmin | undefined;
   const dms = (): DmsAdmin => {
@@ -135,7 +139,8 @@ export async function runUp(opts: UpOptions): Promise<number> {
   };
   const nodes: NodeSpec[] = layout.nodes.map((n) => {
     // Bootstrap tokens are single-use: each start of the Proxy (a crash restart too) gets a new one.
-    if (n.role === 'proxy') return { ...n, prepare: async () => ({ PLATFORM_BOOTSTRAP_TOKEN: await dms().bootstrapToken(layout.proxy.nodeName) }) };
+    // Its ingress secret is made once per data directory (up/ingressSecret.ts).
+    if (n.role === 'proxy') return { ...n, prepare: async () => (ensureIngressSecret(dataDir), { PLATFORM_BOOTSTRAP_TOKEN: await dms().bootstrapToken(layout.proxy.nodeName) }) };
     // The SCC and the Storage Nodes keep the certificate they got (a restart presents it); the token
     // is for a first start, or a state directory that was wiped.
     if (n.role === 'scc') return { ...n, prepare: async () => ({ PLATFORM_BOOTSTRAP_TOKEN: await dms().bootstrapToken(layout.sccName) }) };

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { startServiceHealth } from '../../control/serviceHealth';
 import { startSqlServer, type RunningSqlServer } from '../../sql/server';
 import { startServiceIdentity } from '../../sql/serviceIdentity';
+import { doorSecurityOf, withIdentityTls } from '../../sql/doorSettings';
 import type { Schema } from '../../engine-rs/schema';
 import { dmsTls, fetchDmsSchemas, fetchProxySchemas, type DmsSchemaSource } from '../../sql/schemaSources';
 import { loadSchemaDir, parseListenAddress, parseSccTargetList, readPasswordFile, returnAddress, type ListenAddress } from '../../sql/serverSettings';
@@ -34,12 +35,20 @@ const settings = {
   strict: bool({ doc: 'fail a statement whose answer would carry a notice (default lookback applied, rows cut, batches absent) instead of answering it — HD_SQL_STRICT', default: false }),
   query_qos: int({ doc: 'priority weight sent to Storage Nodes — HD_SQL_QUERY_QOS', default: 1, min: 1, max: 255 }),
   pgwire_enabled: bool({ doc: 'serve the PostgreSQL wire door — HD_SQL_PGWIRE_ENABLED', default: true }),
-  pgwire_address: str({ doc: 'PostgreSQL wire listener [host]:port — HD_SQL_PGWIRE_ADDRESS', default: ':5432' }),
-  pgwire_password_file: str({ doc: 'file whose first line is the SQL wire password; empty: no password — HD_SQL_PGWIRE_PASSWORD_FILE', default: '', allowEmpty: true }),
+  pgwire_address: str({ doc: 'PostgreSQL wire listener [host]:port (loopback unless set) — HD_SQL_PGWIRE_ADDRESS', default: '127.0.0.1:5432' }),
+  pgwire_password_file: str({ doc: 'file whose first line is the password of every door (any user name); empty: none — HD_SQL_PGWIRE_PASSWORD_FILE', default: '', allowEmpty: true }),
+  users_file: str({ doc: 'JSON file of the doors\' users (SCRAM-SHA-256 secret and/or bearer token digest, role, email; docs/sql.md) — HD_SQL_USERS_FILE', default: '', allowEmpty: true }),
+  allow_unauthenticated: bool({ doc: 'serve without a credential on an address beyond loopback — HD_SQL_ALLOW_UNAUTHENTICATED', default: false }),
+  tls_cert_file: str({ doc: 'certificate chain (PEM) the doors serve TLS with — HD_SQL_TLS_CERT_FILE', default: '', allowEmpty: true }),
+  tls_key_file: str({ doc: 'its private key (PEM) — HD_SQL_TLS_KEY_FILE', default: '', allowEmpty: true }),
+  tls_from_identity: bool({ doc: 'serve TLS with the certificate the DMS issued to hd_sql (HD_DMS_*) — HD_SQL_TLS_FROM_IDENTITY', default: false }),
+  tls_required: bool({ doc: 'PostgreSQL wire clients beyond loopback must use TLS — HD_SQL_TLS_REQUIRED', default: false }),
+  identity: str({ doc: 'whose identity the Proxy evaluates: service (default) or user (the SQL user\'s role and email from HD_SQL_USERS_FILE) — HD_SQL_IDENTITY', default: 'service' }),
+  http_allowed_hosts: str({ doc: 'Host header names the HTTP door serves beyond loopback and its listen address, comma-separated — HD_SQL_HTTP_ALLOWED_HOSTS', default: '', allowEmpty: true }),
   http_enabled: bool({ doc: 'serve the HTTP door — HD_SQL_HTTP_ENABLED', default: true }),
-  http_address: str({ doc: 'HTTP listener [host]:port — HD_SQL_HTTP_ADDRESS', default: ':8081' }),
+  http_address: str({ doc: 'HTTP listener [host]:port (loopback unless set) — HD_SQL_HTTP_ADDRESS', default: '127.0.0.1:8081' }),
   flightsql_enabled: bool({ doc: 'serve Arrow Flight SQL (gRPC) — HD_SQL_FLIGHTSQL_ENABLED', default: true }),
-  flightsql_address: str({ doc: 'Arrow Flight SQL listener [host]:port — HD_SQL_FLIGHTSQL_ADDRESS', default: ':31337' }),
+  flightsql_address: str({ doc: 'Arrow Flight SQL listener [host]:port (loopback unless set) — HD_SQL_FLIGHTSQL_ADDRESS', default: '127.0.0.1:31337' }),
   observability_host: str({ doc: '/health and /metrics bind address — OBSERVABILITY_INTERFACE', default: '0.0.0.0' }),
   observability_port: int({ doc: '/health and /metrics port; -1 turns them off — OBSERVABILITY_PORT', default: 8080, min: -1, max: 65535 }),
   concurrent_reads: int({ doc: 'reads of the Storage Nodes running at once (each SQL statement reads each of its datasets once); more wait their turn — HD_SQL_CONCURRENT_READS', default: 4, min: 1, max: 256 }),
@@ -73,7 +82,7 @@ export const sqlServerStage: SinkType<typeof settings> = {
     };
     const at = (enabled: boolean, text: string, variable: string): ListenAddress | undefined => (enabled ? parseListenAddress(text, variable) : undefined);
     const pg = at(c.pgwire_enabled, c.pgwire_address, 'HD_SQL_PGWIRE_ADDRESS');
-    const password = c.pgwire_password_file === '' ? undefined : readPasswordFile(path.resolve(c.pgwire_password_file), 'HD_SQL_PGWIRE_PASSWORD_FILE');
+    const doorSecurity = doorSecurityOf(c, dms !== undefined);
     const ret = returnAddress(c.return_host, c.data_plane_subnet);
     const start = async (): Promise<RunningSqlServer> => {
       const { schemas, source } = await loadSchemas();
@@ -91,7 +100,9 @@ export const sqlServerStage: SinkType<typeof settings> = {
           engine: { lookbackSec: c.default_lookback_sec, timeoutMs: c.query_timeout_ms, maxRows: c.max_rows, qos: c.query_qos, strict: c.strict },
           concurrentReads: c.concurrent_reads,
           ...(c.threads > 0 ? { threads: c.threads } : {}),
-          pgwire: pg ? { ...pg, ...(password !== undefined ? { password } : {}) } : undefined,
+          security: withIdentityTls(doorSecurity, c.tls_from_identity, service?.tls),
+          allowUnauthenticated: c.allow_unauthenticated,
+          pgwire: pg,
           http: at(c.http_enabled, c.http_address, 'HD_SQL_HTTP_ADDRESS'),
           flightsql: at(c.flightsql_enabled, c.flightsql_address, 'HD_SQL_FLIGHTSQL_ADDRESS'),
           observability: c.observability_port < 0 ? undefined : { host: c.observability_host, port: c.observability_port },

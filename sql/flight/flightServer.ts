@@ -4,7 +4,9 @@
  * GetFlightInfo (schema by describing the statement, one endpoint whose ticket carries it) then
  * DoGet (the result as Arrow IPC messages, one FlightData per message); prepared statements live
  * in this server until closed (parameters bound by DoPut); the catalog commands answer from the
- * datasets. Errors carry the reference's gRPC status; notices go to the service log.
+ * datasets. Errors carry the reference's gRPC status; notices go to the service log. With door
+ * credentials every call but the handshake is authenticated first (flightAuth.ts: Unauthenticated
+ * otherwise) and runs as its user; with the doors' TLS it serves grpc+tls only.
  */
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
@@ -12,12 +14,17 @@ import type * as arrow from 'apache-arrow';
 import { tableFromIPC } from 'apache-arrow';
 import { ProtoWireError } from '../../query/protoWire';
 import type { SqlParam } from '../../sdk/local/localSqlSession';
+import { statementIdentity, type DoorSecurity } from '../doorSecurity';
 import type { ListenAddress } from '../serverSettings';
+import { runAsSqlUser } from '../sqlUser';
 import type { SqlEngine } from '../sqlEngine';
 import { SqlError } from '../sqlError';
 import { decodeAction, decodeDescriptor, decodeFlightData, decodeHandshake, decodeTicket, encodeActionType, encodeBytesMessage, encodeFlightData, encodeFlightInfo, encodeHandshake, FlightWriter, packAny, type FlightData, type FlightDescriptor } from './flightProto';
 import { CATALOG_SCHEMAS, catalogsTable, dbSchemasTable, decodeCommand, selectTables, tablesTable, tableTypesTable, type FlightSqlCommand } from './flightSqlCommands';
 import { joinIpcMessages, serializeSchema, tableMessages } from './ipcMessages';
+import { FlightAuth, unauthenticated } from './flightAuth';
+import { ConnectionGate, doorLimitsOf, type DoorLimits } from '../doorLimits';
+import { exhausted, gatedCalls, PreparedQuota, PutBudget, putTooLarge } from './flightLimits';
 import { serverSqlInfo, sqlInfoSchema, sqlInfoTable, type SqlInfoValue } from './sqlInfo';
 
 /** What FLIGHT_SQL_SERVER_VERSION reports. */
@@ -30,9 +37,15 @@ export interface FlightSqlServerOptions {
   readonly host: string;
   readonly port: number;
   readonly log: (line: string) => void;
+  /** Credentials, TLS and identity of the doors (sql/doorSecurity.ts); absent: open, plaintext. */
+  readonly security?: DoorSecurity;
+  /** Calls in flight, prepared statements per peer, DoPut bytes (sql/doorLimits.ts); absent: the defaults. */
+  readonly limits?: Partial<DoorLimits>;
 }
 
 interface Prepared {
+  /** The peer that prepared it (HD_SQL_MAX_PREPARED_STATEMENTS counts per peer). */
+  readonly owner: string;
   readonly sql: string;
   readonly schema: arrow.Schema;
   params: SqlParam[];
@@ -98,20 +111,29 @@ export class FlightSqlServer {
   private readonly prepared = new Map<string, Prepared>();
   private readonly info: ReadonlyMap<number, SqlInfoValue>;
   private readonly tableSchemas = new Map<string, arrow.Schema>();
+  private readonly auth: FlightAuth;
+  private stopWatchingTls: (() => void) | undefined;
+  private readonly limits: DoorLimits;
+  private readonly quota: PreparedQuota;
 
   constructor(
     private readonly engine: SqlEngine,
     private readonly options: FlightSqlServerOptions,
   ) {
     this.info = serverSqlInfo(FLIGHT_SERVER_VERSION, engine.settings.timeoutMs);
-    this.server.addService(flightServiceDefinition, this.handlers());
+    this.auth = new FlightAuth(options.security?.credentials);
+    this.limits = doorLimitsOf(options.limits);
+    this.quota = new PreparedQuota(this.limits.maxPreparedStatements);
+    // HD_SQL_MAX_CONNECTIONS counts calls in flight, before authentication as after.
+    const gate = new ConnectionGate(this.limits.maxConnections, 'Arrow Flight SQL');
+    this.server.addService(flightServiceDefinition, gatedCalls(this.guarded(this.handlers()), (name) => !flightServiceDefinition[name]?.responseStream, gate, options.log));
   }
 
   /** Binds the listener; resolves with the bound address. */
   listen(): Promise<ListenAddress> {
     const host = this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host;
     return new Promise((resolve, reject) => {
-      this.server.bindAsync(`${host}:${this.options.port}`, grpc.ServerCredentials.createInsecure(), (err, port) => {
+      this.server.bindAsync(`${host}:${this.options.port}`, this.credentials(), (err, port) => {
         // grpc-js says only "No address added" when the bind fails: the usual cause is a port in use.
         if (err) reject(new Error(`${err.message} (is another process listening on port ${this.options.port}, or is the host not an address of this machine?)`, { cause: err }));
         else resolve({ host: this.options.host, port });
@@ -119,8 +141,58 @@ export class FlightSqlServer {
     });
   }
 
+  /** Plaintext, or TLS with the doors' certificate (a renewed one is served to new connections). */
+  private credentials(): grpc.ServerCredentials {
+    const tls = this.options.security?.tls;
+    if (!tls) return grpc.ServerCredentials.createInsecure();
+    const listeners = new Set<(u: { certificate: Buffer; privateKey: Buffer } | null) => void>();
+    const provider = {
+      addCaCertificateListener: (): void => undefined,
+      removeCaCertificateListener: (): void => undefined,
+      addIdentityCertificateListener: (l: (u: { certificate: Buffer; privateKey: Buffer } | null) => void): void => {
+        listeners.add(l);
+        const { cert, key } = tls.pem;
+        // Not synchronously: grpc-js registers its own watcher only after this returns.
+        queueMicrotask(() => l({ certificate: Buffer.from(cert), privateKey: Buffer.from(key) }));
+      },
+      removeIdentityCertificateListener: (l: (u: { certificate: Buffer; privateKey: Buffer } | null) => void): void => void listeners.delete(l),
+    };
+    this.stopWatchingTls = tls.watch(({ cert, key }) => {
+      for (const l of listeners) l({ certificate: Buffer.from(cert), privateKey: Buffer.from(key) });
+    });
+    // grpc-js's certificate-provider credentials take the identity provider first (no client certificate asked).
+    return grpc.experimental.createCertificateProviderServerCredentials(provider, null, false);
+  }
+
+  /**
+   * Every method but the handshake behind the authorization check, run as the caller's SQL user
+   * (HD_SQL_IDENTITY=user reads through the Proxy with that user's identity).
+   */
+  private guarded(handlers: grpc.UntypedServiceImplementation): grpc.UntypedServiceImplementation {
+    const security = this.options.security ?? {};
+    const out: grpc.UntypedServiceImplementation = {};
+    for (const [name, handler] of Object.entries(handlers)) {
+      if (name === 'Handshake') {
+        out[name] = handler;
+        continue;
+      }
+      const unary = !flightServiceDefinition[name]?.responseStream;
+      out[name] = ((call: grpc.ServerUnaryCall<Buffer, Buffer> | grpc.ServerWritableStream<Buffer, Buffer>, cb?: grpc.sendUnaryData<Buffer>) => {
+        const r = this.auth.check(call.metadata);
+        if ('refused' in r) {
+          this.options.log(`Flight SQL: ${name} refused: ${r.refused}`);
+          if (unary) return cb?.(unauthenticated(r.refused));
+          return call.emit('error', unauthenticated(r.refused));
+        }
+        return runAsSqlUser(statementIdentity(security, r.principal), () => (handler as (c: unknown, cb?: unknown) => void)(call, cb));
+      }) as grpc.UntypedHandleCall;
+    }
+    return out;
+  }
+
   /** Stops accepting calls and ends those in flight (their queries are cancelled). */
   close(): Promise<void> {
+    this.stopWatchingTls?.();
     return new Promise((resolve) => {
       const t = setTimeout(() => this.server.forceShutdown(), 2000);
       this.server.tryShutdown(() => {
@@ -133,9 +205,23 @@ export class FlightSqlServer {
   private handlers(): grpc.UntypedServiceImplementation {
     return {
       Handshake: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+        // With credentials: Basic in, the session token out (response header, and each answer's payload).
+        let token = Buffer.alloc(0);
+        if (this.auth.required) {
+          const r = this.auth.handshake(call.metadata);
+          if ('refused' in r) {
+            this.options.log(`Flight SQL: handshake refused: ${r.refused}`);
+            call.emit('error', unauthenticated(r.refused));
+            return;
+          }
+          const md = new grpc.Metadata();
+          md.set('authorization', `Bearer ${r.token}`);
+          call.sendMetadata(md);
+          token = Buffer.from(r.token);
+        }
         call.on('data', (b: Buffer) => {
           try {
-            call.write(encodeHandshake({ protocolVersion: decodeHandshake(b).protocolVersion, payload: Buffer.alloc(0) }));
+            call.write(encodeHandshake({ protocolVersion: decodeHandshake(b).protocolVersion, payload: token }));
           } catch (err) {
             call.emit('error', statusOf(err));
           }
@@ -157,8 +243,16 @@ export class FlightSqlServer {
       DoPut: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
         const messages: FlightData[] = [];
         let failed = false;
+        const budget = new PutBudget(this.limits.maxPutBytes);
         call.on('data', (b: Buffer) => {
           if (failed) return;
+          if (!budget.add(b.length)) {
+            failed = true;
+            messages.length = 0;
+            this.options.log(`Flight SQL: DoPut from ${call.getPeer()} refused: more than ${budget.max} bytes (HD_SQL_FLIGHT_MAX_PUT_BYTES)`);
+            call.emit('error', putTooLarge(budget.max));
+            return;
+          }
           try {
             messages.push(decodeFlightData(b));
           } catch (err) {
@@ -178,7 +272,7 @@ export class FlightSqlServer {
       },
       DoExchange: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'DoExchange is not supported by hd_sql; use GetFlightInfo and DoGet (Flight SQL statement queries)' }),
       DoAction: (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
-        this.doAction(call.request).then(
+        this.doAction(call.request, call.getPeer()).then(
           (results) => {
             for (const r of results) call.write(encodeBytesMessage(r));
             call.end();
@@ -283,22 +377,37 @@ export class FlightSqlServer {
     }
   }
 
-  private async doAction(request: Buffer): Promise<Buffer[]> {
+  private async doAction(request: Buffer, peer: string): Promise<Buffer[]> {
     const action = decodeAction(request);
     if (action.type === 'CreatePreparedStatement') {
       const cmd = decodeCommand(action.body, 'Action.body');
       if (cmd.kind !== 'createPreparedStatement') throw new SqlError('invalid_statement', `CreatePreparedStatement takes an ActionCreatePreparedStatementRequest, not ${cmd.kind}`);
-      const schema = await this.engine.describe(cmd.query, placeholders(cmd.query));
+      this.quota.take(peer);
+      let schema: arrow.Schema;
+      try {
+        schema = await this.engine.describe(cmd.query, placeholders(cmd.query));
+      } catch (err) {
+        this.quota.give(peer);
+        throw err;
+      }
       const handle = randomBytes(16);
-      if (this.prepared.size >= MAX_PREPARED) this.prepared.delete(this.prepared.keys().next().value as string);
-      this.prepared.set(handle.toString('hex'), { sql: cmd.query, schema, params: [] });
+      if (this.prepared.size >= MAX_PREPARED) {
+        const oldest = this.prepared.keys().next().value as string;
+        this.quota.give((this.prepared.get(oldest) as Prepared).owner);
+        this.prepared.delete(oldest);
+      }
+      this.prepared.set(handle.toString('hex'), { owner: peer, sql: cmd.query, schema, params: [] });
       const result = new FlightWriter().bytes(1, handle).bytes(2, serializeSchema(schema)).finish();
       return [packAny('ActionCreatePreparedStatementResult', result)];
     }
     if (action.type === 'ClosePreparedStatement') {
       const cmd = decodeCommand(action.body, 'Action.body');
       if (cmd.kind !== 'closePreparedStatement') throw new SqlError('invalid_statement', `ClosePreparedStatement takes an ActionClosePreparedStatementRequest, not ${cmd.kind}`);
-      this.prepared.delete(cmd.handle.toString('hex'));
+      const closing = this.prepared.get(cmd.handle.toString('hex'));
+      if (closing) {
+        this.quota.give(closing.owner);
+        this.prepared.delete(cmd.handle.toString('hex'));
+      }
       return [];
     }
     throw new SqlError('unsupported_statement', `the action ${JSON.stringify(action.type)} is not supported by hd_sql (ListActions names those it is)`);

@@ -3,6 +3,7 @@
  * and yields only whole messages (pg-protocol's shape). Every length is checked before it is
  * trusted; a malformed message is a PgProtocolError and the connection is closed by the server.
  */
+import { ByteQueue } from './byteQueue';
 
 /** Protocol version 3.0, the only one served. */
 export const PROTOCOL_3 = 196608;
@@ -12,6 +13,12 @@ export const GSSENC_REQUEST = 80877104;
 export const CANCEL_REQUEST = 80877102;
 /** Largest message accepted (1 GiB is PostgreSQL's own limit; we keep statements far smaller). */
 export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+/**
+ * Largest message before the login is done (PostgreSQL's MAX_STARTUP_PACKET_LENGTH): the startup
+ * packet always, and password / SASL messages until authentication completes. An unauthenticated
+ * client cannot make the server buffer more.
+ */
+export const MAX_STARTUP_BYTES = 10_000;
 
 /** A frontend message. */
 export type FrontendMessage =
@@ -144,23 +151,36 @@ function parseTyped(code: string, body: Body): FrontendMessage {
 
 /** Splits a byte stream into frontend messages; `startup` until the startup message is read. */
 export class FrontendParser {
-  private buf: Buffer = Buffer.alloc(0);
+  /** Received bytes not yet parsed, as the chunks they came in (no concat per chunk: a slow drip stays linear). */
+  private readonly queue = new ByteQueue();
   private startup = true;
+  /**
+   * Longest typed message accepted (the server lowers it to {@link MAX_STARTUP_BYTES} until the
+   * login is done). A message whose length says more is refused as soon as its length is read,
+   * before any of its body is buffered. Startup-phase packets are always capped at
+   * {@link MAX_STARTUP_BYTES}, whatever this says.
+   */
+  maxMessageBytes = MAX_MESSAGE_BYTES;
+
+  /** Bytes received that do not yet make a whole message. */
+  get pending(): number {
+    return this.queue.length;
+  }
 
   /** Adds bytes and returns the whole messages they complete. @throws PgProtocolError */
   push(chunk: Buffer): FrontendMessage[] {
-    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+    this.queue.push(chunk);
     const out: FrontendMessage[] = [];
     for (;;) {
       const head = this.startup ? 4 : 5;
-      if (this.buf.length < head) break;
-      const len = this.buf.readInt32BE(head - 4);
-      if (len < 4 || len > MAX_MESSAGE_BYTES) throw new PgProtocolError(`message length ${len} is out of range (4..${MAX_MESSAGE_BYTES})`);
+      if (this.queue.length < head) break;
+      const len = this.queue.int32At(head - 4);
+      checkLength(len, this.startup ? MAX_STARTUP_BYTES : this.maxMessageBytes, this.startup);
       const total = head - 4 + len;
-      if (this.buf.length < total) break;
-      const code = this.startup ? '' : String.fromCharCode(this.buf[0] as number);
-      const body = this.buf.subarray(head, total);
-      this.buf = this.buf.subarray(total);
+      if (this.queue.length < total) break;
+      const code = this.startup ? '' : String.fromCharCode(this.queue.byteAt(0));
+      this.queue.take(head);
+      const body = this.queue.take(total - head);
       if (this.startup) {
         const m = parseStartup(body);
         if (m.kind === 'startup' || m.kind === 'cancelRequest') this.startup = false;
@@ -170,6 +190,18 @@ export class FrontendParser {
       }
     }
     return out;
+  }
+}
+
+/**
+ * Refuses a message length below the smallest message (8 for a startup packet: length and code; 4
+ * for a typed one: the length itself) or above `max`. @throws PgProtocolError
+ */
+export function checkLength(len: number, max: number, startup: boolean): void {
+  const min = startup ? 8 : 4;
+  if (len < min || len > max) {
+    const phase = startup ? 'startup packet' : 'message';
+    throw new PgProtocolError(`${phase} length ${len} is out of range (${min}..${max}${max < MAX_MESSAGE_BYTES ? ' before the login is done' : ''})`);
   }
 }
 

@@ -1,22 +1,28 @@
 /**
- * hd_sql's PostgreSQL wire door: startup (SSLRequest answered 'N'), SCRAM-SHA-256 password auth
- * when a password is set, simple query, the extended protocol (Parse/Bind/Describe/Execute/Sync/Close,
+ * hd_sql's PostgreSQL wire door: startup (SSLRequest → TLS when the doors have a certificate, else
+ * 'N'), SCRAM-SHA-256 login (and SCRAM-SHA-256-PLUS over TLS) when credentials are set, simple query, the extended protocol (Parse/Bind/Describe/Execute/Sync/Close,
  * text and binary parameters and results), CancelRequest, `COPY (query) TO STDOUT`, notices, and
  * ErrorResponse with the reference's SQLSTATEs. It reports itself as PostgreSQL 16 so drivers work.
  */
 import { randomInt } from 'node:crypto';
 import net from 'node:net';
+import tls from 'node:tls';
 import type * as arrow from 'apache-arrow';
 import type { SqlParam } from '../../sdk/local/localSqlSession';
 import type { SqlEngine } from '../sqlEngine';
+import { isLoopback, statementIdentity, type DoorSecurity } from '../doorSecurity';
+import { socketEndPoint } from '../doorTls';
+import { DoorCredentials, type DoorPrincipal } from '../doorUsers';
 import { SqlError } from '../sqlError';
+import { runAsSqlUser, type SqlUserIdentity } from '../sqlUser';
 import { DataRowWriter } from './dataRows';
+import { ConnectionGate, doorLimitsOf, type DoorLimits, type SendBacklog } from '../doorLimits';
+import { admitConnection, belowHighWater, loginDeadline } from './pgLimits';
 import { backend, type PgErrorFields } from './backend';
-import { FrontendParser, PgProtocolError, type FrontendMessage } from './frontend';
-import { SaslLogin } from './saslLogin';
+import { FrontendParser, MAX_MESSAGE_BYTES, MAX_STARTUP_BYTES, PgProtocolError, type FrontendMessage } from './frontend';
+import { LOGIN_HINTS, SaslLogin } from './saslLogin';
 import { EXTRA_SETTINGS, sessionAnswer, SessionSettings } from './sessionQueries';
 import { COPY_TO_STDOUT, paramCount, SESSION_STATEMENT, tagOf } from './statementKinds';
-import { scramVerifier, type ScramVerifier } from './scram';
 import { PgBinaryError } from './pgBinary';
 import { binaryOf, fieldsOf, paramOf, textOf } from './pgTypes';
 
@@ -27,9 +33,15 @@ export const SERVER_VERSION = '16.0 (hd_sql)';
 export interface PgServerOptions {
   readonly host: string;
   readonly port: number;
-  /** The password of HD_SQL_PGWIRE_PASSWORD_FILE; undefined: no authentication. */
+  /** The password of HD_SQL_PGWIRE_PASSWORD_FILE (any user name); ignored when `security` has credentials. */
   readonly password?: string;
+  /** Credentials, TLS and identity of the doors (sql/doorSecurity.ts). */
+  readonly security?: DoorSecurity;
   readonly log?: (line: string) => void;
+  /** Connections, login time, prepared statements, send backlog (sql/doorLimits.ts); absent: the defaults. */
+  readonly limits?: Partial<DoorLimits>;
+  /** Where the send backlog of each connection is reported (/metrics). */
+  readonly backlog?: SendBacklog;
 }
 
 interface Statement {
@@ -62,19 +74,24 @@ export { paramCount } from './statementKinds';
 export class PgServer {
   private server: net.Server | undefined;
   private readonly connections = new Map<number, PgConnection>();
-  /** Derived once: what PostgreSQL would store for the password (the password itself is not kept per connection). */
-  private readonly verifier: ScramVerifier | undefined;
+  /** Derived once: what PostgreSQL would store for each password (the password itself is not kept per connection). */
+  private readonly credentials: DoorCredentials | undefined;
+  /** HD_SQL_MAX_CONNECTIONS: every connection counts, logged in or not. */
+  private readonly gate: ConnectionGate;
 
   constructor(
     private readonly engine: SqlEngine,
     private readonly options: PgServerOptions,
   ) {
-    this.verifier = options.password === undefined ? undefined : scramVerifier(options.password);
+    this.gate = new ConnectionGate(doorLimitsOf(options.limits).maxConnections, 'PostgreSQL wire');
+    this.credentials = options.security?.credentials ?? (options.password === undefined ? undefined : DoorCredentials.password(options.password));
   }
 
   /** Listens; resolves with the bound address. */
   async listen(): Promise<{ host: string; port: number }> {
-    const server = net.createServer((socket) => new PgConnection(socket, this.engine, this.options, this.verifier, this.connections));
+    const server = net.createServer((socket) => {
+      if (admitConnection(socket, this.gate, this.options.log)) new PgConnection(socket, this.engine, this.options, this.credentials, this.connections);
+    });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -99,39 +116,83 @@ class PgConnection {
   private state: 'startup' | 'login' | 'ready' | 'closed' = 'startup';
   private user = '';
   private login: SaslLogin | undefined;
+  /** Who logged in (undefined on an open door) and the identity their statements read with. */
+  private principal: DoorPrincipal | undefined;
+  private identity: SqlUserIdentity | undefined;
+  /** The socket the protocol runs over: the TCP one, or the TLS one after an SSLRequest. */
+  private socket: net.Socket;
+  private readonly onData = (chunk: Buffer): void => this.receive(chunk);
   private applicationName = '';
   private settings = new SessionSettings({});
   private readonly statements = new Map<string, Statement>();
   private readonly portals = new Map<string, Portal>();
   private skipToSync = false;
   private running: AbortController | undefined;
+  private readonly limits: DoorLimits;
+  /** Stops the login deadline (HD_SQL_LOGIN_TIMEOUT_MS) once the connection is ready. */
+  private readonly loggedIn: () => void;
 
   constructor(
-    private readonly socket: net.Socket,
+    private readonly tcp: net.Socket,
     private readonly engine: SqlEngine,
     private readonly options: PgServerOptions,
-    private readonly verifier: ScramVerifier | undefined,
+    private readonly credentials: DoorCredentials | undefined,
     private readonly registry: Map<number, PgConnection>,
   ) {
-    socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => {
-      if (this.state === 'closed') return;
-      let msgs: FrontendMessage[];
-      try {
-        msgs = this.parser.push(chunk);
-      } catch (err) {
-        const m = err instanceof PgProtocolError ? err.message : String(err);
-        this.refuse('08P01', `protocol violation: ${m}`);
-        return;
-      }
-      for (const m of msgs) this.queue = this.queue.then(() => this.handle(m)).catch((err: unknown) => this.fatal(err));
-    });
-    socket.on('error', () => undefined);
+    this.socket = tcp;
+    tcp.setNoDelay(true);
+    // Until the login is done a message is at most a startup packet or a SASL message (PostgreSQL's 10 000 bytes).
+    if (credentials) this.parser.maxMessageBytes = MAX_STARTUP_BYTES;
+    this.limits = doorLimitsOf(options.limits);
+    // PostgreSQL's authentication_timeout: startup, TLS handshake and login within HD_SQL_LOGIN_TIMEOUT_MS, or closed.
+    this.loggedIn = loginDeadline(this.limits.loginTimeoutMs, () => this.loginExpired());
+    const backlogOf = options.backlog?.add(() => this.socket.writableLength);
+    tcp.on('data', this.onData);
+    tcp.on('error', () => undefined);
     // Closing the connection cancels its query (the reference's only cancel; ours has CancelRequest too).
-    socket.on('close', () => {
+    tcp.on('close', () => {
       this.running?.abort();
       this.registry.delete(this.pid);
+      this.loggedIn();
+      backlogOf?.();
     });
+  }
+
+  private receive(chunk: Buffer): void {
+    if (this.state === 'closed') return;
+    let msgs: FrontendMessage[];
+    try {
+      msgs = this.parser.push(chunk);
+    } catch (err) {
+      const m = err instanceof PgProtocolError ? err.message : String(err);
+      this.refuse('08P01', `protocol violation: ${m}`);
+      return;
+    }
+    // Bytes sent in clear behind an SSLRequest would be read as if they had come over TLS (CVE-2021-23214).
+    const ssl = msgs.findIndex((m) => m.kind === 'sslRequest');
+    if (ssl >= 0 && (ssl !== msgs.length - 1 || this.parser.pending > 0)) {
+      this.refuse('08P01', 'protocol violation: unencrypted data after SSLRequest');
+      return;
+    }
+    for (const m of msgs) this.queue = this.queue.then(() => this.handle(m)).catch((err: unknown) => this.fatal(err));
+  }
+
+  /** Answers an SSLRequest: 'S' and the TLS handshake when the doors have a certificate, else 'N'. */
+  private startTls(): void {
+    const doorTls = this.options.security?.tls;
+    if (!doorTls) return this.send(Buffer.from('N'));
+    if (this.socket !== this.tcp) return this.refuse('08P01', 'protocol violation: SSLRequest on a connection that already uses TLS');
+    // From here the TCP bytes are TLS records: the TLS socket reads them, not the parser.
+    this.tcp.off('data', this.onData);
+    this.tcp.write(Buffer.from('S'));
+    const secure = new tls.TLSSocket(this.tcp, { isServer: true, secureContext: doorTls.secureContext() });
+    secure.on('error', (err: Error) => {
+      this.options.log?.(`pgwire: TLS handshake with ${this.tcp.remoteAddress} failed: ${err.message}`);
+      this.state = 'closed';
+      this.tcp.destroy();
+    });
+    secure.on('data', this.onData);
+    this.socket = secure;
   }
 
   /** Drops the connection, cancelling its query. */
@@ -146,7 +207,19 @@ class PgConnection {
   }
 
   private send(...bufs: Buffer[]): void {
-    if (!this.socket.destroyed) this.socket.write(bufs.length === 1 ? (bufs[0] as Buffer) : Buffer.concat(bufs));
+    if (this.socket.destroyed) return;
+    this.socket.write(bufs.length === 1 ? (bufs[0] as Buffer) : Buffer.concat(bufs));
+    this.options.backlog?.note(this.socket.writableLength);
+  }
+
+  /** Not logged in within HD_SQL_LOGIN_TIMEOUT_MS: closed (a TLS handshake still under way is cut). */
+  private loginExpired(): void {
+    if (this.state === 'ready' || this.state === 'closed') return;
+    this.options.log?.(`pgwire: closed a connection from ${this.tcp.remoteAddress} that had not logged in within ${this.limits.loginTimeoutMs} ms (HD_SQL_LOGIN_TIMEOUT_MS)`);
+    const secure = this.socket instanceof tls.TLSSocket;
+    if (secure && !(this.socket as tls.TLSSocket).encrypted) return this.destroy();
+    this.closeWith({ severity: 'FATAL', code: '08006', message: `the login did not complete within ${this.limits.loginTimeoutMs} ms (HD_SQL_LOGIN_TIMEOUT_MS)` });
+    this.socket.setTimeout(1_000, () => this.socket.destroy());
   }
 
   private fatal(err: unknown): void {
@@ -164,6 +237,7 @@ class PgConnection {
       case 'query':
         return this.simpleQuery(m.sql);
       case 'parse':
+        if (!this.statements.has(m.name) && this.statements.size >= this.limits.maxPreparedStatements) return this.extendedError(tooManyPrepared(this.limits.maxPreparedStatements, 'prepared statements'));
         this.statements.set(m.name, { sql: m.sql, paramTypes: m.paramTypes });
         return this.send(backend.parseComplete());
       case 'bind': {
@@ -175,6 +249,7 @@ class PgConnection {
         } catch (err) {
           return this.extendedError(err);
         }
+        if (!this.portals.has(m.portal) && this.portals.size >= this.limits.maxPreparedStatements) return this.extendedError(tooManyPrepared(this.limits.maxPreparedStatements, 'portals'));
         this.portals.set(m.portal, { statement: st, params, resultFormats: m.resultFormats, sent: 0 });
         return this.send(backend.bindComplete());
       }
@@ -205,7 +280,8 @@ class PgConnection {
   }
 
   private startup(m: FrontendMessage): void {
-    if (m.kind === 'sslRequest' || m.kind === 'gssencRequest') return this.send(Buffer.from('N'));
+    if (m.kind === 'sslRequest') return this.startTls();
+    if (m.kind === 'gssencRequest') return this.send(Buffer.from('N'));
     if (m.kind === 'cancelRequest') {
       const target = this.registry.get(m.processId);
       if (target && target.secret === m.secretKey) target.cancel();
@@ -215,16 +291,24 @@ class PgConnection {
     if (m.kind !== 'startup') return this.fatal(new Error('expected a startup message'));
     this.user = m.params['user'] ?? '';
     this.applicationName = m.params['application_name'] ?? '';
-    if (this.verifier !== undefined) {
+    const onTls = this.socket instanceof tls.TLSSocket;
+    if (this.options.security?.tlsRequired && !onTls && !isLoopback(this.tcp.remoteAddress ?? '')) {
+      this.options.log?.(`pgwire: refused a connection without TLS from ${this.tcp.remoteAddress} (HD_SQL_TLS_REQUIRED)`);
+      return this.refuse('28000', `TLS is required for connections from ${this.tcp.remoteAddress} (HD_SQL_TLS_REQUIRED): connect with sslmode=require`);
+    }
+    if (this.credentials !== undefined) {
       this.state = 'login';
-      this.login = new SaslLogin(this.verifier, this.user);
+      const { verifier, principal } = this.credentials.verifierFor(this.user);
+      this.principal = principal;
+      const binding = onTls ? socketEndPoint(this.socket as tls.TLSSocket) : undefined;
+      this.login = new SaslLogin(verifier, this.user, binding, LOGIN_HINTS[this.credentials.kind]);
       return this.send(this.login.request());
     }
     this.ready();
   }
 
   /** Ends the connection with a FATAL error (authentication failures, protocol violations). */
-  private refuse(code: '28P01' | '08P01', message: string): void {
+  private refuse(code: '28P01' | '28000' | '08P01', message: string): void {
     this.closeWith({ severity: 'FATAL', code, message });
   }
 
@@ -246,6 +330,9 @@ class PgConnection {
 
   private ready(): void {
     this.state = 'ready';
+    this.loggedIn();
+    this.parser.maxMessageBytes = MAX_MESSAGE_BYTES;
+    this.identity = statementIdentity(this.options.security ?? {}, this.principal);
     this.registry.set(this.pid, this);
     const params: [string, string][] = [
       ['server_version', SERVER_VERSION],
@@ -269,7 +356,7 @@ class PgConnection {
     const ac = new AbortController();
     this.running = ac;
     try {
-      const r = await this.engine.execute(sql, { params, signal: ac.signal });
+      const r = await runAsSqlUser(this.identity, () => this.engine.execute(sql, { params, signal: ac.signal }));
       for (const n of r.notices) this.send(backend.notice({ severity: 'NOTICE', code: '01000', message: n }));
       return r;
     } finally {
@@ -287,11 +374,11 @@ class PgConnection {
       const copy = COPY_TO_STDOUT.exec(sql);
       if (copy) {
         const r = await this.run(copy[1] as string, []);
-        this.sendCopy(r.table);
+        await this.sendCopy(r.table);
       } else {
         const r = await this.run(sql, []);
         this.send(backend.rowDescription(fieldsOf(r.table.schema)));
-        this.sendRows(r.table, [], 0, r.table.numRows);
+        await this.sendRows(r.table, [], 0, r.table.numRows);
         this.send(backend.commandComplete(`SELECT ${r.table.numRows}`));
       }
     } catch (err) {
@@ -343,7 +430,7 @@ class PgConnection {
       p.result ??= await this.run(p.statement.sql, p.params);
       const t = p.result.table;
       const end = maxRows > 0 ? Math.min(t.numRows, p.sent + maxRows) : t.numRows;
-      this.sendRows(t, p.resultFormats, p.sent, end);
+      await this.sendRows(t, p.resultFormats, p.sent, end);
       p.sent = end;
       this.send(end < t.numRows ? backend.portalSuspended() : backend.commandComplete(`SELECT ${t.numRows}`));
     } catch (err) {
@@ -351,7 +438,11 @@ class PgConnection {
     }
   }
 
-  private sendRows(t: arrow.Table, formats: readonly number[], from: number, to: number): void {
+  /**
+   * Writes rows `from`..`to` as DataRows, pausing while the socket holds more than
+   * HD_SQL_SEND_BUFFER_BYTES (a client that stops reading stops the production, not the server's memory).
+   */
+  private async sendRows(t: arrow.Table, formats: readonly number[], from: number, to: number): Promise<void> {
     const fields = fieldsOf(t.schema, formats);
     const cols = t.schema.fields.map((_, i) => t.getChildAt(i) as arrow.Vector);
     const w = new DataRowWriter((chunk) => this.send(chunk));
@@ -374,11 +465,14 @@ class PgConnection {
         }
       }
       w.endRow();
+      const wait = belowHighWater(this.socket, this.limits.sendBufferBytes);
+      if (wait) await wait;
+      if (this.socket.destroyed) return;
     }
     w.flush();
   }
 
-  private sendCopy(t: arrow.Table): void {
+  private async sendCopy(t: arrow.Table): Promise<void> {
     const cols = t.schema.fields.map((_, i) => t.getChildAt(i) as arrow.Vector);
     this.send(backend.copyOutResponse(cols.length));
     const esc = (s: string): string => s.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
@@ -388,7 +482,15 @@ class PgConnection {
         return s === null ? '\\N' : esc(s);
       });
       this.send(backend.copyData(Buffer.from(`${line.join('\t')}\n`, 'utf8')));
+      const wait = belowHighWater(this.socket, this.limits.sendBufferBytes);
+      if (wait) await wait;
+      if (this.socket.destroyed) return;
     }
     this.send(backend.copyDone(), backend.commandComplete(`COPY ${t.numRows}`));
   }
+}
+
+/** The refusal of one prepared statement (or portal) too many on a connection. */
+function tooManyPrepared(max: number, what: string): SqlError {
+  return new SqlError('limit_exceeded', `too many ${what}: a connection keeps at most ${max} open (HD_SQL_MAX_PREPARED_STATEMENTS); close (or DEALLOCATE) those it no longer uses`);
 }

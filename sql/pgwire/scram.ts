@@ -1,14 +1,19 @@
 /**
  * SCRAM-SHA-256 (RFC 5802 / RFC 7677) as PostgreSQL speaks it, server side: the verifier is derived
  * once from the password (PBKDF2 with a random salt, as PostgreSQL stores it), and each connection
- * runs one `ScramExchange`. Channel binding is not offered (no TLS here), so a client that demands
- * it ('p=' gs2 flag) is refused. Malformed client messages are `ScramError`s of kind 'protocol'
+ * runs one `ScramExchange`. Channel binding (SCRAM-SHA-256-PLUS, `tls-server-end-point`) is checked
+ * when the exchange is given the connection's binding data (a TLS connection whose client chose
+ * -PLUS); otherwise a client that demands it ('p=' gs2 flag) is refused. Malformed client messages are `ScramError`s of kind 'protocol'
  * (08P01); a wrong proof is kind 'auth' (28P01). Nothing in here throws anything else.
  */
 import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** The only mechanism offered. */
+/** The mechanism offered on every connection. */
 export const SCRAM_SHA_256 = 'SCRAM-SHA-256';
+/** With channel binding: offered on TLS connections. */
+export const SCRAM_SHA_256_PLUS = 'SCRAM-SHA-256-PLUS';
+/** The one channel binding type served (RFC 5929), the one libpq uses. */
+export const TLS_SERVER_END_POINT = 'tls-server-end-point';
 /** PostgreSQL's default iteration count (scram_iterations). */
 export const SCRAM_ITERATIONS = 4096;
 
@@ -81,9 +86,14 @@ export class ScramExchange {
   private serverFirst = '';
   private nonce = '';
 
+  /**
+   * @param channelBinding the connection's `tls-server-end-point` data when the client chose
+   * SCRAM-SHA-256-PLUS: then the GS2 header must name that binding and c= must carry it
+   */
   constructor(
     private readonly verifier: ScramVerifier,
     private readonly serverNonce: string = randomBytes(18).toString('base64'),
+    private readonly channelBinding?: Buffer,
   ) {}
 
   /**
@@ -98,8 +108,11 @@ export class ScramExchange {
     const m = /^([^,]*),([^,]*),/.exec(msg);
     if (!m) throw new ScramError('protocol', 'malformed SCRAM client-first-message: it must start with a GS2 header like "n,,"');
     const flag = m[1] as string;
-    if (flag.startsWith('p=')) throw new ScramError('protocol', 'SCRAM channel binding was requested, but this server offers none (no TLS): connect with channel_binding=disable or prefer');
-    if (flag !== 'n' && flag !== 'y') throw new ScramError('protocol', `malformed SCRAM GS2 header: channel binding flag ${JSON.stringify(flag)} must be "n", "y" or "p=..."`);
+    if (this.channelBinding !== undefined && flag !== `p=${TLS_SERVER_END_POINT}`) {
+      throw new ScramError('protocol', `${SCRAM_SHA_256_PLUS} was chosen, so the GS2 header must be "p=${TLS_SERVER_END_POINT}", got ${JSON.stringify(flag.slice(0, 40))}`);
+    }
+    if (this.channelBinding === undefined && flag.startsWith('p=')) throw new ScramError('protocol', 'SCRAM channel binding was requested, but this server offers none (no TLS): connect with channel_binding=disable or prefer');
+    if (this.channelBinding === undefined && flag !== 'n' && flag !== 'y') throw new ScramError('protocol', `malformed SCRAM GS2 header: channel binding flag ${JSON.stringify(flag)} must be "n", "y" or "p=..."`);
     if (m[2] !== '') throw new ScramError('protocol', 'SCRAM authorization identity (a=) is not supported; leave it empty');
     this.gs2Header = m[0];
     this.clientFirstBare = msg.slice(m[0].length);
@@ -128,7 +141,8 @@ export class ScramExchange {
     if (c?.[0] !== 'c' || r?.[0] !== 'r' || p?.[0] !== 'p' || attrs.length < 3) throw new ScramError('protocol', 'malformed SCRAM client-final-message: expected "c=<binding>,r=<nonce>,...,p=<proof>"');
     const binding = base64(c[1]);
     if (binding === undefined) throw new ScramError('protocol', 'malformed SCRAM client-final-message: c= is not base64');
-    if (binding.toString('latin1') !== this.gs2Header) throw new ScramError('protocol', 'SCRAM channel binding (c=) does not match the GS2 header of the client-first-message');
+    const expected = this.channelBinding === undefined ? Buffer.from(this.gs2Header, 'latin1') : Buffer.concat([Buffer.from(this.gs2Header, 'latin1'), this.channelBinding]);
+    if (!binding.equals(expected)) throw new ScramError('protocol', 'SCRAM channel binding (c=) does not match the GS2 header of the client-first-message');
     if (r[1] !== this.nonce) throw new ScramError('protocol', 'SCRAM nonce (r=) does not match the one this server sent (a replayed or foreign message?)');
     const proof = base64(p[1]);
     if (proof === undefined || proof.length !== 32) throw new ScramError('protocol', 'malformed SCRAM client-final-message: p= is not a base64 SHA-256 proof');

@@ -132,13 +132,16 @@ sp('node-postgres: GROUP BY aggregate, bind parameters, unknown table → 42P01,
   await bad.end().catch(() => undefined);
 });
 
-sp('HTTP: POST /v1/query returns the rows; /health and /metrics answer', async () => {
-  const r = await fetch(`http://127.0.0.1:${ports.http}/v1/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql: `SELECT dst_port, count(*) AS n FROM flows WHERE ${WINDOW} AND dst_port IN (22, 53) GROUP BY dst_port ORDER BY dst_port` }) });
+sp('HTTP: POST /v1/query returns the rows (Basic with the password file\'s password, any user); /health and /metrics answer', async () => {
+  const auth = `Basic ${Buffer.from(`anyone:${PASSWORD}`).toString('base64')}`;
+  const refused = await fetch(`http://127.0.0.1:${ports.http}/v1/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql: 'SELECT 1' }) });
+  assert.is(refused.status, 401, 'the password file guards the HTTP door too');
+  const r = await fetch(`http://127.0.0.1:${ports.http}/v1/query`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: auth }, body: JSON.stringify({ sql: `SELECT dst_port, count(*) AS n FROM flows WHERE ${WINDOW} AND dst_port IN (22, 53) GROUP BY dst_port ORDER BY dst_port` }) });
   assert.is(r.status, 200);
   const j = (await r.json()) as { rows: unknown[][]; notices: string[] };
   assert.equal(j.rows, [22, 53].map((p) => [p, all.filter((f) => f.dst_port === p).length]));
   assert.equal(j.notices, []);
-  const missing = await fetch(`http://127.0.0.1:${ports.http}/v1/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql: 'SELECT * FROM nope' }) });
+  const missing = await fetch(`http://127.0.0.1:${ports.http}/v1/query`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: auth }, body: JSON.stringify({ sql: 'SELECT * FROM nope' }) });
   assert.is(missing.status, 404);
   const health = (await (await fetch(`http://127.0.0.1:${ports.obs}/health`)).json()) as { status: string; role: string; upstream: { targets: { reachable: boolean }[] }; schemas: { datasets: string[] } };
   assert.is(health.status, 'ok');

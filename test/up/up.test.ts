@@ -13,6 +13,7 @@ import * as assert from 'uvu/assert';
 import { requestJson, type ClientTls } from '../../control/http/jsonClient';
 import { PlatformQueryClient } from '../../sdk/platformQueryClient';
 import { EXAMPLE_QUERIES } from '../../up/exampleQueries';
+import { INGRESS_SECRET_HEADER_NAME, ingressSecretFile } from '../../up/ingressSecret';
 import { readUpState, type UpState } from '../../up/platform';
 import { startHd, type HdProcess } from '../support/hdProcess';
 
@@ -45,10 +46,13 @@ function segments(dir: string): number {
   return readdirSync(dir, { recursive: true }).filter((f) => String(f).endsWith('.hdseg')).length;
 }
 
-/** Runs one statement through the real psql against the demo's SQL door; the SQL log on failure. */
+/** The SQL password hd up made and printed (up/sqlPassword.ts), as the README has the reader export it. */
+const sqlPassword = (): string => readFileSync(path.join(dataDir, 'sql', 'password'), 'utf8').trim();
+
+/** Runs one statement through the real psql against the demo's SQL door (PGPASSWORD, as the README says); the SQL log on failure. */
 function psql(sql: string): string {
   try {
-    return execFileSync('/usr/bin/psql', ['-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', `${NET}.0.1`, '-p', '5432', '-U', 'hd', '-c', sql], { encoding: 'utf8', timeout: 60_000, stdio: ['ignore', 'pipe', 'pipe'] });
+    return execFileSync('/usr/bin/psql', ['-X', '-A', '-t', '-w', '-v', 'ON_ERROR_STOP=1', '-h', `${NET}.0.1`, '-p', '5432', '-U', 'hd', '-c', sql], { encoding: 'utf8', timeout: 60_000, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PGPASSWORD: sqlPassword() } });
   } catch (err) {
     throw new Error(`psql ${sql}: ${(err as Error).message}\nsql log:\n${readFileSync(path.join(dataDir, 'logs', 'sql.log'), 'utf8').slice(-3000)}`);
   }
@@ -65,6 +69,8 @@ async function countThroughProxy(state: UpState, role: string): Promise<number> 
   q.loadDatasetSchema(readFileSync(path.join(ROOT, 'up/demo/flows.schema.json'), 'utf8'));
   q.addControlHeader('X-Forwarded-Role', role);
   q.addControlHeader('X-Forwarded-Email', `${role}@example.com`);
+  // The Proxy takes identity headers only from an ingress: this client stands in for one with hd up's secret.
+  q.addControlHeader(INGRESS_SECRET_HEADER_NAME, readFileSync(ingressSecretFile(state.dataDir), 'utf8').trim());
   const now = Math.floor(Date.now() / 1000);
   const t = await q.executeToSql({ start_time: now - 3 * 3600, end_time: now + 60 }, 'SELECT count(*) AS n FROM flows');
   return Number(t.toArray()[0].n);
@@ -114,6 +120,12 @@ up('starts every node on its own address, ingests the demo, status is ok, down s
     const state = readUpState(dataDir) as UpState;
     assert.equal(state.nodes.map((n) => n.name), ['dms', 'sn1', 'sn2', 'scc', 'proxy', 'sql']);
     assert.match(out, `psql -h ${NET}.0.1 -p 5432 -U hd`);
+    // The SQL doors' password: made on the first start, mode 0600, printed with the examples.
+    assert.is(statSync(path.join(dataDir, 'sql', 'password')).mode & 0o777, 0o600);
+    assert.match(out, `user hd, password ${sqlPassword()}`);
+    assert.match(out, `curl -s -u "hd:$PGPASSWORD" http://${NET}.0.1:8081/v1/query`);
+    const anonymous = await fetch(`http://${NET}.0.1:8081/v1/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql: 'SELECT 1' }) });
+    assert.is(anonymous.status, 401, 'the HTTP door asks for the password');
 
     // The control plane: where the DMS and the Proxy are, the administrator credential (0600) and the policy route.
     assert.match(out, `DMS:    https://${NET}.10.1:6986`);
@@ -141,6 +153,9 @@ up('starts every node on its own address, ingests the demo, status is ok, down s
 
     // The Proxy answers a query for an identity: the SDK in Proxy mode gets every demo row (the default policy allows all).
     assert.is(await countThroughProxy(state, 'analyst'), 20_000);
+    // Spoofed identity headers without the ingress's proof are refused (security issue #14).
+    const spoofed = await requestJson('POST', `${state.proxy.url}/v1/query`, { ca: admin.ca }, { query_id: 1, dataset: 'flows', start: 1, end: 2, return_address: { host: '127.0.0.1', port: 9 }, token: 'ab'.repeat(16) }, { headers: { 'x-forwarded-role': 'admin', 'x-forwarded-email': 'a@x' } });
+    assert.is(spoofed.status, 401);
     // No identity: refused, saying which headers to send.
     const noWho = await requestJson('POST', `${state.proxy.url}/v1/query`, { ca: admin.ca }, { query_id: 1, dataset: 'flows', start: 1, end: 2, return_address: { host: '127.0.0.1', port: 9 }, token: 'ab'.repeat(16) });
     assert.is(noWho.status, 401);
@@ -163,7 +178,7 @@ up('starts every node on its own address, ingests the demo, status is ok, down s
     assert.match(out, `Arrow Flight SQL: grpc://${NET}.0.1:31337`);
     execFileSync('bash', [path.join(ROOT, 'scripts/flightsql-client.sh'), 'install'], { cwd: ROOT, stdio: 'ignore' });
     const steps = EXAMPLE_QUERIES.map((q) => ({ op: 'query', sql: q.sql.replace(/;$/, '') }));
-    const answers = JSON.parse(execFileSync(path.join(ROOT, '.hd/test-deps/flightsql/bin/python'), [path.join(ROOT, 'test/sql/clients/flightsql_client.py'), `grpc://${NET}.0.1:31337`], { input: JSON.stringify(steps), encoding: 'utf8', timeout: 120_000 })) as { rows?: unknown[][]; error?: unknown }[];
+    const answers = JSON.parse(execFileSync(path.join(ROOT, '.hd/test-deps/flightsql/bin/python'), [path.join(ROOT, 'test/sql/clients/flightsql_client.py'), `grpc://${NET}.0.1:31337`, JSON.stringify({ username: 'hd', password: sqlPassword() })], { input: JSON.stringify(steps), encoding: 'utf8', timeout: 120_000 })) as { rows?: unknown[][]; error?: unknown }[];
     answers.forEach((a, i) => assert.ok(a.rows && a.rows.length > 0, `Flight SQL: ${EXAMPLE_QUERIES[i]?.sql} returns rows: ${JSON.stringify(a).slice(0, 300)}`));
     const status = await hd(['status', '--data-dir', dataDir]);
     assert.is(status.code, 0, status.out);
@@ -256,7 +271,7 @@ up('after a restart psql and the HTTP door answer from the recovered data', asyn
     await until('HD is up', p, () => p.output().includes('HD is up.'));
     // After a restart the data is read from the recovered segments: the first example answers again.
     assert.ok(psql(EXAMPLE_QUERIES[0]!.sql).trim() !== '', 'the first example returns rows after a restart');
-    const http = await fetch(`http://${NET}.0.1:8081/v1/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sql: 'SELECT count(*) AS n FROM flows' }) });
+    const http = await fetch(`http://${NET}.0.1:8081/v1/query`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Basic ${Buffer.from(`hd:${sqlPassword()}`).toString('base64')}` }, body: JSON.stringify({ sql: 'SELECT count(*) AS n FROM flows' }) });
     assert.equal(((await http.json()) as { rows: unknown[][] }).rows, [[20_000]]);
     // The restarted Proxy registered with a new token and answers from the recovered data; the DMS kept the administrator's policy.
     const state = readUpState(dataDir) as UpState;

@@ -1,6 +1,9 @@
 """A Flight SQL client from outside the project for test/sql/flightSql.test.ts: ADBC's Flight SQL
 driver (adbc_driver_flightsql, DB-API through adbc_driver_manager). Reads a JSON list of steps on
 stdin, runs each against the URI in argv[1] and prints one JSON answer per step (a JSON list).
+argv[2], when given, is a JSON object of the driver's database options (db_kwargs), e.g.
+{"username": ..., "password": ..., "adbc.flight.sql.client_option.tls_root_certs": <PEM>}; a
+connection that fails (refused credentials) answers [{"error": ...}] for the whole run.
 
 Steps: {"op": "query", "sql"}                        -> {"columns", "rows"} (a statement query, not prepared)
        {"op": "prepared", "sql", "params": [[...]]}   -> {"runs": [{"columns", "rows"}, ...]} (one prepared
@@ -64,16 +67,26 @@ def run(conn, step):
     raise ValueError(f"unknown step {op!r}")
 
 
+def error_of(e):
+    status = getattr(e, "status_code", None)
+    return {"error": {"class": type(e).__name__, "status": getattr(status, "name", str(status)), "message": str(e)}}
+
+
 def main():
     steps = json.load(sys.stdin)
     out = []
-    with flight_sql.connect(sys.argv[1]) as conn:
+    db_kwargs = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    try:
+        conn = flight_sql.connect(sys.argv[1], db_kwargs=db_kwargs)
+    except Exception as e:  # noqa: BLE001 - a refused login is an answer the test asserts on
+        json.dump([error_of(e)], sys.stdout, default=str)
+        return
+    with conn:
         for step in steps:
             try:
                 out.append(run(conn, step))
             except Exception as e:  # noqa: BLE001 - every failure is an answer the test asserts on
-                status = getattr(e, "status_code", None)
-                out.append({"error": {"class": type(e).__name__, "status": getattr(status, "name", str(status)), "message": str(e)}})
+                out.append(error_of(e))
     json.dump(out, sys.stdout, default=str)
 
 
