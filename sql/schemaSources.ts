@@ -7,6 +7,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { requestJson, type JsonAnswer } from '../control/http/jsonClient';
+import { NODE_KEY_PURPOSE } from '../control/nodeIdentity';
+import { isSealed, parseWrapKey, unseal, WrapKeyError } from '../control/pki/wrapKey';
 import { Schema } from '../engine-rs/schema';
 import { controlCallOptions, fetchDatasets } from '../sdk/proxyClient';
 import type { SqlUpstream } from './upstream';
@@ -29,9 +31,22 @@ function readPem(file: string, variable: string): string {
   }
 }
 
+/**
+ * hd_sql's private key (HD_DMS_CLIENT_KEY_FILE): a key sealed with PLATFORM_PKI_WRAP_KEY, as every
+ * node's is when that key is set (docs/security.md), is opened with it; a sealed key without the
+ * wrap key is an error naming both.
+ */
+export function readClientKey(file: string): string {
+  const text = readPem(file, 'HD_DMS_CLIENT_KEY_FILE');
+  if (!isSealed(text)) return text;
+  const key = parseWrapKey(process.env.PLATFORM_PKI_WRAP_KEY);
+  if (!key) throw new WrapKeyError(`HD_DMS_CLIENT_KEY_FILE (${file}) is sealed but PLATFORM_PKI_WRAP_KEY is not set`);
+  return unseal(text, key, NODE_KEY_PURPOSE, `HD_DMS_CLIENT_KEY_FILE (${file})`);
+}
+
 /** The TLS material of the source, read from its files (also presented to the Proxy). */
 export function dmsTls(src: DmsSchemaSource): { ca: string; cert: string; key: string } {
-  return { ca: readPem(src.caFile, 'HD_DMS_CA_FILE'), cert: readPem(src.certFile, 'HD_DMS_CLIENT_CERT_FILE'), key: readPem(src.keyFile, 'HD_DMS_CLIENT_KEY_FILE') };
+  return { ca: readPem(src.caFile, 'HD_DMS_CA_FILE'), cert: readPem(src.certFile, 'HD_DMS_CLIENT_CERT_FILE'), key: readClientKey(src.keyFile) };
 }
 
 /** Fetches and validates every dataset schema the DMS distributes. */
@@ -46,7 +61,7 @@ export async function fetchDmsSchemas(src: DmsSchemaSource): Promise<Schema[]> {
   if (url.protocol !== 'https:') throw new Error(`HD_DMS_ENDPOINT must be https:// (the DMS serves only TLS), got "${src.endpoint}"`);
   let answer: JsonAnswer;
   try {
-    answer = await requestJson('GET', url.toString(), tls, undefined, { timeoutMs: src.timeoutMs ?? 15_000 });
+    answer = await requestJson('GET', url.toString(), { ...tls, roles: ['dms'] }, undefined, { timeoutMs: src.timeoutMs ?? 15_000 });
   } catch (err) {
     throw new Error(`cannot read the schemas from the DMS at ${src.endpoint} (HD_DMS_ENDPOINT): ${(err as Error).message}`);
   }

@@ -13,7 +13,7 @@ import { writeFileAtomic } from '../control/atomicFile';
 import { MtlsIdentity } from '../control/mtls';
 import { CertificateRenewer } from '../control/renewal';
 import type { ControlTls } from '../sdk/proxyClient';
-import type { DmsSchemaSource } from './schemaSources';
+import { readClientKey, type DmsSchemaSource } from './schemaSources';
 
 /** A running identity: the material, its live view for the clients, and how to stop renewing. */
 export interface ServiceIdentity {
@@ -38,7 +38,7 @@ export interface ServiceIdentityOptions {
 export function startServiceIdentity(src: DmsSchemaSource, opts: ServiceIdentityOptions): ServiceIdentity {
   let identity: MtlsIdentity;
   try {
-    identity = new MtlsIdentity({ keyPem: readFileSync(src.keyFile, 'utf8'), certPem: readFileSync(src.certFile, 'utf8'), caPem: readFileSync(src.caFile, 'utf8') });
+    identity = new MtlsIdentity({ keyPem: readClientKey(src.keyFile), certPem: readFileSync(src.certFile, 'utf8'), caPem: readFileSync(src.caFile, 'utf8') });
   } catch (err) {
     throw new Error(`HD_DMS_CLIENT_CERT_FILE (${src.certFile}), HD_DMS_CLIENT_KEY_FILE and HD_DMS_CA_FILE do not make a usable identity: ${(err as Error).message}`);
   }
