@@ -15,9 +15,6 @@ import * as grpc from '@grpc/grpc-js';
 import type { MtlsIdentity, TlsMaterial } from './mtls';
 import { peerRoleProblem } from './peerRole';
 
-/** Roles whose certificates may call QueryDispatch by default: the Proxy, hd_sql, SDK clients, administrators. */
-export const DEFAULT_QUERY_ROLES: readonly string[] = ['proxy', 'sqlServer', 'client', 'admin'];
-
 function contextOf(m: TlsMaterial): tls.SecureContextOptions {
   return { key: m.keyPem, cert: m.certPem, ca: m.caPem, ...(m.crlPem ? { crl: m.crlPem } : {}), minVersion: 'TLSv1.2' };
 }

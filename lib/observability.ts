@@ -5,8 +5,11 @@
  * and metrics; {@link ingestMetrics} holds the ingest metrics the SCC and the Storage Node share.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import net, { type AddressInfo } from 'node:net';
+import { TLSSocket, type TlsOptions } from 'node:tls';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { routeConnection } from './tlsSniff';
 
 /** A node's health: `ok`; `degraded` (serving, with a problem such as a replica down); `initializing` (not serving yet). */
 export type HealthStatus = 'ok' | 'degraded' | 'initializing';
@@ -25,8 +28,11 @@ export interface JsonResponse {
   readonly body: unknown;
 }
 
-/** Handles `GET <path>`; `query` holds the URL's search parameters. */
-export type JsonRoute = (query: URLSearchParams) => JsonResponse | Promise<JsonResponse>;
+/** The connection a request came on: plain, or TLS (see {@link Observability.acceptTls}). */
+export type RouteCaller = { readonly tls: false; readonly socket: net.Socket } | { readonly tls: true; readonly socket: TLSSocket };
+
+/** Handles `GET <path>`; `query` holds the URL's search parameters, `caller` the connection. */
+export type JsonRoute = (query: URLSearchParams, caller: RouteCaller) => JsonResponse | Promise<JsonResponse>;
 
 /** Options of {@link Observability}. */
 export interface ObservabilityOptions {
@@ -59,7 +65,11 @@ export class Observability {
   private reason: string | undefined;
   private readonly parts = new Map<string, () => HealthPart | Promise<HealthPart>>();
   private readonly routes = new Map<string, JsonRoute>();
-  private server: Server | undefined;
+  /** The listener: each connection goes to `http`, or to `https` when it starts a TLS handshake. */
+  private server: net.Server | undefined;
+  private readonly http: Server = createServer((req, res) => void this.handle(req, res));
+  private https: HttpsServer | undefined;
+  private readonly sockets = new Set<net.Socket>();
   private readonly started = Date.now();
 
   /** @param opts role, node name, address */
@@ -111,10 +121,26 @@ export class Observability {
     };
   }
 
+  /**
+   * Also serves TLS on the same port (before or after `listen`): a connection whose first byte
+   * opens a TLS handshake is answered by an HTTPS server with `options` (e.g. a node's mutual-TLS
+   * server options); routes see such callers as `{ tls: true, socket }`. Until this is called a
+   * TLS connection is closed.
+   */
+  acceptTls(options: TlsOptions): void {
+    this.https?.close();
+    this.https = createHttpsServer(options, (req, res) => void this.handle(req, res));
+  }
+
   /** Starts serving; resolves with the bound address. */
   listen(): Promise<{ host: string; port: number }> {
     if (this.server) return Promise.reject(new Error('Observability.listen called twice'));
-    const server = createServer((req, res) => void this.handle(req, res));
+    const server = net.createServer((sock) => {
+      this.sockets.add(sock);
+      sock.once('close', () => this.sockets.delete(sock));
+      sock.on('error', () => undefined);
+      routeConnection(sock, this.http, () => this.https);
+    });
     this.server = server;
     return new Promise((resolve, reject) => {
       server.once('error', reject);
@@ -133,8 +159,10 @@ export class Observability {
     if (!s) return;
     await new Promise<void>((resolve) => {
       s.close(() => resolve());
-      s.closeAllConnections();
+      for (const sock of this.sockets) sock.destroy();
     });
+    this.http.closeAllConnections();
+    this.https?.closeAllConnections();
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -149,7 +177,8 @@ export class Observability {
       }
       const route = this.routes.get(url.pathname);
       if (!route) return send(res, 404, 'application/json', JSON.stringify({ error: `no route ${url.pathname}` }));
-      const r = await route(url.searchParams);
+      const sock = req.socket;
+      const r = await route(url.searchParams, sock instanceof TLSSocket ? { tls: true, socket: sock } : { tls: false, socket: sock });
       send(res, r.status, 'application/json', JSON.stringify(r.body));
     } catch (err) {
       send(res, 500, 'application/json', JSON.stringify({ error: (err as Error).message }));

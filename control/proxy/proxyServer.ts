@@ -18,7 +18,7 @@ import { handleCancel } from './cancelRoute';
 import { GrpcSccDispatcher, type SccDispatcher } from './dispatch';
 import { readClusterView, viewFromRegistration, type ClusterView } from './dmsLink';
 import { DEFAULT_HEALTH_REPORT_MS, HealthReporter } from '../healthReporter';
-import { IdentityReader } from './identity';
+import { IdentityReader, type Identity } from './identity';
 import { PolicySlot, readPolicyConfig } from './policySlot';
 import { handleQuery } from './queryRoute';
 import type { ProxySettings } from './settings';
@@ -53,6 +53,8 @@ export interface ProxyParts {
 export class ProxyServer {
   private refreshTimer: NodeJS.Timeout | undefined;
   private reporter: HealthReporter | undefined;
+  /** The Storage Nodes' batch filters, when this Proxy reads them itself (its connections are closed with it). */
+  private ownFilters: StorageNodeFilters | undefined;
 
   private constructor(
     readonly settings: ProxySettings,
@@ -107,7 +109,7 @@ export class ProxyServer {
     const dispatcher =
       parts.dispatcher ??
       new GrpcSccDispatcher({ deadlineMs: settings.dispatchTimeoutMs, identity, forceTls: settings.dispatchTls });
-    const identities = new IdentityReader(settings.jwt);
+    const identities = new IdentityReader(settings.jwt, settings.ingress);
 
     let obs: Observability | undefined;
     let queries: Counter<'result'> | undefined;
@@ -125,13 +127,16 @@ export class ProxyServer {
     // By default the verdict reads the batch filters of the primary cluster's Storage Nodes (none
     // declared with an observability address: no filter is known and the verdict is `off`).
     const batchFilters =
-      parts.batchFilters ?? new StorageNodeFilters({ nodes: () => currentView().storageNodes, schema: (d) => currentView().datasets.get(d), timeoutMs: settings.batchFilterTimeoutMs, log });
+      parts.batchFilters ?? new StorageNodeFilters({ nodes: () => currentView().storageNodes, schema: (d) => currentView().datasets.get(d), timeoutMs: settings.batchFilterTimeoutMs, log, identity });
+
+    // The identity of a request: a verified JWT, or forwarded headers from a proven ingress (identity.ts).
+    const who = (req: FastifyRequest): Promise<Identity> => identities.read(req.headers, peerIdentity(req.raw.socket as TLSSocket));
 
     app.post('/v1/query', async (req) => {
       try {
-        const who = await identities.read(req.headers);
+        const asker = await who(req);
         const v = currentView();
-        const r = await handleQuery(req.body, who, { slot, datasets: () => v.datasets, targets: () => v.targets, dispatcher, batchFilters });
+        const r = await handleQuery(req.body, asker, { slot, datasets: () => v.datasets, targets: () => v.targets, dispatcher, batchFilters });
         queries?.inc({ result: 'ok' });
         return r;
       } catch (err) {
@@ -142,13 +147,13 @@ export class ProxyServer {
     // Ours: a client in Proxy mode cancels through the Proxy (cancelRoute.ts); the reference's
     // /v1/query/stop is 410.
     app.post('/v1/query/cancel', async (req) => {
-      await identities.read(req.headers);
+      await who(req);
       return handleCancel(req.body, { targets: () => currentView().targets, dispatcher });
     });
     // The schemas the Proxy holds (the DMS's, refreshed with the topology): what a client without
     // its own DMS access decodes with, e.g. hd_sql without HD_DMS_* ("the Proxy's copy").
     app.get('/v1/datasets', async (req) => {
-      await identities.read(req.headers);
+      await who(req);
       return { datasets: [...currentView().datasets.values()].map((d) => d.toJSON()) };
     });
     app.get('/v1/topology', async () => {
@@ -185,6 +190,7 @@ export class ProxyServer {
     const obsAddress = obs ? await obs.listen() : undefined;
     obs?.setStatus('ok');
     server = new ProxyServer(settings, address, obsAddress, identity, app, obs, renewer, dispatcher, slot, viewFromRegistration(reg, log), log);
+    if (batchFilters instanceof StorageNodeFilters) server.ownFilters = batchFilters;
     await server.refresh();
     server.scheduleRefresh();
     // Health to the DMS every interval it named: degraded without a policy or without SCC targets.
@@ -231,5 +237,6 @@ export class ProxyServer {
     await this.app.close();
     await this.obs?.close();
     this.dispatcher.close();
+    this.ownFilters?.close();
   }
 }

@@ -112,7 +112,8 @@ export async function handleQuery(raw: unknown, who: Identity, deps: QueryRouteD
     throw err;
   }
   if (rw.fieldMask !== undefined) json = JSON.stringify({ ...(JSON.parse(json) as object), field_mask: rw.fieldMask });
-  const verdict = computeVerdict(schema, rw.subQueries, q.batchIds, await deps.batchFilters.filters(schema.id, q.batchIds));
+  // Neither the ranges asked for nor the verdict touch a hidden byte (verdict.ts).
+  const verdict = computeVerdict(schema, rw.subQueries, q.batchIds, await deps.batchFilters.filters(schema.id, q.batchIds, rw.hiddenRanges), rw.hiddenRanges);
   const dispatch = await deps.dispatcher.dispatch(deps.targets(), json);
   return {
     query_id: q.queryId,

@@ -11,6 +11,13 @@
  *   the field (or the policy's own mask) is added to every branch, so the filter holds whatever
  *   the query asked; a query without branches gets one holding just the constraints.
  * - `allow: false` hides every field and makes every branch unmatchable.
+ *
+ * Hiding is decided by **byte range**, not by name: the bytes of the fields the policy hides are
+ * hidden, and so is every field that shares one of those bytes — an `overlay` view (docs/schema.md)
+ * of a hidden field, or a hidden overlay's underlying field. Such a field is listed in
+ * `hidden_fields`, a branch filtering on it is made unmatchable like one filtering on the hidden
+ * field itself, and the verdict never reads its range (verdict.ts): otherwise a `uint32` overlay of
+ * a hidden `ipv4` would select, or exclude batches by, the hidden value under another name.
  */
 import type { Schema } from '../../engine-rs/schema';
 import { RecordCodec } from '../../engine-rs/codec';
@@ -35,7 +42,35 @@ export interface Rewritten {
   readonly subQueries: SubQuery[];
   /** Hex of one record's mask (0xff visible, 0x00 hidden); undefined when everything is visible. */
   readonly fieldMask: string | undefined;
+  /** The hidden byte ranges of a record, ascending and merged (empty when everything is visible). */
+  readonly hiddenRanges: readonly ByteRange[];
   readonly summary: RewriteSummary;
+}
+
+/** Bytes `[offset, offset + size)` of a record. */
+export interface ByteRange {
+  readonly offset: number;
+  readonly size: number;
+}
+
+/** The runs of 0x00 in a record mask: the hidden byte ranges. */
+export function hiddenRangesOf(mask: Buffer): ByteRange[] {
+  const out: ByteRange[] = [];
+  for (let i = 0; i < mask.length; ) {
+    if (mask[i] !== 0) {
+      i++;
+      continue;
+    }
+    const start = i;
+    while (i < mask.length && mask[i] === 0) i++;
+    out.push({ offset: start, size: i - start });
+  }
+  return out;
+}
+
+/** Whether `[offset, offset + size)` shares a byte with any of `ranges`. */
+export function overlapsAny(offset: number, size: number, ranges: readonly ByteRange[]): boolean {
+  return ranges.some((r) => offset < r.offset + r.size && r.offset < offset + size);
 }
 
 /** The branch that matches no record: the field pinned to all 0x00 and to all 0xff at once. */
@@ -61,17 +96,21 @@ function fieldBytes(schema: Schema, codec: RecordCodec, field: string, value: st
 /** Applies `decision` to `subQueries` of a query on `schema` (see the module doc). */
 export function rewriteQuery(schema: Schema, subQueries: readonly SubQuery[], decision: PolicyDecision): Rewritten {
   const names = new Set(schema.fields.map((f) => f.name));
-  const hidden = decision.allow ? [...new Set(decision.hiddenFields)].filter((f) => names.has(f)) : schema.fields.map((f) => f.name);
-  const hiddenSet = new Set(hidden);
+  const named = decision.allow ? [...new Set(decision.hiddenFields)].filter((f) => names.has(f)) : schema.fields.map((f) => f.name);
+  // The hidden bytes: those of every field the policy names (all of them without `allow`).
   const mask = Buffer.alloc(schema.recordSize, 0xff);
-  for (const name of hidden) {
+  for (const name of named) {
     const f = schema.field(name);
     if (f) mask.fill(0, f.offset, f.offset + f.size);
   }
-  const fieldMask = hidden.length > 0 ? mask.toString('hex') : undefined;
+  const hiddenRanges = hiddenRangesOf(mask);
+  // Hidden: every field sharing a hidden byte (the named ones, and their overlays either way), in schema order.
+  const hidden = schema.fields.filter((f) => overlapsAny(f.offset, f.size, hiddenRanges)).map((f) => f.name);
+  const hiddenSet = new Set(hidden);
+  const fieldMask = hiddenRanges.length > 0 ? mask.toString('hex') : undefined;
   const first = schema.fields[0];
   if (!decision.allow) {
-    return { subQueries: [unmatchable(first.name, first.size)], fieldMask, summary: { allow: false, hidden_fields: hidden, constraints: 0, unmatchable_branches: Math.max(1, subQueries.length) } };
+    return { subQueries: [unmatchable(first.name, first.size)], fieldMask, hiddenRanges, summary: { allow: false, hidden_fields: hidden, constraints: 0, unmatchable_branches: Math.max(1, subQueries.length) } };
   }
   const codec = new RecordCodec(schema);
   const constraintFilters: Filter[] = decision.constraints.map((c) => {
@@ -100,5 +139,5 @@ export function rewriteQuery(schema: Schema, subQueries: readonly SubQuery[], de
       throw new HttpError('invalid_query', `sub_queries[${i}]: with the policy's ${constraintFilters.length} constraints it holds ${b.filters.length} filters, the limit is ${MAX_FILTERS_PER_SUB_QUERY}`);
     }
   });
-  return { subQueries: branches, fieldMask, summary: { allow: true, hidden_fields: hidden, constraints: constraintFilters.length, unmatchable_branches: unmatched } };
+  return { subQueries: branches, fieldMask, hiddenRanges, summary: { allow: true, hidden_fields: hidden, constraints: constraintFilters.length, unmatchable_branches: unmatched } };
 }

@@ -1,6 +1,6 @@
 /** HD Proxy settings: what `pipelines/proxy.yaml` passes to the `proxyService` stage. */
 import type { RegistrationCredentials } from '../registerWithDms';
-import type { JwtSettings } from './identity';
+import type { IngressSettings, JwtSettings } from './identity';
 
 /** Everything the Proxy needs. */
 export interface ProxySettings {
@@ -22,8 +22,13 @@ export interface ProxySettings {
   readonly credentials: RegistrationCredentials;
   /** RSA key size of the Proxy's key (PLATFORM_KEY_BITS; default 4096). */
   readonly keyBits: number;
-  /** Verify bearer JWTs instead of trusting forwarded identity headers (PROXY_JWT_*). */
+  /** Verify bearer JWTs and take the identity from their claims (PROXY_JWT_*). */
   readonly jwt?: JwtSettings;
+  /**
+   * Who may send X-Forwarded-Role / X-Forwarded-Email: certificate roles (PROXY_INGRESS_ROLES) and
+   * the shared secret (PROXY_INGRESS_SECRET_FILE). Default: `ingress` and `sqlServer` certificates, no secret.
+   */
+  readonly ingress?: IngressSettings;
   /** How often topology and schemas are re-read from the DMS (PROXY_TOPOLOGY_REFRESH_MS). */
   readonly topologyRefreshMs: number;
   /** Deadline of a dispatch to an SCC (PROXY_DISPATCH_TIMEOUT_MS). */

@@ -9,9 +9,21 @@
  * A node that fails, times out or answers something malformed only leaves its batches unknown:
  * an unknown batch is never excluded, so a failure can make the verdict `partial` or `off` but
  * never wrong.
+ *
+ * The nodes serve batch filters only over mutual TLS to the `proxy` role (docs/storage-node.md):
+ * the Proxy calls them with its DMS-CA certificate (connections kept between queries, remade when
+ * the certificate renews) and checks that each node's certificate names it. The identity's hidden
+ * byte ranges go with every request (`hidden=offset:size,...`) so the nodes leave those ranges
+ * out, and any range that still shares a hidden byte is dropped here: a hidden field's range never
+ * reaches the verdict.
  */
+import http from 'node:http';
+import https from 'node:https';
+import { checkServerIdentity } from 'node:tls';
 import type { FieldInfo, Schema } from '../../engine-rs/schema';
+import type { MtlsIdentity } from '../mtls';
 import type { StorageNodeAddress } from './dmsLink';
+import { overlapsAny, type ByteRange } from './rewrite';
 import type { BatchFilter, BatchFilterSource } from './verdict';
 
 /** Ids per request (the Storage Node takes at most 64: they travel in the URL). */
@@ -31,6 +43,17 @@ export interface StorageNodeFiltersOptions {
   readonly timeoutMs?: number;
   /** Where a failing node is reported (at most once per node until it answers again). */
   readonly log?: (message: string) => void;
+  /**
+   * The Proxy's DMS-CA identity: nodes are called over mutual TLS with it, each node's certificate
+   * checked to name the node. Absent: plain HTTP (stand-in nodes in tests; a real Storage Node
+   * refuses it).
+   */
+  readonly identity?: MtlsIdentity;
+}
+
+/** `hidden=` of a request: the hidden byte ranges as `offset:size`, comma-separated. */
+export function hiddenParam(hidden: readonly ByteRange[]): string {
+  return hidden.map((r) => `${r.offset}:${r.size}`).join(',');
 }
 
 /** One field range as a node sends it. */
@@ -68,11 +91,12 @@ function kindOf(f: FieldInfo): 'unsigned' | 'signed' | undefined {
   return undefined;
 }
 
-/** Names ranges with the schema's fields of the same layout and kind; undefined when none match. */
-function toBatchFilter(schema: Schema, ranges: readonly WireRange[]): BatchFilter | undefined {
+/** Names ranges with the schema's fields of the same layout and kind; undefined when none match. Fields sharing a hidden byte get none. */
+function toBatchFilter(schema: Schema, ranges: readonly WireRange[], hidden: readonly ByteRange[]): BatchFilter | undefined {
   const big = schema.byteOrder === 'big';
   const out: Record<string, { min: string; max: string }> = {};
   for (const f of schema.fields) {
+    if (overlapsAny(f.offset, f.size, hidden)) continue;
     const kind = kindOf(f);
     // Multi-byte values are read in the schema's byte order; a range kept in another one is not this field's.
     const r = kind && ranges.find((x) => x.offset === f.offset && x.size === f.size && x.kind === kind && (f.size === 1 || x.big_endian === big));
@@ -97,19 +121,40 @@ function join(a: WireRange[], b: readonly WireRange[]): WireRange[] {
 /** A {@link BatchFilterSource} reading the Storage Nodes' batch filters over HTTP. */
 export class StorageNodeFilters implements BatchFilterSource {
   private readonly failing = new Set<string>();
+  /** Kept-alive mutual-TLS connections to the nodes, and the material they were made with. */
+  private agent: { agent: https.Agent; certPem: string; crlPem: string | undefined } | undefined;
 
-  /** @param opts the nodes, the schemas, the deadline */
+  /** @param opts the nodes, the schemas, the deadline, the Proxy's identity */
   constructor(private readonly opts: StorageNodeFiltersOptions) {}
 
-  /** Filters of the batches some node answered for, named by the dataset's schema. */
-  async filters(dataset: string, batchIds: readonly string[]): Promise<ReadonlyMap<string, BatchFilter>> {
+  /** Closes the kept connections. */
+  close(): void {
+    this.agent?.agent.destroy();
+    this.agent = undefined;
+  }
+
+  /** The agent of the current certificate (a renewed one, or a new revocation list, gets a new agent). */
+  private agentOf(id: MtlsIdentity): https.Agent {
+    const m = id.material;
+    if (this.agent && this.agent.certPem === m.certPem && this.agent.crlPem === m.crlPem) return this.agent.agent;
+    this.agent?.agent.destroy();
+    const agent = new https.Agent({ keepAlive: true, maxSockets: PER_NODE_CONCURRENCY, ca: m.caPem, cert: m.certPem, key: m.keyPem, ...(m.crlPem !== undefined && { crl: m.crlPem }), minVersion: 'TLSv1.2' });
+    this.agent = { agent, certPem: m.certPem, crlPem: m.crlPem };
+    return agent;
+  }
+
+  /**
+   * Filters of the batches some node answered for, named by the dataset's schema; no field
+   * sharing a byte with `hidden` has a range.
+   */
+  async filters(dataset: string, batchIds: readonly string[], hidden: readonly ByteRange[] = []): Promise<ReadonlyMap<string, BatchFilter>> {
     const schema = this.opts.schema(dataset);
     const nodes = this.opts.nodes();
     const out = new Map<string, BatchFilter>();
     if (!schema || nodes.length === 0 || batchIds.length === 0) return out;
     const ids = [...new Set(batchIds.map((b) => b.toLowerCase()))];
     const signal = AbortSignal.timeout(this.opts.timeoutMs ?? DEFAULT_FILTER_TIMEOUT_MS);
-    const answers = await Promise.all(nodes.map((n) => this.askNode(n, dataset, ids, signal)));
+    const answers = await Promise.all(nodes.map((n) => this.askNode(n, dataset, ids, hidden, signal)));
     const joined = new Map<string, WireRange[]>();
     for (const a of answers) {
       for (const [id, ranges] of a) joined.set(id, join(joined.get(id) ?? [], ranges));
@@ -117,14 +162,14 @@ export class StorageNodeFilters implements BatchFilterSource {
     // The caller's spelling of each id is kept (ids are compared in lower case).
     for (const b of batchIds) {
       const ranges = joined.get(b.toLowerCase());
-      const bf = ranges && toBatchFilter(schema, ranges);
+      const bf = ranges && toBatchFilter(schema, ranges, hidden);
       if (bf) out.set(b, bf);
     }
     return out;
   }
 
   /** One node's ranges by batch id; empty when the node fails (its batches stay unknown). */
-  private async askNode(node: StorageNodeAddress, dataset: string, ids: readonly string[], signal: AbortSignal): Promise<Map<string, WireRange[]>> {
+  private async askNode(node: StorageNodeAddress, dataset: string, ids: readonly string[], hidden: readonly ByteRange[], signal: AbortSignal): Promise<Map<string, WireRange[]>> {
     const chunks: string[][] = [];
     for (let i = 0; i < ids.length; i += FILTER_IDS_PER_CALL) chunks.push(ids.slice(i, i + FILTER_IDS_PER_CALL));
     const got = new Map<string, WireRange[]>();
@@ -133,7 +178,7 @@ export class StorageNodeFilters implements BatchFilterSource {
       const worker = async (): Promise<void> => {
         while (next < chunks.length) {
           const chunk = chunks[next++] as string[];
-          for (const [id, r] of await this.call(node, dataset, chunk, signal)) got.set(id, r);
+          for (const [id, r] of await this.call(node, dataset, chunk, hidden, signal)) got.set(id, r);
         }
       };
       await Promise.all(Array.from({ length: Math.min(PER_NODE_CONCURRENCY, chunks.length) }, worker));
@@ -149,11 +194,13 @@ export class StorageNodeFilters implements BatchFilterSource {
   }
 
   /** One `GET /v1/batch-filters`; throws on any failure or malformed answer. */
-  private async call(node: StorageNodeAddress, dataset: string, ids: readonly string[], signal: AbortSignal): Promise<Map<string, WireRange[]>> {
+  private async call(node: StorageNodeAddress, dataset: string, ids: readonly string[], hidden: readonly ByteRange[], signal: AbortSignal): Promise<Map<string, WireRange[]>> {
     const host = node.host.includes(':') ? `[${node.host}]` : node.host;
-    const url = `http://${host}:${node.port}/v1/batch-filters?dataset=${encodeURIComponent(dataset)}&batch_ids=${ids.join(',')}`;
-    const res = await fetch(url, { signal });
-    const text = await res.text();
+    const id = this.opts.identity;
+    const query = `dataset=${encodeURIComponent(dataset)}&batch_ids=${ids.join(',')}${hidden.length > 0 ? `&hidden=${hiddenParam(hidden)}` : ''}`;
+    const url = `${id ? 'https' : 'http'}://${host}:${node.port}/v1/batch-filters?${query}`;
+    const res = await getText(url, signal, id && { agent: this.agentOf(id), servername: node.name, checkServerIdentity: (_h, cert) => checkServerIdentity(node.name, cert) });
+    const text = res.text;
     if (res.status !== 200) throw new Error(`HTTP ${res.status} ${text.slice(0, 200)}`);
     let body: unknown;
     try {
@@ -172,8 +219,24 @@ export class StorageNodeFilters implements BatchFilterSource {
       if (!asked.has(id.toLowerCase())) continue;
       const ranges = readRanges(v);
       if (!ranges) throw new Error(`the filter of batch ${id.slice(0, 16)}… is malformed`);
-      out.set(id.toLowerCase(), ranges);
+      // A node that still sends a hidden range (an older node) has it dropped here.
+      out.set(id.toLowerCase(), ranges.filter((r) => !overlapsAny(r.offset, r.size, hidden)));
     }
     return out;
   }
+}
+
+/** GET `url` (https with `tls`, else plain http) as text, under `signal`. */
+function getText(url: string, signal: AbortSignal, tls?: https.RequestOptions): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const done = (res: http.IncomingMessage): void => {
+      const parts: Buffer[] = [];
+      res.on('data', (d: Buffer) => parts.push(d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString('utf8') }));
+      res.on('error', reject);
+    };
+    const req = tls ? https.request(url, { ...tls, method: 'GET', signal }, done) : http.request(url, { method: 'GET', signal }, done);
+    req.on('error', reject);
+    req.end();
+  });
 }

@@ -6,17 +6,25 @@
  * `bloomrf_mode` says what the verdict rests on: `minmax` (a batch filter was known for every named
  * batch), `partial` (for some: the others are never excluded), `off` (for none: nothing excluded).
  * The name is the reference's; our batch filters are min/max ranges, not bloomRF filters.
+ *
+ * Hidden bytes never count: a field sharing a byte with a field the policy hides (rewrite.ts) has
+ * no range here and its filters exclude nothing, so which batches are listed never depends on a
+ * hidden value; the Storage Nodes are not even asked for such ranges (storageNodeFilters.ts).
  */
 import type { FieldInfo, Schema } from '../../engine-rs/schema';
 import type { Filter, SubQuery } from '../../query/filter';
+import { overlapsAny, type ByteRange } from './rewrite';
 
 /** The per-field range of one batch: min and max as the field's text form (decimal for numbers). */
 export type BatchFilter = Readonly<Record<string, { readonly min: string; readonly max: string }>>;
 
 /** Where per-batch filters come from (the Storage Nodes' batch filters, through the topology). */
 export interface BatchFilterSource {
-  /** Filters of the batches it knows, by batch id hex; batches it does not know are absent. */
-  filters(dataset: string, batchIds: readonly string[]): Promise<ReadonlyMap<string, BatchFilter>>;
+  /**
+   * Filters of the batches it knows, by batch id hex; batches it does not know are absent. No
+   * range of a field sharing a byte with `hidden` (the identity's hidden byte ranges) is given.
+   */
+  filters(dataset: string, batchIds: readonly string[], hidden?: readonly ByteRange[]): Promise<ReadonlyMap<string, BatchFilter>>;
 }
 
 /** A source that knows no batch filter (the verdict is then `off`). */
@@ -69,11 +77,11 @@ function cannotMatch(f: FieldInfo, flt: Filter, min: bigint, max: bigint): boole
 }
 
 /** True when `sub` cannot match any record of a batch with filter `bf`. */
-function branchExcluded(schema: Schema, sub: SubQuery, bf: BatchFilter): boolean {
+function branchExcluded(schema: Schema, sub: SubQuery, bf: BatchFilter, hidden: readonly ByteRange[]): boolean {
   return sub.filters.some((flt) => {
     const f = schema.field(flt.field);
     const r = bf[flt.field];
-    if (!f || !r) return false;
+    if (!f || !r || overlapsAny(f.offset, f.size, hidden)) return false;
     const min = num(f, r.min);
     const max = num(f, r.max);
     if (min === undefined || max === undefined) return false;
@@ -83,14 +91,17 @@ function branchExcluded(schema: Schema, sub: SubQuery, bf: BatchFilter): boolean
   });
 }
 
-/** The verdict for the (rewritten) branches of a query over `batchIds`. */
-export function computeVerdict(schema: Schema, subQueries: readonly SubQuery[], batchIds: readonly string[], filters: ReadonlyMap<string, BatchFilter>): Verdict {
+/**
+ * The verdict for the (rewritten) branches of a query over `batchIds`; fields sharing a byte with
+ * `hidden` (the identity's hidden byte ranges) are never read.
+ */
+export function computeVerdict(schema: Schema, subQueries: readonly SubQuery[], batchIds: readonly string[], filters: ReadonlyMap<string, BatchFilter>, hidden: readonly ByteRange[] = []): Verdict {
   const known = batchIds.filter((b) => filters.has(b)).length;
   const mode: Verdict['bloomrf_mode'] = batchIds.length === 0 || known === 0 ? 'off' : known === batchIds.length ? 'minmax' : 'partial';
   if (subQueries.length === 0) return { would_exclude_batches: [], bloomrf_mode: mode };
   const out = batchIds.filter((b) => {
     const bf = filters.get(b);
-    return bf !== undefined && subQueries.every((sq) => branchExcluded(schema, sq, bf));
+    return bf !== undefined && subQueries.every((sq) => branchExcluded(schema, sq, bf, hidden));
   });
   return { would_exclude_batches: out, bloomrf_mode: mode };
 }

@@ -4,7 +4,10 @@
  * answered with their gRPC status and message. Plain without a node identity (no DMS); with one,
  * mutual TLS (control/grpcTls.ts): a caller without a certificate of our CA, or with an expired or
  * revoked one, fails in the handshake (the caller sees UNAVAILABLE), and a verified caller whose
- * certificate role is not allowed gets PERMISSION_DENIED.
+ * certificate role is not allowed gets PERMISSION_DENIED naming the setting that would allow it.
+ * By default only the Proxy's role is allowed (DEFAULT_DISPATCH_ROLES): a query that reaches the
+ * SCC past the Proxy is not rewritten by the policy, so hd_sql in direct mode and SDK clients
+ * dispatch only where QUERY_GRPC_ROLES names their roles.
  */
 import * as grpc from '@grpc/grpc-js';
 import { MAX_DISPATCH_MESSAGE_BYTES, queryDispatchService, type CancelReply, type CancelRequest, type DispatchReply, type DispatchRequest } from '../../query/dispatchService';
@@ -12,11 +15,13 @@ import { QueryDispatchFailure, type QueryDispatcher } from './queryDispatcher';
 import { hostPort } from '../../lib/reachability';
 import { callPeer, IdentityServerCredentials, type CallAuthContext } from '../../control/grpcTls';
 import type { NodeIdentity } from '../../control/nodeIdentity';
+import { DEFAULT_DISPATCH_ROLES } from './settings';
 
 /** Mutual TLS of the service: the node's identity and the certificate roles that may call. */
 export interface QueryServiceTls {
   readonly node: NodeIdentity;
-  readonly roles: readonly string[];
+  /** Roles that may call (QUERY_GRPC_ROLES); default {@link DEFAULT_DISPATCH_ROLES}, the Proxy only. */
+  readonly roles?: readonly string[];
 }
 
 /** Serves one dispatcher over gRPC. */
@@ -61,8 +66,11 @@ export class QueryService {
       this.tls.node.peerRefused(why);
       return { code: grpc.status.UNAUTHENTICATED, details: why };
     }
-    if (!this.tls.roles.includes(peer.role)) {
-      const why = `grpc port: ${method} from ${call.getPeer()} is ${peer.role} '${peer.name}'; only ${this.tls.roles.join(', ')} certificates may query this SCC`;
+    const roles = this.tls.roles ?? DEFAULT_DISPATCH_ROLES;
+    if (!roles.includes(peer.role)) {
+      const why =
+        `grpc port: ${method} from ${call.getPeer()} is ${peer.role} '${peer.name}'; only ${roles.join(', ')} certificates may query this SCC ` +
+        `(queries past the Proxy skip its policy): send the query through the Proxy, or add '${peer.role}' to QUERY_GRPC_ROLES (query_roles) on the SCC`;
       this.tls.node.peerRefused(why);
       return { code: grpc.status.PERMISSION_DENIED, details: why };
     }

@@ -7,6 +7,7 @@
  */
 import net from 'node:net';
 import os from 'node:os';
+import { NODE_ROLES } from '../../control/dms/state';
 import { HASH_ALGORITHMS, isHashAlgorithm, type HashAlgorithmName } from '../../engine-rs/hashChain';
 
 /** One Storage Node replica from SN_TARGETS (`node_name:ip:control_port:prod_port`). */
@@ -44,6 +45,8 @@ export interface SccSettings {
   readonly hashChainBlockSize: number;
   /** Port of the gRPC query dispatch service (QUERY_GRPC_PORT, not a reference variable). */
   readonly queryGrpcPort: number;
+  /** Certificate roles that may call QueryDispatch once registered (QUERY_GRPC_ROLES; default `proxy` only). */
+  readonly queryGrpcRoles: readonly string[];
   readonly nodeName: string;
   readonly logLevel: LogLevel;
   readonly dmsUrl: string;
@@ -112,6 +115,22 @@ export function parseHashQueueBytes(text: string): ParsedValue<number> {
   if (unit === undefined) return bad(expected);
   const n = Number(m[1]) * unit;
   return Number.isSafeInteger(n) && n >= HASH_QUEUE_LIMITS.min && n <= HASH_QUEUE_LIMITS.max ? ok(n) : bad(expected);
+}
+
+/**
+ * Certificate roles QueryDispatch accepts by default: the Proxy only, so every query goes through
+ * the policy. hd_sql in direct mode (`sqlServer`), SDK clients (`client`) or administrators
+ * (`admin`) dispatch only where QUERY_GRPC_ROLES names them (docs/query.md, "Who may dispatch").
+ */
+export const DEFAULT_DISPATCH_ROLES: readonly string[] = ['proxy'];
+/** Roles a DMS-CA certificate may carry: the node roles, and administrators. */
+const CERT_ROLES: readonly string[] = [...NODE_ROLES, 'admin'];
+
+/** QUERY_GRPC_ROLES: certificate roles, comma-separated, at least one. */
+export function parseDispatchRoles(text: string): ParsedValue<string[]> {
+  const roles = [...new Set(text.split(',').map((r) => r.trim()).filter((r) => r !== ''))];
+  if (roles.length === 0 || roles.some((r) => !CERT_ROLES.includes(r))) return bad(`a comma-separated list of certificate roles among ${CERT_ROLES.join(', ')}`);
+  return ok(roles);
 }
 
 const TARGET_SHAPE = 'comma-separated node_name:ip:control_port:prod_port, at least one (e.g. sn1:10.0.0.11:6986:6987)';
@@ -224,6 +243,12 @@ export const SCC_VARIABLES: readonly SccVariable[] = [
   { name: 'HASH_CHAIN_BLOCK_SIZE', default: '64', doc: 'record hashes per chain block; identical on every node', parse: (t) => parseIntIn(t, 1, 1 << 20) },
   // Not in the reference's table: the port of the gRPC query dispatch service that replaced POST /v1/query/stop.
   { name: 'QUERY_GRPC_PORT', default: '6990', doc: 'gRPC QueryDispatch port (Dispatch, CancelQuery); binds COMMAND_INTERFACE', parse: parsePort },
+  {
+    name: 'QUERY_GRPC_ROLES',
+    default: DEFAULT_DISPATCH_ROLES.join(','),
+    doc: 'once registered: certificate roles (OU) that may call QueryDispatch, comma-separated; others get PERMISSION_DENIED. Add sqlServer (hd_sql direct mode), client (SDK direct mode) or admin only where they may bypass the Proxy and its policy',
+    parse: parseDispatchRoles,
+  },
 ];
 
 /**
@@ -266,6 +291,7 @@ export function readSccSettings(env: Readonly<Record<string, string | undefined>
     timeoutAction: g('TIMEOUT_ACTION'),
     hashChainBlockSize: g('HASH_CHAIN_BLOCK_SIZE'),
     queryGrpcPort: g('QUERY_GRPC_PORT'),
+    queryGrpcRoles: g('QUERY_GRPC_ROLES'),
     nodeName: g('NODE_NAME'),
     logLevel: (g<string>('LOG_LEVEL')).toLowerCase() as LogLevel,
     dmsUrl: g('DMS_URL'),

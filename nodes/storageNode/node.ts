@@ -5,8 +5,10 @@
  */
 import type { BatchID } from '../../engine-rs/batchId';
 import type { HashAlgorithmName, ZoneField } from '../../engine-rs/index';
+import { serverTlsOptions } from '../../control/mtls';
+import type { NodeIdentity } from '../../control/nodeIdentity';
 import { ingestMetrics, Observability, type IngestMetrics } from '../../lib/observability';
-import { BatchFilterCache, batchFiltersRoute } from './batchFilters';
+import { BatchFilterCache, batchFilterRefusal, batchFiltersRoute } from './batchFilters';
 import { BatchIndex } from './batchIndex';
 import { BatchStore } from './batchStore';
 import type { StorageNodeConfig } from './config';
@@ -43,6 +45,8 @@ export class StorageNode {
   readonly cache: OcfReadCache | undefined;
   readonly store: BatchStore;
   private recovery: RecoverySummary | undefined;
+  /** The node's DMS identity once registered: batch filters are served over mutual TLS with it. */
+  private identity: NodeIdentity | undefined;
   private observabilityAt: { host: string; port: number } | undefined;
   private readonly log: (line: string) => void;
   private markStarted!: () => void;
@@ -92,6 +96,15 @@ export class StorageNode {
     this.log(this.startupLine());
     this.markStarted();
     return this.store;
+  }
+
+  /**
+   * The node is registered: its observability port also speaks TLS with the node's certificate
+   * (following renewals), and batch filters are served there to the Proxy's certificate only.
+   */
+  useIdentity(id: NodeIdentity): void {
+    this.identity = id;
+    this.observability.acceptTls(serverTlsOptions(id.identity, { requireClientCert: false }));
   }
 
   /** Aborts open batches (never acknowledged, so nothing durable is lost) and stops the observability server. */
@@ -156,8 +169,13 @@ export class StorageNode {
       }
       return { status: 200, body: { dataset, batches: this.index.list(dataset).map((e) => BatchIndex.toJson(e)) } };
     });
-    // The Proxy's filter verdict reads batch filters here (docs/storage-node.md, "Batch filters").
+    // The Proxy's filter verdict reads batch filters here (docs/storage-node.md, "Batch filters"):
+    // over mutual TLS, to the proxy role only.
     const filters = new BatchFilterCache(this.index);
-    obs.addRoute('/v1/batch-filters', (q) => (this.recovery ? batchFiltersRoute(filters, q) : { status: 503, body: { error: 'initializing: recovery has not finished' } }));
+    obs.addRoute('/v1/batch-filters', (q, caller) => {
+      const refused = batchFilterRefusal(caller, this.identity);
+      if (refused) return refused;
+      return this.recovery ? batchFiltersRoute(filters, q) : { status: 503, body: { error: 'initializing: recovery has not finished' } };
+    });
   }
 }

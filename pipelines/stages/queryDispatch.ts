@@ -6,27 +6,10 @@ import { replicaHealthOf } from '../../nodes/scc/queryHealth';
 import { QueryService } from '../../nodes/scc/queryService';
 import type { SnTarget } from '../../nodes/scc/settings';
 import type { SinkType } from '../registry';
-import { DEFAULT_QUERY_ROLES } from '../../control/grpcTls';
 import { clientTlsOptions } from '../../control/mtls';
-import { NODE_ROLES } from '../../control/dms/state';
-import { int, type Setting } from '../settings';
+import { int } from '../settings';
 import { withNodeIdentity } from './nodeTls';
 import { sccSetting } from './sccSetting';
-
-/** Certificate roles allowed on the gRPC port: a comma-separated list of known roles. */
-const KNOWN_ROLES: readonly string[] = [...NODE_ROLES, 'admin'];
-const roleList: Setting<string[]> = {
-  expects: `a comma-separated list of certificate roles among ${KNOWN_ROLES.join(', ')}`,
-  doc: 'with a DMS identity: certificate roles (OU) that may call QueryDispatch, comma-separated; others get PERMISSION_DENIED — QUERY_GRPC_ROLES',
-  required: false,
-  fallback: [...DEFAULT_QUERY_ROLES],
-  parse(v) {
-    if (typeof v.value !== 'string') return { ok: false, expected: this.expects };
-    const roles = v.value.split(',').map((r) => r.trim()).filter((r) => r !== '');
-    if (roles.length === 0 || roles.some((r) => !KNOWN_ROLES.includes(r))) return { ok: false, expected: this.expects };
-    return { ok: true, value: roles };
-  },
-};
 
 const settings = {
   sn_targets: { ...sccSetting<SnTarget[]>('SN_TARGETS'), required: true, fallback: undefined },
@@ -35,7 +18,7 @@ const settings = {
   command_interface: sccSetting<string>('COMMAND_INTERFACE', 'interface or address the gRPC query service binds; empty: all — COMMAND_INTERFACE'),
   query_grpc_port: sccSetting<number>('QUERY_GRPC_PORT'),
   max_queries: int({ doc: 'queries running at once; a query of query_qos q is admitted below max_queries × (1/2 + (q − 1)/508)', default: 256, min: 1, max: 65_536 }),
-  query_roles: roleList,
+  query_roles: sccSetting<string[]>('QUERY_GRPC_ROLES', 'with a DMS identity: certificate roles (OU) that may call QueryDispatch, comma-separated (default proxy only); others get PERMISSION_DENIED — QUERY_GRPC_ROLES'),
   leg_idle_ms: int({ doc: 'how long an idle query-leg connection to a Storage Node is kept for the next query (0: a connection per leg, closed after it) — QUERY_LEG_IDLE_MS', default: 10_000, min: 0, max: 600_000 }),
   max_query_ms: int({ doc: 'a query still running after this long is cancelled and its unfinished batches fail with code 5 (0: never)', default: 3_600_000, min: 0, max: 86_400_000 }),
 };

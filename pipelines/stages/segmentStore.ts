@@ -65,6 +65,8 @@ export const segmentStoreStage: SinkType<typeof settings> = {
         if (pending) {
           const id = await pending;
           node.observability.addHealthPart('identity', () => id.health());
+          // Batch filters: over mutual TLS with the node's certificate, to the Proxy only.
+          node.useIdentity(id);
         }
         return store;
       },

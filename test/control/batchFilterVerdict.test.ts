@@ -1,13 +1,14 @@
 /**
  * Batch filters end to end: a real SCC and two real Storage Node processes take three batches from
- * PlatformIngestClient; each node's `GET /v1/batch-filters` answers the min/max of every integer
- * field per batch, equal to what was ingested; a real Proxy (in this process) registered with a
- * test DMS that declares the nodes with their observability addresses computes the filter verdict
- * of `POST /v1/query` from them: exactly the batches no branch can match, `bloomrf_mode: minmax`.
+ * PlatformIngestClient; each node's `GET /v1/batch-filters` (mutual TLS, to the Proxy's role only:
+ * the nodes are registered with the test DMS) answers the min/max of every integer field per batch,
+ * equal to what was ingested; a real Proxy (in this process) registered with the same DMS, which
+ * lists the nodes with their observability addresses, computes the filter verdict of
+ * `POST /v1/query` from them: exactly the batches no branch can match, `bloomrf_mode: minmax`.
  * Nodes that are down, hang or answer garbage never cause a wrong exclusion.
  */
-import { readFileSync } from 'node:fs';
-import http from 'node:http';
+import { readFileSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -16,7 +17,10 @@ import { MAX_FILTER_IDS, type BatchFilterJson } from '../../nodes/storageNode/ba
 import { PlatformIngestClient } from '../../sdk/platformIngestClient';
 import { startCluster, type Cluster } from '../support/cluster';
 import { StandInScc, startTestProxy, type TestProxy } from './proxySupport';
-import { startTestDms, type TestDms } from './support';
+import { startTestDms, tempDir, type TestDms } from './support';
+import { requestJson, type ClientTls } from '../../control/http/jsonClient';
+import type { NodeRole } from '../../control/dms/state';
+import { enrol } from '../security/proxyIdentitySupport';
 
 const schemaJson = readFileSync(path.resolve(__dirname, '../../pipelines/examples/data/flows.schema.json'), 'utf8');
 const T0 = 1_700_000_000 - (1_700_000_000 % 60);
@@ -46,10 +50,11 @@ function expected(b: number): Map<string, [string, string]> {
   ]);
 }
 
-/** A plain HTTP server answering every request as `answer` says (`hang`: never). */
-async function stubNode(): Promise<{ port: number; answer: { status: number; body: string; hang: boolean }; close(): Promise<void> }> {
+/** An HTTPS server with a DMS-CA certificate of node `name` answering every request as `answer` says (`hang`: never). */
+async function stubNode(dms: TestDms, name: string): Promise<{ port: number; answer: { status: number; body: string; hang: boolean }; close(): Promise<void> }> {
   const answer = { status: 200, body: '', hang: false };
-  const srv = http.createServer((req, res) => {
+  const m = (await enrol(dms, name, 'storageNode')).material;
+  const srv = https.createServer({ key: m.keyPem, cert: m.certPem, ca: m.caPem, requestCert: true }, (req, res) => {
     req.resume();
     if (!answer.hang) res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
   });
@@ -71,12 +76,25 @@ interface Ctx {
   scc: StandInScc;
   px: TestProxy;
   ids: string[];
+  /** A `proxy` certificate: the only role the nodes serve batch filters to. */
+  proxyTls: ClientTls;
+  remove(): void;
 }
 
 const t = suite<Ctx>('batch filters: Storage Node route and the Proxy verdict over real processes');
 t.before(async (ctx) => {
-  ctx.cluster = await startCluster({ recordSize: 64, schemas: [schemaJson] });
+  // The nodes register with the DMS: batch filters are served over mutual TLS only.
+  ctx.dms = await startTestDms();
+  const dir = tempDir('hd-bf-verdict-');
+  ctx.remove = dir.remove;
+  const caFile = path.join(dir.dir, 'ca.pem');
+  writeFileSync(caFile, ctx.dms.server.caCertPem);
+  await ctx.dms.call('PUT', '/v1/clusters/c1', ctx.dms.admin, { primary: true });
+  const tokenFor = async (name: string, role: NodeRole): Promise<string> => ((await ctx.dms.call('POST', '/v1/bootstrap-tokens', ctx.dms.admin, { node_name: name, role })).body as { token: string }).token;
+  ctx.cluster = await startCluster({ recordSize: 64, schemas: [schemaJson], dms: { url: ctx.dms.url, caFile, token: tokenFor, env: { PLATFORM_KEY_BITS: '2048', PLATFORM_CLUSTER: 'c1' } } });
   const { cluster } = ctx;
+  const p = await enrol(ctx.dms, 'proxy-bf', 'proxy');
+  ctx.proxyTls = { ca: p.material.caPem, cert: p.material.certPem, key: p.material.keyPem };
   ctx.ids = [];
   {
     await using ingest = new PlatformIngestClient();
@@ -101,10 +119,8 @@ t.before(async (ctx) => {
       await new Promise((res) => setTimeout(res, 50));
     }
   }
-  ctx.dms = await startTestDms();
   ctx.scc = await new StandInScc().start();
   const { dms } = ctx;
-  await dms.call('PUT', '/v1/clusters/c1', dms.admin, { primary: true });
   await dms.call('PUT', '/v1/nodes/scc-a', dms.admin, { role: 'scc', cluster: 'c1', addresses: { production: { host: '127.0.0.1', port: 6987 }, grpc: { host: '127.0.0.1', port: ctx.scc.port } } });
   for (const sn of cluster.sns) {
     const r = await dms.call('PUT', `/v1/nodes/${sn.name}`, dms.admin, { role: 'storageNode', cluster: 'c1', addresses: { observability: { host: cluster.host, port: sn.observabilityPort } } });
@@ -117,19 +133,21 @@ t.before(async (ctx) => {
 t.after(async (ctx) => {
   await ctx.px?.close();
   await ctx.scc?.stop();
-  await ctx.dms?.close();
   await ctx.cluster?.stop();
+  await ctx.dms?.close();
+  ctx.remove?.();
 });
 
-const filtersOf = async (port: number, qs: string): Promise<{ status: number; body: { dataset?: string; filters?: Record<string, BatchFilterJson>; error?: string } }> => {
-  const r = await fetch(`http://127.0.0.1:${port}/v1/batch-filters?${qs}`);
-  return { status: r.status, body: (await r.json()) as { filters?: Record<string, BatchFilterJson>; error?: string } };
+/** `GET /v1/batch-filters?qs` of node `name` at `port`, with the Proxy's certificate. */
+const filtersOf = async (ctx: Ctx, port: number, qs: string, name: string): Promise<{ status: number; body: { dataset?: string; filters?: Record<string, BatchFilterJson>; error?: string } }> => {
+  const r = await requestJson('GET', `https://127.0.0.1:${port}/v1/batch-filters?${qs}`, { ...ctx.proxyTls, servername: name });
+  return { status: r.status, body: r.body as { filters?: Record<string, BatchFilterJson>; error?: string } };
 };
 
 t('each Storage Node answers per batch the min/max of what was ingested; batches it does not hold are absent', async (ctx) => {
   const other = 'ab'.repeat(64);
   for (const sn of ctx.cluster.sns) {
-    const r = await filtersOf(sn.observabilityPort, `dataset=flows&batch_ids=${[...ctx.ids, other].join(',')}`);
+    const r = await filtersOf(ctx, sn.observabilityPort, `dataset=flows&batch_ids=${[...ctx.ids, other].join(',')}`, sn.name);
     assert.is(r.status, 200);
     assert.is(r.body.dataset, 'flows');
     assert.equal(Object.keys(r.body.filters ?? {}).sort(), [...ctx.ids].sort());
@@ -141,13 +159,14 @@ t('each Storage Node answers per batch the min/max of what was ingested; batches
       assert.ok(f.fields.every((x) => x.big_endian === false && x.empty === false));
     });
     // Upper-case ids name the same batches; another dataset holds none of them.
-    assert.equal(Object.keys((await filtersOf(sn.observabilityPort, `dataset=flows&batch_ids=${ctx.ids[0]?.toUpperCase()}`)).body.filters ?? {}), [ctx.ids[0]]);
-    assert.equal((await filtersOf(sn.observabilityPort, `dataset=other&batch_ids=${ctx.ids[0]}`)).body, { dataset: 'other', filters: {} });
+    assert.equal(Object.keys((await filtersOf(ctx, sn.observabilityPort, `dataset=flows&batch_ids=${ctx.ids[0]?.toUpperCase()}`, sn.name)).body.filters ?? {}), [ctx.ids[0]]);
+    assert.equal((await filtersOf(ctx, sn.observabilityPort, `dataset=other&batch_ids=${ctx.ids[0]}`, sn.name)).body, { dataset: 'other', filters: {} });
   }
 });
 
 t('malformed requests are refused with 400 saying what to send', async (ctx) => {
   const port = ctx.cluster.sns[0]?.observabilityPort as number;
+  const name = ctx.cluster.sns[0]?.name as string;
   const id = ctx.ids[0] as string;
   const cases: [string, RegExp][] = [
     ['', /dataset is missing/],
@@ -162,12 +181,12 @@ t('malformed requests are refused with 400 saying what to send', async (ctx) => 
     [`dataset=flows&batch_ids=${id}&limit=3`, /unknown parameter 'limit'/],
   ];
   for (const [qs, re] of cases) {
-    const r = await filtersOf(port, qs);
+    const r = await filtersOf(ctx, port, qs, name);
     assert.is(r.status, 400, qs.slice(0, 60));
     assert.match(String(r.body.error), re);
   }
   // Exactly the limit is taken (duplicates are answered once).
-  const full = await filtersOf(port, `dataset=flows&batch_ids=${Array(MAX_FILTER_IDS).fill(id).join(',')}`);
+  const full = await filtersOf(ctx, port, `dataset=flows&batch_ids=${Array(MAX_FILTER_IDS).fill(id).join(',')}`, name);
   assert.is(full.status, 200);
   assert.equal(Object.keys(full.body.filters ?? {}), [id]);
   const post = await fetch(`http://127.0.0.1:${port}/v1/batch-filters`, { method: 'POST', body: '{}' });
@@ -232,7 +251,7 @@ t('the Proxy excludes exactly the batches whose ranges no branch can match (bloo
 
 t('nodes that hang, answer garbage or are down never cause a wrong exclusion', async (ctx) => {
   const { dms, cluster } = ctx;
-  const stubs = [await stubNode(), await stubNode()];
+  const stubs = [await stubNode(dms, 'sn-stub0'), await stubNode(dms, 'sn-stub1')];
   try {
     stubs[0]!.answer.hang = true;
     // Garbage that would exclude everything if it were believed: a malformed entry discards the whole answer.

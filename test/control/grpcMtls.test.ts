@@ -34,7 +34,7 @@ import { sqlProcessEnv } from '../sql/sqlProcessEnv';
 import { startCluster, type Cluster } from '../support/cluster';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 import { ingestMinutes } from '../support/ingestMinutes';
-import { spawnProxyProcess } from './proxySupport';
+import { INGRESS, spawnProxyProcess } from './proxySupport';
 import { startTestDms, tempDir, type TestDms } from './support';
 
 const schemaJson = readFileSync(path.resolve(__dirname, '../../pipelines/examples/data/flows.schema.json'), 'utf8');
@@ -121,6 +121,8 @@ m.before(async (ctx) => {
     recordSize: 64,
     schemas: [schemaJson],
     dms: { url: dms.url, caFile, token: tokenFor, env: { PLATFORM_KEY_BITS: String(KEY_BITS), PLATFORM_CRL_REFRESH_MS: '300', PLATFORM_CLUSTER: 'c1' } },
+    // hd_sql and SDK clients query this SCC directly below: allowed explicitly (the default is the Proxy only).
+    sccEnv: { QUERY_GRPC_ROLES: 'proxy,sqlServer,client' },
   });
   ctx.grpcAddress = `${ctx.cluster.host}:${ctx.cluster.scc.queryGrpcPort}`;
   await ingestMinutes(ctx.cluster, schemaJson, T0, MINUTES, (b) =>
@@ -144,6 +146,7 @@ m('a query through the registered Proxy reaches the SCC over mutual TLS and retu
   q.loadDatasetSchema(schemaJson);
   q.addControlHeader('X-Forwarded-Role', 'admin');
   q.addControlHeader('X-Forwarded-Email', 'admin@example.com');
+  for (const [k, v] of Object.entries(INGRESS)) q.addControlHeader(k, v);
   const table = await q.executeDataset({ start_time: T0, end_time: T0 + MINUTES * 60 - 1 });
   assert.is(table.numRows, MINUTES * PER_MINUTE);
   assert.not.ok(q.hadErrors(), JSON.stringify(q.getBatchErrors()));
@@ -152,7 +155,7 @@ m('a query through the registered Proxy reaches the SCC over mutual TLS and retu
     h.identity.peers.some((p) => p.port === 'grpc' && p.role === 'proxy' && p.name === 'proxy-m'),
     JSON.stringify(h.identity.peers),
   );
-  assert.match(ctx.cluster.scc.proc.output(), /query dispatch \(gRPC QueryDispatch, mutual TLS for proxy, sqlServer, client, admin\)/);
+  assert.match(ctx.cluster.scc.proc.output(), /query dispatch \(gRPC QueryDispatch, mutual TLS for proxy, sqlServer, client\)/);
 });
 
 m('hd_sql in direct SCC mode with its DMS-CA certificate queries the registered SCC and reports its health to the DMS', async (ctx) => {
@@ -212,7 +215,7 @@ m('a certificate of a role that may not query gets PERMISSION_DENIED; a client c
   const sn = await enrol(ctx.dms, 'sn-impostor', 'storageNode');
   const denied = await probe(ctx.grpcAddress, dispatchCredentials(sn.material, 'scc-test'));
   assert.is(denied.status, 'PERMISSION_DENIED', denied.details);
-  assert.match(denied.details, /is storageNode 'sn-impostor'; only proxy, sqlServer, client, admin certificates may query this SCC/);
+  assert.match(denied.details, /is storageNode 'sn-impostor'; only proxy, sqlServer, client certificates may query this SCC .*add 'storageNode' to QUERY_GRPC_ROLES/);
   const client = await enrol(ctx.dms, 'client-ok', 'client');
   const served = await probe(ctx.grpcAddress, dispatchCredentials(client.material, 'scc-test'));
   assert.is(served.status, 'NOT_FOUND', served.details);
@@ -439,7 +442,7 @@ s('an unknown role is refused with the setting, its place and the roles it may n
     writeFileSync(file, 'pipeline: t\nstages:\n  queries:\n    type: queryDispatch\n    sn_targets: sn1:127.0.0.1:1:2\n    query_grpc_port: 0\n    query_roles: proxy,bogus\n');
     const bad = startHd(['run', file, '--quiet']);
     assert.is(await bad.exited, 1);
-    assert.match(bad.output(), /scc\.yaml:7:18: setting 'query_roles' expects a comma-separated list of certificate roles among scc, storageNode, proxy, client, ingester, sqlServer, admin, got "proxy,bogus"/);
+    assert.match(bad.output(), /scc\.yaml:7:18: setting 'query_roles' expects a comma-separated list of certificate roles among scc, storageNode, proxy, client, ingester, sqlServer, ingress, admin, got "proxy,bogus"/);
   } finally {
     dir.remove();
   }

@@ -89,6 +89,8 @@ t.before(async () => {
     recordSize: RS,
     // A short revocation-list refresh so a revocation reaches the nodes within the test.
     dms: { url: dms.url, caFile, token: (name, role) => tokenFor(dms, name, role), env: { PLATFORM_KEY_BITS: String(KEY_BITS), PLATFORM_CRL_REFRESH_MS: '300', PLATFORM_CLUSTER: 'c1' } },
+    // A client certificate dispatches straight to the SCC below: allowed explicitly (the default is the Proxy only).
+    sccEnv: { QUERY_GRPC_ROLES: 'proxy,client' },
   });
 });
 t.after(async () => {

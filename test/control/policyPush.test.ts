@@ -5,7 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { requestJson } from '../../control/http/jsonClient';
 import { freePort, startHd, type HdProcess } from '../support/hdProcess';
-import { spawnProxyProcess, StandInScc } from './proxySupport';
+import { INGRESS, spawnProxyProcess, StandInScc } from './proxySupport';
 import { startTestDms, tempDir } from './support';
 
 const SCHEMA = { id: 'flows', record_size: 16, time_field: 'ts', time_index_interval: 60, fields: [{ name: 'ts', type: 'timestamp', offset: 0, size: 8 }, { name: 'secret', type: 'uint64', offset: 8, size: 8 }] };
@@ -34,7 +34,7 @@ push('PUT /v1/policy is compiled, stored, pushed to the running Proxy and used b
     const { proc, url, obs } = await spawnProxyProcess(dms, caFile, 'proxy-p', 200);
     return { hd: proc, url, obs };
   };
-  const query = (url: string) => requestJson('POST', `${url}/v1/query`, dms.anon, QUERY, { headers: { 'x-forwarded-role': 'guest', 'x-forwarded-email': 'g@x' } });
+  const query = (url: string) => requestJson('POST', `${url}/v1/query`, dms.anon, QUERY, { headers: { ...INGRESS, 'x-forwarded-role': 'guest', 'x-forwarded-email': 'g@x' } });
   try {
     await dms.call('PUT', '/v1/clusters/c1', dms.admin, { primary: true });
     await dms.call('PUT', '/v1/nodes/scc-1', dms.admin, { role: 'scc', cluster: 'c1', addresses: { production: { host: '127.0.0.1', port: 6987 }, grpc: { host: '127.0.0.1', port: scc.port } } });

@@ -7,7 +7,7 @@ import { requestJson } from '../../control/http/jsonClient';
 import { generateRsaKey } from '../../control/pki/x509';
 import { freePort } from '../support/hdProcess';
 import { FLOWS44 } from './fixtures';
-import { StandInScc, startTestProxy, type TestProxy } from './proxySupport';
+import { INGRESS, StandInScc, startTestProxy, type TestProxy } from './proxySupport';
 import { rawRequest, startTestDms, type TestDms } from './support';
 
 const SCHEMA = FLOWS44;
@@ -104,7 +104,7 @@ proxy('a query is rewritten by the policy, its window named as batches, dispatch
   assert.equal(sent.batch_ids, ev.batch_ids);
   assert.is(sent.token, TOKEN);
   // An analyst's query carries the tenant constraint in every branch.
-  const a = await px.query(q({ batch_ids: [ev.batch_ids[0]], start: undefined, end: undefined }), { 'x-forwarded-role': 'analyst', 'x-forwarded-email': 'a@example.com' });
+  const a = await px.query(q({ batch_ids: [ev.batch_ids[0]], start: undefined, end: undefined }), { ...INGRESS, 'x-forwarded-role': 'analyst', 'x-forwarded-email': 'a@example.com' });
   assert.is(a.status, 200, JSON.stringify(a.body));
   const sentA = scc.queries[scc.queries.length - 1] as { sub_queries: { filters: unknown[] }[]; field_mask?: string };
   assert.equal(sentA.sub_queries, [{ filters: [{ field: 'tenant', op: 'masked_eq', value: '07000000', mask: 'ffffffff' }] }]);
@@ -197,7 +197,7 @@ proxy('an atomic policy swap during a stream of queries: each query sees one ver
   assert.is(px.proxy.policyVersion, start + 5);
 });
 proxy('POST /v1/query/cancel relays CancelQuery to the SCC that took the query; bad bodies are 400, an unknown query 404, no identity 401', async ({ px, scc }) => {
-  const cancel = (body: unknown, headers: Record<string, string> = { 'x-forwarded-role': 'guest', 'x-forwarded-email': 'g@example.com' }) => requestJson('POST', `${px.url}/v1/query/cancel`, px.anon, body, { headers });
+  const cancel = (body: unknown, headers: Record<string, string> = { ...INGRESS, 'x-forwarded-role': 'guest', 'x-forwarded-email': 'g@example.com' }) => requestJson('POST', `${px.url}/v1/query/cancel`, px.anon, body, { headers });
   const placed = await px.query(q({ query_id: 4242, token: 'cd'.repeat(16) }));
   assert.is(placed.status, 200, JSON.stringify(placed.body));
   const sccName = (placed.body as { dispatch: { scc: string } }).dispatch.scc;
@@ -234,12 +234,12 @@ proxy('a policy that cannot decide fails closed: 500 policy_error, nothing dispa
   const slow = 'hidden_fields contains "bytes" if { input.role == "slow"; count([1 | some x in numbers.range(1, 3000); some y in numbers.range(1, 3000)]) > 0 }';
   assert.is((await requestJson('POST', `${px.url}/v1/proxy/config`, px.dms, { version: v, rego: policy('src_ip', slow) })).status, 200);
   const before = scc.queries.length;
-  const r = await px.query(q(), { 'x-forwarded-role': 'slow', 'x-forwarded-email': 's@x' });
+  const r = await px.query(q(), { ...INGRESS, 'x-forwarded-role': 'slow', 'x-forwarded-email': 's@x' });
   assert.is(r.status, 500);
   assert.is((r.body as { error: string }).error, 'policy_error');
   assert.is(scc.queries.length, before);
 });
-proxy('with JWT verification on, identities come from verified bearer tokens and forwarded headers are ignored', async ({ dms }) => {
+proxy('with JWT verification on, identities come from verified bearer tokens; forwarded headers count only from an ingress', async ({ dms }) => {
   const issuer = await generateRsaKey(2048);
   const jwtPx = await startTestProxy(dms, 'proxy-jwt', { jwt: { issuer: 'https://idp.example', publicKeyPem: issuer.publicKeyPem, audience: 'hd', roleClaim: 'role', emailClaim: 'email' } });
   try {
@@ -253,6 +253,9 @@ proxy('with JWT verification on, identities come from verified bearer tokens and
     assert.equal((ok.body as { rewrite: { hidden_fields: string[] } }).rewrite.hidden_fields, ['secret']);
     const headersOnly = await jwtPx.query(q(), { 'x-forwarded-role': 'admin', 'x-forwarded-email': 'evil@x' });
     assert.is(headersOnly.status, 401);
+    // The ingress may still forward identities (it proves itself with the shared secret).
+    const fromIngress = await jwtPx.query(q(), { ...INGRESS, 'x-forwarded-role': 'guest', 'x-forwarded-email': 'i@x' });
+    assert.equal((fromIngress.body as { identity: unknown }).identity, { role: 'guest', email: 'i@x' });
     const expired = await jwtPx.query(q(), { authorization: `Bearer ${await sign({ role: 'guest' }, '-1m')}` });
     assert.match((expired.body as { message: string }).message, /expired/);
     const other = await jwtPx.query(q(), { authorization: `Bearer ${await sign({ role: 'guest' }, '5m', 'https://evil')}` });

@@ -124,14 +124,14 @@ export interface ProxyProcess {
  * starts a Proxy process registered with a bootstrap token; resolves once it listens. `dir` holds
  * the CA file. The caller stops `proc`.
  */
-export async function startProxyProcess(dms: TestDms, cluster: Cluster, schemaJson: string, dir: string, name: string): Promise<ProxyProcess> {
+export async function startProxyProcess(dms: TestDms, cluster: Cluster, schemaJson: string, dir: string, name: string, env: Record<string, string> = {}): Promise<ProxyProcess> {
   await dms.call('PUT', '/v1/clusters/c1', dms.admin, { primary: true });
   await dms.call('PUT', `/v1/nodes/scc-${name}`, dms.admin, { role: 'scc', cluster: 'c1', addresses: { production: { host: cluster.host, port: cluster.scc.productionPort }, grpc: { host: cluster.host, port: cluster.scc.queryGrpcPort } } });
   const declared = await dms.call('PUT', `/v1/datasets/${(JSON.parse(schemaJson) as { id: string }).id}`, dms.admin, { schema: JSON.parse(schemaJson) });
   if (declared.status !== 200) throw new Error(`the DMS refused the dataset: ${JSON.stringify(declared.body)}`);
   const caFile = path.join(dir, 'ca.pem');
   writeFileSync(caFile, dms.server.caCertPem);
-  const { proc, url } = await spawnProxyProcess(dms, caFile, name);
+  const { proc, url } = await spawnProxyProcess(dms, caFile, name, 500, env);
   return { proc, url, caFile };
 }
 

@@ -21,7 +21,7 @@ import { PlatformQueryClient, ProxyError } from '../../sdk/platformQueryClient';
 import { parseResultEvent, parseTopology } from '../../sdk/proxyClient';
 import { startCluster, type Cluster } from '../support/cluster';
 import { freePort, type HdProcess } from '../support/hdProcess';
-import { startProxyProcess, startTestProxy, type TestProxy } from '../control/proxySupport';
+import { INGRESS, startProxyProcess, startTestProxy, type TestProxy } from '../control/proxySupport';
 import { startTestDms, tempDir, type TestDms } from '../control/support';
 
 const schemaJson = readFileSync(path.resolve(__dirname, '../../pipelines/examples/data/flows.schema.json'), 'utf8');
@@ -117,6 +117,8 @@ const proxyClient = (ctx: Ctx, role: string): PlatformQueryClient => {
   q.loadDatasetSchema(schemaJson);
   q.addControlHeader('X-Forwarded-Role', role);
   q.addControlHeader('X-Forwarded-Email', `${role}@example.com`);
+  // The Proxy takes identity headers only from an ingress: the test client stands in for one.
+  for (const [k, v] of Object.entries(INGRESS)) q.addControlHeader(k, v);
   return q;
 };
 
@@ -204,6 +206,7 @@ pm('Proxy errors reject with the code and what to do: unknown dataset 404 names 
   // The client is free for the next query after a refusal.
   anon.addControlHeader('X-Forwarded-Role', 'admin');
   anon.addControlHeader('X-Forwarded-Email', 'a@example.com');
+  for (const [k, v] of Object.entries(INGRESS)) anon.addControlHeader(k, v);
   assert.is((await anon.executeDataset({ ...WINDOW, ...FILTER })).numRows, (BATCHES * PER_BATCH) / 2);
 });
 
@@ -265,6 +268,7 @@ const edgeClient = (ctx: Ctx2): PlatformQueryClient => {
   q.loadDatasetSchema(schemaJson);
   q.addControlHeader('X-Forwarded-Role', 'admin');
   q.addControlHeader('X-Forwarded-Email', 'a@example.com');
+  for (const [k, v] of Object.entries(INGRESS)) q.addControlHeader(k, v);
   return q;
 };
 

@@ -5,13 +5,16 @@
  * schemas from the DMS over mutual TLS and sends every read through the Proxy, whose policy applies
  * to the service's identity: a role with a hidden field gets zeros there through SQL too.
  */
+import { createPrivateKey } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import pg from 'pg';
+import { SignJWT } from 'jose';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { registerWithDms } from '../../control/registerWithDms';
+import { generateRsaKey } from '../../control/pki/x509';
 import { ingestMinutes } from '../support/ingestMinutes';
 import { startCluster, type Cluster } from '../support/cluster';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
@@ -64,7 +67,13 @@ pm.before(async (ctx) => {
   const t = tempDir();
   ctx.dir = t.dir;
   ctx.remove = t.remove;
-  const proxy = await startProxyProcess(dms, cluster, schemaJson, t.dir, 'proxy-sql');
+  // The Proxy also verifies JWTs: hd_sql without a DMS certificate proves its identity with one
+  // (forwarded headers count only from an ingress's certificate or secret).
+  const issuer = await generateRsaKey(2048);
+  writeFileSync(path.join(t.dir, 'jwt.pub.pem'), issuer.publicKeyPem);
+  const jwt = await new SignJWT({ role: 'analyst', email: 'analyst@example.com' }).setProtectedHeader({ alg: 'RS256' }).setIssuer('https://idp.example').setIssuedAt().setExpirationTime('1h').sign(createPrivateKey(issuer.privateKeyPem));
+  writeFileSync(path.join(t.dir, 'analyst.jwt'), jwt);
+  const proxy = await startProxyProcess(dms, cluster, schemaJson, t.dir, 'proxy-sql', { PROXY_JWT_ISSUER: 'https://idp.example', PROXY_JWT_KEY_FILE: path.join(t.dir, 'jwt.pub.pem') });
   ctx.proxy = proxy.proc;
   ctx.proxyUrl = proxy.url;
   const ca = proxy.caFile;
@@ -109,7 +118,7 @@ pm("the policy applies to the service's identity: a guest gets src_ip zeroed, ev
 });
 
 pm("without HD_DMS_* the schemas are the Proxy's copy (GET /v1/datasets, which needs an identity)", async (ctx) => {
-  const { sql, pgPort } = await startSql(ctx, 'analyst', { HD_DMS_ENDPOINT: '', HD_DMS_CA_FILE: '', HD_DMS_CLIENT_CERT_FILE: '', HD_DMS_CLIENT_KEY_FILE: '', PLATFORM_CA_CERT_PEM: ctx.files.ca });
+  const { sql, pgPort } = await startSql(ctx, 'analyst', { HD_DMS_ENDPOINT: '', HD_DMS_CA_FILE: '', HD_DMS_CLIENT_CERT_FILE: '', HD_DMS_CLIENT_KEY_FILE: '', PLATFORM_CA_CERT_PEM: ctx.files.ca, HD_SQL_PROXY_TOKEN_FILE: path.join(ctx.dir, 'analyst.jwt') });
   try {
     assert.match(sql.output(), /1 dataset\(s\) \(flows\) from the Proxy at https:\/\/127\.0\.0\.1:\d+; Proxy .* \(as analyst\)/);
     assert.equal(await query(pgPort, `SELECT count(*)::INTEGER AS n FROM flows WHERE ${WINDOW}`), [{ n: 300 }]);

@@ -1,7 +1,10 @@
 /**
  * The Storage Node's batch filters in this process: ranges of signed and big-endian fields, an
  * empty batch, 503 before recovery, a segment that no longer reads, a replaced index entry, and the
- * cache's bound. (The route over real processes and the Proxy's use of it: test/control/batchFilterVerdict.test.ts.)
+ * cache's bound. The route is served over mutual TLS to the Proxy's role only, so the node here is
+ * registered with a test DMS and asked with a `proxy` certificate (who else is refused:
+ * test/security/policyBypass.test.ts). (The route over real processes and the Proxy's use of it:
+ * test/control/batchFilterVerdict.test.ts.)
  */
 import { mkdtempSync, rmSync, unlinkSync } from 'node:fs';
 import os from 'node:os';
@@ -15,6 +18,10 @@ import { BatchFilterCache, type BatchFilterJson } from '../../../nodes/storageNo
 import { parseStorageNodeConfig } from '../../../nodes/storageNode/config';
 import { StorageNode } from '../../../nodes/storageNode/node';
 import { segmentStore } from '../../../sinks/segmentStore';
+import { requestJson, type ClientTls } from '../../../control/http/jsonClient';
+import { NodeIdentity } from '../../../control/nodeIdentity';
+import { startTestDms, type TestDms } from '../../control/support';
+import { enrol } from '../../security/proxyIdentitySupport';
 
 const R = 16;
 const DS = 'meter';
@@ -62,25 +69,48 @@ async function ingest(n: StorageNode, batches: [BatchID, Buffer][]): Promise<voi
   assert.equal(acks, batches.map(() => true));
 }
 
-async function filters(n: StorageNode, ids: BatchID[]): Promise<{ status: number; body: { filters: Record<string, BatchFilterJson>; error?: string } }> {
-  const a = n.observabilityAddress as { host: string; port: number };
-  const r = await fetch(`http://${a.host}:${a.port}/v1/batch-filters?dataset=${DS}&batch_ids=${ids.map((i) => i.toHex()).join(',')}`);
-  return { status: r.status, body: (await r.json()) as { filters: Record<string, BatchFilterJson> } };
+/** A test DMS, the node's registered identity and a Proxy certificate: batch filters are served to it only. */
+let dms: TestDms;
+let proxyTls: ClientTls;
+const identities: NodeIdentity[] = [];
+
+/** Registers node `sn-f` (in `root`) and lets `n` serve batch filters over mutual TLS with it. */
+async function register(n: StorageNode, root: string): Promise<void> {
+  const token = ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: 'sn-f', role: 'storageNode' })).body as { token: string }).token;
+  const id = await NodeIdentity.start({ nodeName: 'sn-f', role: 'storageNode', dmsUrl: dms.url, caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: token }, stateDir: path.join(root, 'identity'), keyBits: 2048, log: () => undefined });
+  identities.push(id);
+  n.useIdentity(id);
+}
+
+async function filters(n: StorageNode, ids: BatchID[], at?: { host: string; port: number }): Promise<{ status: number; body: { filters: Record<string, BatchFilterJson>; error?: string } }> {
+  const a = at ?? (n.observabilityAddress as { host: string; port: number });
+  const r = await requestJson('GET', `https://${a.host}:${a.port}/v1/batch-filters?dataset=${DS}&batch_ids=${ids.map((i) => i.toHex()).join(',')}`, { ...proxyTls, servername: 'sn-f' });
+  return { status: r.status, body: r.body as { filters: Record<string, BatchFilterJson> } };
 }
 
 const byLayout = (f: BatchFilterJson | undefined): Record<string, [string, string, boolean, boolean]> =>
   Object.fromEntries((f?.fields ?? []).map((x) => [`${x.offset}:${x.size}:${x.kind}`, [x.min, x.max, x.big_endian, x.empty]]));
 
 const t = suite('Storage Node batch filters (in process)');
+t.before(async () => {
+  dms = await startTestDms();
+  const p = await enrol(dms, 'proxy-f', 'proxy');
+  proxyTls = { ca: p.material.caPem, cert: p.material.certPem, key: p.material.keyPem };
+});
+t.after(async () => {
+  for (const id of identities) await id.stop();
+  await dms?.close();
+});
 
 t('before recovery has run the route refuses with 503, like /v1/batches', async () => {
   const root = mkdtempSync(path.join(os.tmpdir(), 'hd-snf-'));
   const n = node(root);
-  const { host, port } = await n.observability.listen();
+  const at = await n.observability.listen();
+  await register(n, root);
   try {
-    const r = await fetch(`http://${host}:${port}/v1/batch-filters?dataset=${DS}&batch_ids=${generateBatchIdNumber(1n).toHex()}`);
+    const r = await filters(n, [generateBatchIdNumber(1n)], at);
     assert.is(r.status, 503);
-    assert.match(await r.text(), /recovery has not finished/);
+    assert.match(String(r.body.error), /recovery has not finished/);
   } finally {
     await n.observability.close();
     rmSync(root, { recursive: true, force: true });
@@ -91,6 +121,7 @@ t('signed and big-endian ranges, an empty batch, an unreadable segment, a replac
   const root = mkdtempSync(path.join(os.tmpdir(), 'hd-snf-'));
   const n = node(root);
   await n.start();
+  await register(n, root);
   try {
     const [a, b, empty] = [generateBatchIdNumber(1n), generateBatchIdNumber(2n), generateBatchIdNumber(3n)];
     await ingest(n, [
