@@ -14,6 +14,8 @@ import { authenticate } from './authorizationHeader';
 import { statementIdentity, type DoorSecurity } from './doorSecurity';
 import type { DoorPrincipal } from './doorUsers';
 import { HostAllowList } from './hostAllowList';
+import { doorLimitsOf, type DoorLimits } from './doorLimits';
+import { limitHttpConnections } from './httpLimits';
 import { runAsSqlUser } from './sqlUser';
 import type { SqlParam } from '../sdk/local/localSqlSession';
 import { oidOf, textOf } from './pgwire/pgTypes';
@@ -46,6 +48,8 @@ export interface HttpDoorOptions {
   readonly security?: DoorSecurity;
   /** Told of each refused request (a line for the service log). */
   readonly log?: (line: string) => void;
+  /** Connections and header time (sql/doorLimits.ts); absent: the defaults. */
+  readonly limits?: Partial<DoorLimits>;
 }
 
 /** The challenges a 401 carries: both schemes this door takes. */
@@ -69,6 +73,8 @@ export function httpDoor(engine: SqlEngine, opts: HttpDoorOptions = {}): Fastify
       (app.server as unknown as import('node:tls').Server).setSecureContext({ ...tls.pem, minVersion: 'TLSv1.2' });
     });
   }
+  // HD_SQL_MAX_CONNECTIONS first: a connection past the cap is refused (503) before Host or credentials are looked at.
+  limitHttpConnections(app, doorLimitsOf(opts.limits), tls !== undefined, opts.log);
   const hosts = new HostAllowList(opts.listenHost ?? '127.0.0.1', security.httpAllowedHosts);
   const principals = new WeakMap<FastifyRequest, DoorPrincipal>();
   app.addHook('onRequest', async (req, reply) => {

@@ -7,7 +7,7 @@
  * from the `sqlServer` pipeline stage (pipelines/stages/sqlServer.ts).
  */
 import type net from 'node:net';
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import { Observability } from '../lib/observability';
 import type { Schema } from '../engine-rs/schema';
@@ -15,6 +15,7 @@ import { LocalSql } from '../sdk/local/localSql';
 import { Catalog } from './catalog';
 import { QueryClientFetcher } from './datasetFetcher';
 import { checkDoorSecurity, type DoorSecurity } from './doorSecurity';
+import { doorLimitsOf, SendBacklog, type DoorLimits } from './doorLimits';
 import { FlightSqlServer } from './flight/flightServer';
 import { httpDoor } from './httpDoor';
 import { PgServer } from './pgwire/pgServer';
@@ -43,6 +44,8 @@ export interface SqlServerSettings {
   readonly threads?: number;
   /** Credentials, TLS, Host allow-list and identity of the three doors; absent: open (refused beyond loopback). */
   readonly security?: DoorSecurity;
+  /** Limits before authentication and per user (sql/doorLimits.ts: HD_SQL_MAX_CONNECTIONS, HD_SQL_LOGIN_TIMEOUT_MS, ...); absent: the defaults. */
+  readonly limits?: Partial<DoorLimits>;
   /** HD_SQL_ALLOW_UNAUTHENTICATED: serve without a credential beyond loopback. */
   readonly allowUnauthenticated?: boolean;
   /** Undefined: the door is disabled. `password` (HD_SQL_PGWIRE_PASSWORD_FILE) when `security` has no credentials. */
@@ -115,6 +118,8 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
     // DuckDB and the chess functions are ready before the doors open, not paid by the first statement.
     await engine.warmUp().catch((err: unknown) => s.log(`warming up the local engine failed (the first statement will try again): ${(err as Error).message}`));
     const out: { -readonly [K in keyof RunningSqlServer]?: RunningSqlServer[K] } = { returnAddress: ret };
+    const limits = doorLimitsOf(s.limits);
+    const backlog = new SendBacklog();
 
     if (s.observability) {
       const obs = new Observability({ role: 'sql', nodeName: s.nodeName, host: s.observability.host, port: s.observability.port, processMetrics: true });
@@ -123,6 +128,8 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
         seconds: new Histogram({ name: 'hd_sql_query_seconds', help: 'time of a statement: plan, fetch and local evaluation', buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 300], registers: [obs.registry] }),
         notices: new Counter({ name: 'hd_sql_notices_total', help: 'notices sent with answers (lookback applied, rows cut, batches absent)', registers: [obs.registry] }),
       };
+      new Gauge({ name: 'hd_sql_send_backlog_bytes', help: 'bytes of results queued toward PostgreSQL wire clients now (HD_SQL_SEND_BUFFER_BYTES bounds each)', registers: [obs.registry], collect() { this.set(backlog.now()); } });
+      new Gauge({ name: 'hd_sql_send_backlog_peak_bytes', help: 'the most bytes one PostgreSQL wire connection has had queued since start', registers: [obs.registry], collect() { this.set(backlog.peak); } });
       obs.addHealthPart('schemas', () => ({ source: s.schemaSource, datasets: s.schemas.map((x) => x.id) }));
       obs.addHealthPart('upstream', async () => {
         const targets = await upstreamReachable(s.upstream);
@@ -135,14 +142,14 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
       obs.setStatus('ok');
     }
     if (s.pgwire) {
-      const pg = new PgServer(engine, { host: s.pgwire.host, port: s.pgwire.port, security, log: s.log });
+      const pg = new PgServer(engine, { host: s.pgwire.host, port: s.pgwire.port, security, log: s.log, limits, backlog });
       out.pgwire = await pg.listen().catch((err: unknown) => {
         throw new Error(`the PostgreSQL wire door (HD_SQL_PGWIRE_ADDRESS) cannot listen on ${s.pgwire?.host}:${s.pgwire?.port}: ${(err as Error).message}`);
       });
       closers.push(() => pg.close());
     }
     if (s.http) {
-      const app: FastifyInstance = httpDoor(engine, { listenHost: s.http.host, security, log: s.log });
+      const app: FastifyInstance = httpDoor(engine, { listenHost: s.http.host, security, log: s.log, limits });
       closers.push(() => app.close());
       await app.listen({ host: s.http.host, port: s.http.port }).catch((err: unknown) => {
         throw new Error(`the HTTP door (HD_SQL_HTTP_ADDRESS) cannot listen on ${s.http?.host}:${s.http?.port}: ${(err as Error).message}`);
@@ -151,7 +158,7 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
       out.http = { host: a.address, port: a.port };
     }
     if (s.flightsql) {
-      const flight = new FlightSqlServer(engine, { host: s.flightsql.host, port: s.flightsql.port, log: s.log, security });
+      const flight = new FlightSqlServer(engine, { host: s.flightsql.host, port: s.flightsql.port, log: s.log, security, limits });
       closers.push(() => flight.close());
       out.flightsql = await flight.listen().catch((err: unknown) => {
         throw new Error(`the Arrow Flight SQL door (HD_SQL_FLIGHTSQL_ADDRESS) cannot listen on ${s.flightsql?.host}:${s.flightsql?.port}: ${(err as Error).message}`);

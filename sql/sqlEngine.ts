@@ -167,10 +167,12 @@ export class SqlEngine {
       }
     }
     const text = plan.rewrittenTree === undefined ? sql : await this.deserialize(session, plan.rewrittenTree);
-    let table = await session.query(text, { deadline, ...(opts.params && opts.params.length > 0 ? { params: opts.params } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
+    // HD_SQL_MAX_ROWS is applied while DuckDB produces the rows: it streams them and stops one row
+    // past the cap (that row says the cap applied), instead of materialising the whole result first.
     const max = this.settings.maxRows;
+    let table = await session.query(text, { deadline, ...(max > 0 ? { maxRows: max } : {}), ...(opts.params && opts.params.length > 0 ? { params: opts.params } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
     if (max > 0 && table.numRows > max) {
-      notices.push(`the result was cut to ${max} of ${table.numRows} rows (HD_SQL_MAX_ROWS)`);
+      notices.push(`the result was cut to ${max} rows (HD_SQL_MAX_ROWS): the statement stopped producing rows there, more were left`);
       table = table.slice(0, max);
     }
     if (this.settings.strict && notices.length > 0) {

@@ -4,7 +4,7 @@
  */
 
 /** The conditions of the reference's SQL server error table (plus `internal` for our own faults). */
-export type SqlErrorKind = 'unsupported_statement' | 'unknown_dataset' | 'invalid_statement' | 'query_timeout' | 'upstream_unavailable' | 'query_failed' | 'incomplete_result' | 'internal';
+export type SqlErrorKind = 'unsupported_statement' | 'unknown_dataset' | 'invalid_statement' | 'query_timeout' | 'upstream_unavailable' | 'query_failed' | 'incomplete_result' | 'too_many_connections' | 'limit_exceeded' | 'internal';
 
 /** How each door reports a kind. */
 export interface SqlErrorCodes {
@@ -14,7 +14,7 @@ export interface SqlErrorCodes {
   readonly http: number;
 }
 
-/** The reference's table; `query_failed` (a statement DuckDB refuses while running), `incomplete_result` (HD_SQL_STRICT) and `internal` are ours. */
+/** The reference's table; `query_failed` (a statement DuckDB refuses while running), `incomplete_result` (HD_SQL_STRICT), `too_many_connections`, `limit_exceeded` (the doors' limits, sql/doorLimits.ts) and `internal` are ours. */
 export const SQL_ERROR_CODES: Readonly<Record<SqlErrorKind, SqlErrorCodes>> = {
   unsupported_statement: { sqlstate: '0A000', grpc: 12, http: 400 },
   unknown_dataset: { sqlstate: '42P01', grpc: 5, http: 404 },
@@ -25,6 +25,10 @@ export const SQL_ERROR_CODES: Readonly<Record<SqlErrorKind, SqlErrorCodes>> = {
   query_failed: { sqlstate: '42000', grpc: 3, http: 400 },
   // HD_SQL_STRICT: the answer would carry a notice. 55000 object_not_in_prerequisite_state, FAILED_PRECONDITION, 422.
   incomplete_result: { sqlstate: '55000', grpc: 9, http: 422 },
+  // A door's HD_SQL_MAX_CONNECTIONS reached: 53300 too_many_connections, RESOURCE_EXHAUSTED, 503.
+  too_many_connections: { sqlstate: '53300', grpc: 8, http: 503 },
+  // A per-connection limit (prepared statements, DoPut bytes): 53400 configuration_limit_exceeded, RESOURCE_EXHAUSTED, 429.
+  limit_exceeded: { sqlstate: '53400', grpc: 8, http: 429 },
   internal: { sqlstate: 'XX000', grpc: 13, http: 500 },
 };
 

@@ -53,6 +53,11 @@ const settings = {
   observability_port: int({ doc: '/health and /metrics port; -1 turns them off — OBSERVABILITY_PORT', default: 8080, min: -1, max: 65535 }),
   concurrent_reads: int({ doc: 'reads of the Storage Nodes running at once (each SQL statement reads each of its datasets once); more wait their turn — HD_SQL_CONCURRENT_READS', default: 4, min: 1, max: 256 }),
   threads: int({ doc: 'DuckDB worker threads; 0: one per core — HD_SQL_THREADS', default: 0, min: 0, max: 1024 }),
+  login_timeout_ms: int({ doc: 'a connection not logged in by then is closed (PostgreSQL\'s authentication_timeout; HTTP: time to send the request headers) — HD_SQL_LOGIN_TIMEOUT_MS', default: 10_000, min: 1, max: 600_000 }),
+  max_connections: int({ doc: 'connections open at once per door, logged in or not (Flight SQL: calls in flight); past it 53300 / 503 / RESOURCE_EXHAUSTED — HD_SQL_MAX_CONNECTIONS', default: 100, min: 1, max: 100_000 }),
+  max_prepared_statements: int({ doc: 'prepared statements (and portals) one PostgreSQL wire connection, or one Flight SQL peer, keeps open — HD_SQL_MAX_PREPARED_STATEMENTS', default: 1000, min: 1, max: 1_000_000 }),
+  flight_max_put_bytes: int({ doc: 'bytes one Flight SQL DoPut (parameters of a prepared statement) may send — HD_SQL_FLIGHT_MAX_PUT_BYTES', default: 4 * 1024 * 1024, min: 1, max: 1024 * 1024 * 1024 }),
+  send_buffer_bytes: int({ doc: 'a result stops being produced while this many bytes wait to be sent to its (slow) client — HD_SQL_SEND_BUFFER_BYTES', default: 1024 * 1024, min: 1, max: 1024 * 1024 * 1024 }),
 };
 
 /** `sqlServer`: hd_sql, the read-only SQL server (docs/sql.md). */
@@ -102,6 +107,7 @@ export const sqlServerStage: SinkType<typeof settings> = {
           ...(c.threads > 0 ? { threads: c.threads } : {}),
           security: withIdentityTls(doorSecurity, c.tls_from_identity, service?.tls),
           allowUnauthenticated: c.allow_unauthenticated,
+          limits: { loginTimeoutMs: c.login_timeout_ms, maxConnections: c.max_connections, maxPreparedStatements: c.max_prepared_statements, maxPutBytes: c.flight_max_put_bytes, sendBufferBytes: c.send_buffer_bytes },
           pgwire: pg,
           http: at(c.http_enabled, c.http_address, 'HD_SQL_HTTP_ADDRESS'),
           flightsql: at(c.flightsql_enabled, c.flightsql_address, 'HD_SQL_FLIGHTSQL_ADDRESS'),

@@ -8,7 +8,7 @@ import * as arrow from 'apache-arrow';
 import duckdb from '@duckdb/node-bindings';
 import {
   DuckDBArrayType, DuckDBDecimalType, DuckDBEnumType, DuckDBListType, DuckDBStructType, DuckDBTypeId, DuckDBVector,
-  type DuckDBMaterializedResult, type DuckDBType,
+  type DuckDBMaterializedResult, type DuckDBResult, type DuckDBType,
 } from '@duckdb/node-api';
 import { takeData } from './arrowTake';
 import { makeAnyData } from './makeAnyData';
@@ -260,19 +260,7 @@ const CHUNKS_PER_YIELD = 32;
  * (it throws to abandon the conversion: a cancelled query, a closed session).
  */
 export async function resultToArrow(result: DuckDBMaterializedResult, hints?: arrow.Schema, stop?: () => void): Promise<arrow.Table> {
-  const names: string[] = [];
-  const readers: ColumnReader[] = [];
-  for (let i = 0; i < result.columnCount; i++) {
-    names.push(result.columnName(i));
-    readers.push(readerFor(result.columnType(i)));
-  }
-  const fields = readers.map((r, i) => {
-    const hint = hints?.fields.find((f) => f.name === names[i]);
-    const keep = hint && String(hint.type) === String(r.arrowType) ? hint.metadata : undefined;
-    return new arrow.Field(names[i]!, r.arrowType, true, keep);
-  });
-  const schema = new arrow.Schema(fields);
-  const type = new arrow.Struct(fields);
+  const { schema, type, readers } = resultShape(result, hints);
   const batches: arrow.RecordBatch[] = [];
   for (let c = 0; c < result.chunkCount; c++) {
     if (c > 0 && c % CHUNKS_PER_YIELD === 0) {
@@ -287,4 +275,49 @@ export async function resultToArrow(result: DuckDBMaterializedResult, hints?: ar
     batches.push(new arrow.RecordBatch(schema, arrow.makeData({ type, length: n, nullCount: 0, children })));
   }
   return new arrow.Table(schema, batches);
+}
+
+/**
+ * A streaming result as an Arrow Table, fetching chunk by chunk and stopping once it holds more
+ * than `maxRows` rows: DuckDB produces no chunk past that (a row cap enforced while the rows are
+ * produced, not after). The table then holds `maxRows + 1` rows, so the caller can tell the cap
+ * applied; `stop` as in {@link resultToArrow}.
+ */
+export async function streamToArrow(result: DuckDBResult, maxRows: number, hints?: arrow.Schema, stop?: () => void): Promise<arrow.Table> {
+  const { schema, type, readers } = resultShape(result, hints);
+  const batches: arrow.RecordBatch[] = [];
+  let rows = 0;
+  for (let c = 0; rows <= maxRows; c++) {
+    if (c > 0 && c % CHUNKS_PER_YIELD === 0) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      stop?.();
+    }
+    const fetched = await result.fetchChunk();
+    if (!fetched) break;
+    const n = duckdb.data_chunk_get_size(fetched.chunk);
+    if (n === 0) break;
+    const children = readers.map((r, i) => r.read(duckdb.data_chunk_get_vector(fetched.chunk, i), n));
+    let batch = new arrow.RecordBatch(schema, arrow.makeData({ type, length: n, nullCount: 0, children }));
+    if (rows + n > maxRows + 1) batch = batch.slice(0, maxRows + 1 - rows);
+    batches.push(batch);
+    rows += batch.numRows;
+  }
+  return new arrow.Table(schema, batches);
+}
+
+/** The Arrow schema and column readers of a result. */
+function resultShape(result: DuckDBResult, hints?: arrow.Schema): { schema: arrow.Schema; type: arrow.Struct; readers: ColumnReader[] } {
+  const names: string[] = [];
+  const readers: ColumnReader[] = [];
+  for (let i = 0; i < result.columnCount; i++) {
+    names.push(result.columnName(i));
+    readers.push(readerFor(result.columnType(i)));
+  }
+  const fields = readers.map((r, i) => {
+    const hint = hints?.fields.find((f) => f.name === names[i]);
+    const keep = hint && String(hint.type) === String(r.arrowType) ? hint.metadata : undefined;
+    return new arrow.Field(names[i]!, r.arrowType, true, keep);
+  });
+  const schema = new arrow.Schema(fields);
+  return { schema, type: new arrow.Struct(fields), readers };
 }

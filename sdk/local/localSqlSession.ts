@@ -6,7 +6,7 @@ import * as arrow from 'apache-arrow';
 import duckdb from '@duckdb/node-bindings';
 import { DuckDBDataChunk, type DuckDBConnection } from '@duckdb/node-api';
 import { loaderFor, sampleDictionaries, type ColumnLoader } from './arrowToDuckdb';
-import { resultToArrow } from './duckdbToArrow';
+import { resultToArrow, streamToArrow } from './duckdbToArrow';
 import { LocalSqlError } from './localSqlError';
 import { checkTableName, quoteIdentifier } from './sqlIdentifier';
 
@@ -45,6 +45,12 @@ export interface QueryOptions {
    * text), e.g. the SQL doors' bind parameters. (`json_serialize_sql` takes only a literal.)
    */
   readonly params?: readonly SqlParam[];
+  /**
+   * Stop once the statement has produced more than this many rows (the result is streamed from
+   * DuckDB chunk by chunk and no further chunk is produced): the table then holds `maxRows + 1`
+   * rows, which tells the caller the cap applied. Absent: every row.
+   */
+  readonly maxRows?: number;
 }
 
 /** A statement parameter: plain values only (bigint for integers beyond 2^53). */
@@ -304,12 +310,19 @@ export class LocalSqlSession {
     const timer = limits.length > 0 ? setTimeout(() => stop(label), Math.min(...limits)) : undefined;
     this.enter();
     try {
-      const result = opts.params && opts.params.length > 0 ? await this.connection.run(sql, [...opts.params]) : await this.connection.run(sql);
-      if (why) throw new LocalSqlError('ERR_SQL_INTERRUPTED', why);
-      return await resultToArrow(result, this.hints(), () => {
+      const check = (): void => {
         why ??= this.closed ? 'query cancelled: the session was closed' : undefined;
         if (why) throw new LocalSqlError('ERR_SQL_INTERRUPTED', why);
-      });
+      };
+      const params = opts.params && opts.params.length > 0 ? [...opts.params] : undefined;
+      if (opts.maxRows !== undefined) {
+        const streamed = params ? await this.connection.stream(sql, params) : await this.connection.stream(sql);
+        if (why) throw new LocalSqlError('ERR_SQL_INTERRUPTED', why);
+        return await streamToArrow(streamed, opts.maxRows, this.hints(), check);
+      }
+      const result = params ? await this.connection.run(sql, params) : await this.connection.run(sql);
+      if (why) throw new LocalSqlError('ERR_SQL_INTERRUPTED', why);
+      return await resultToArrow(result, this.hints(), check);
     } catch (err) {
       if (err instanceof LocalSqlError && err.code === 'ERR_SQL_INTERRUPTED') throw err;
       why ??= this.closed ? 'query cancelled: the session was closed' : undefined;

@@ -24,7 +24,7 @@ import { CATALOG_SCHEMAS, catalogsTable, dbSchemasTable, decodeCommand, selectTa
 import { joinIpcMessages, serializeSchema, tableMessages } from './ipcMessages';
 import { FlightAuth, unauthenticated } from './flightAuth';
 import { ConnectionGate, doorLimitsOf, type DoorLimits } from '../doorLimits';
-import { exhausted, gatedCalls, PreparedQuota, PutBudget, putTooLarge } from './flightLimits';
+import { gatedCalls, PreparedQuota, PutBudget, putTooLarge } from './flightLimits';
 import { serverSqlInfo, sqlInfoSchema, sqlInfoTable, type SqlInfoValue } from './sqlInfo';
 
 /** What FLIGHT_SQL_SERVER_VERSION reports. */
