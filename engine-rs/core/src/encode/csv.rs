@@ -97,6 +97,7 @@ fn read_row(
                 }
             }
         } else {
+            let start = row.bytes.len();
             while let Some(&c) = buf.get(i) {
                 if c == delim || c == b'\n' {
                     break;
@@ -104,7 +105,13 @@ fn read_row(
                 row.bytes.push(c);
                 i += 1;
             }
-            if buf.get(i) == Some(&b'\n') && row.bytes.last() == Some(&b'\r') {
+            // A CRLF line end: drop this field's own '\r' only. An empty last field must not
+            // take the previous field's trailing '\r' (as in `a\r,\n`): the previous field's
+            // end would then lie past the row's bytes (found by the ndjson_parse fuzz target).
+            if buf.get(i) == Some(&b'\n')
+                && row.bytes.len() > start
+                && row.bytes.last() == Some(&b'\r')
+            {
                 row.bytes.pop();
             }
         }

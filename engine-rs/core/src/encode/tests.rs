@@ -250,6 +250,25 @@ fn csv_quoting_and_errors() {
 }
 
 #[test]
+fn csv_an_empty_last_field_keeps_the_previous_fields_carriage_return() {
+    // The ndjson_parse fuzz target's panic (engine-rs/fuzz/seeds/ndjson_parse/crash-*): the empty
+    // last field took the '\r' ending the field before it, whose end then lay past the row.
+    let e = enc();
+    let opts = CsvOptions {
+        header: Some(vec!["host".into(), "proto".into()]),
+        delimiter: b',',
+    };
+    let p = parse_csv(&e, b"a\r,\n\"b\r\",\n", 1, &opts);
+    assert_eq!(p.count, 2, "{:#?}", p.errors);
+    let r: Vec<&[u8]> = p.records.chunks(64).collect();
+    assert_eq!(&r[0][25..27], b"a\r");
+    assert_eq!(&r[1][25..27], b"b\r");
+    // A CRLF line end still loses its '\r'.
+    let p = parse_csv(&e, b"a,tcp\r\n", 1, &opts);
+    assert_eq!(p.count, 1, "{:#?}", p.errors);
+}
+
+#[test]
 fn csv_given_header_and_delimiter() {
     let e = enc();
     let opts = CsvOptions {

@@ -12,7 +12,10 @@ use super::layout::{
     block_entry_len, BlockEntry, SegmentHeader, Tail, HEADER_FIXED_LEN, TAIL_CRC_AT, TAIL_LEN,
     TAIL_MAGIC_AT, TRAILER_MAGIC,
 };
+use super::writer::segment_file_name;
 use super::zone::{Zone, ZONE_LEN};
+use super::SEGMENT_EXT;
+use crate::batch_id::BATCH_ID_LEN;
 use crate::hash::Digest;
 
 /// Most record bytes one [`SegmentReader::read_blocks`] call returns (256 MiB).
@@ -33,6 +36,31 @@ pub struct SegmentReader {
 
 fn corrupt<T>(m: impl Into<String>) -> Result<T, SegmentError> {
     Err(SegmentError::Corrupt(m.into()))
+}
+
+/// A file named after a batch (`segment_file_name`: 128 hex digits and `.hdseg`) must hold that
+/// batch. Without this check a whole, valid segment of another batch in its place — a misdirected
+/// write or copy — would be served, and would even verify, as the batch its name claims: its own
+/// chain starts from its own batch id and ends at its own closing hash.
+fn check_name(path: &Path, header: &SegmentHeader) -> Result<(), SegmentError> {
+    let Some(hex) = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(SEGMENT_EXT))
+    else {
+        return Ok(());
+    };
+    if hex.len() != 2 * BATCH_ID_LEN || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return Ok(());
+    }
+    let held = segment_file_name(&header.batch_id);
+    if held[..hex.len()].eq_ignore_ascii_case(hex) {
+        return Ok(());
+    }
+    corrupt(format!(
+        "the file is named after batch {hex} but holds batch {}",
+        &held[..hex.len()]
+    ))
 }
 
 impl SegmentReader {
@@ -56,6 +84,7 @@ impl SegmentReader {
         let mut hbuf = vec![0u8; hlen];
         read(0, &mut hbuf)?;
         let header = SegmentHeader::decode(&hbuf)?;
+        check_name(path, &header)?;
 
         let mut tb = [0u8; TAIL_LEN];
         let tail_at = file_len - TAIL_LEN as u64;

@@ -191,3 +191,29 @@ fn quarantine_never_overwrites_an_earlier_quarantined_file() {
     assert!(s.0.join(QUARANTINE_DIR).join(&name).exists());
     assert!(s.0.join(QUARANTINE_DIR).join(format!("{name}.1")).exists());
 }
+
+#[test]
+fn a_valid_segment_of_another_batch_under_this_batchs_name_is_refused() {
+    let s = Scratch::new("misplaced");
+    let one = write(&s.0, HashAlgorithm::Sha256, 8, 20, 4096);
+    // Batch 2's name, batch 1's whole and valid segment: a misdirected copy.
+    let other = s.0.join(segment_file_name(&batch(2)));
+    std::fs::copy(&one.path, &other).unwrap();
+    let err = SegmentReader::open(&other).unwrap_err();
+    assert_eq!(err.code(), "ERR_SEGMENT_CORRUPT");
+    assert!(err.to_string().contains("holds batch"), "{err}");
+    assert_eq!(
+        verify_segment(&other).unwrap_err().code(),
+        "ERR_SEGMENT_CORRUPT"
+    );
+    // The same bytes under any other name (quarantine copies, tests' own names) still open.
+    let free = s.0.join("copy.hdseg");
+    std::fs::copy(&one.path, &free).unwrap();
+    assert!(SegmentReader::open(&free).is_ok());
+    // Recovery quarantines it and keeps the rightly named one.
+    std::fs::remove_file(&free).unwrap();
+    let out = recover_dir(&s.0, RecoverOptions::default()).unwrap();
+    assert_eq!(out.complete, vec![one.path.clone()]);
+    assert_eq!(out.quarantined.len(), 1);
+    assert_eq!(out.quarantined[0].code, "ERR_SEGMENT_CORRUPT");
+}
