@@ -7,13 +7,13 @@
  * Run: `npx tsx bench/grpcMtls.bench.ts [keyBits]` (default 2048).
  */
 import { startTestDms, tempDir } from '../test/control/support';
-import { NodeIdentity } from '../control/nodeIdentity';
+import { NodeIdentity } from '../net/nodeIdentity';
 import { QueryDispatcher } from '../nodes/scc/queryDispatcher';
 import { QueryService } from '../nodes/scc/queryService';
-import { QueryDispatchClient } from '../query/dispatchClient';
-import { dispatchCredentials } from '../control/grpcTls';
-import { registerWithDms } from '../control/registerWithDms';
-import { MtlsIdentity } from '../control/mtls';
+import { QueryDispatchClient } from '../query/dispatch/dispatchClient';
+import { dispatchCredentials } from '../net/grpcTls';
+import { registerWithDms } from '../net/registerWithDms';
+import { MtlsIdentity } from '../net/mtls';
 
 async function main() {
   const bits = Number(process.argv[2] ?? 2048);

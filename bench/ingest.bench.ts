@@ -16,7 +16,7 @@ import { closeSync, fsyncSync, mkdtempSync, openSync, readFileSync, rmSync, writ
 import os from 'node:os';
 import path from 'node:path';
 import { generateBatchIdNumber, HashChain, type BatchID, type EobFrame } from '../engine-rs/index';
-import { HdwpClient } from '../sinks/hdwpClient';
+import { HdwpClient } from '../hdwp/hdwpClient';
 import { freePort, startHd, waitForPort, type HdProcess } from '../test/support/hdProcess';
 
 const RECORDS = Number(process.argv[2] ?? 2_000_000);

@@ -9,8 +9,8 @@ import * as arrow from 'apache-arrow';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { decodeRecordsSync } from '../engine-rs/decode';
 import { Schema } from '../engine-rs/schema';
-import { LocalSql } from '../sdk/local/localSql';
-import { vectorSearch } from '../sdk/local/vectorSearch';
+import { LocalSql } from '../local/localSql';
+import { vectorSearch } from '../local/vectorSearch';
 import { FLOW, generate } from './flows';
 
 const N = Number(process.argv[2] ?? 1_000_000);

@@ -7,12 +7,12 @@
  * Run: `npx tsx bench/mtls.bench.ts [MiB]` (default 128).
  */
 import tls from 'node:tls';
-import { clientTlsOptions, MtlsIdentity, serverTlsOptions } from '../control/mtls';
-import { CertificateAuthority } from '../control/pki/certificateAuthority';
-import { generateRsaKey } from '../control/pki/x509';
+import { clientTlsOptions, MtlsIdentity, serverTlsOptions } from '../net/mtls';
+import { CertificateAuthority } from '../net/pki/certificateAuthority';
+import { generateRsaKey } from '../net/pki/x509';
 import { generateBatchIdNumber } from '../engine-rs/batchId';
-import { HdwpClient } from '../sinks/hdwpClient';
-import { HdwpServer } from '../sources/hdwpServer';
+import { HdwpClient } from '../hdwp/hdwpClient';
+import { HdwpServer } from '../hdwp/hdwpServer';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

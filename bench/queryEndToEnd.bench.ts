@@ -12,10 +12,10 @@
  */
 import net from 'node:net';
 import { generateBatchIdNumber, type EobFrame } from '../engine-rs/index';
-import { QueryDispatchClient } from '../query/dispatchClient';
+import { QueryDispatchClient } from '../query/dispatch/dispatchClient';
 import { newQueryToken } from '../query/token';
-import { HdwpClient } from '../sinks/hdwpClient';
-import { ResultListener } from '../sources/resultListener';
+import { HdwpClient } from '../hdwp/hdwpClient';
+import { ResultListener } from '../hdwp/resultListener';
 import { startCluster } from '../test/support/cluster';
 
 const RECORDS = Number(process.argv[2] ?? 1_000_000);

@@ -19,7 +19,7 @@
 import { writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { registerWithDms } from '../control/registerWithDms';
+import { registerWithDms } from '../net/registerWithDms';
 import { PlatformIngestClient } from '../sdk/platformIngestClient';
 import { PlatformQueryClient } from '../sdk/platformQueryClient';
 import { startTestDms, tempDir, type TestDms } from '../test/control/support';

@@ -22,8 +22,8 @@ import { encodeFrame, evaluateFilter, FrameDecoder, generateBatchIdNumber, HashC
 import { serializeHdQuery, type HdQuery } from '../query/hdQuery';
 import type { SubQuery } from '../query/filter';
 import { newQueryToken } from '../query/token';
-import { HdwpClient } from '../sinks/hdwpClient';
-import { ResultListener } from '../sources/resultListener';
+import { HdwpClient } from '../hdwp/hdwpClient';
+import { ResultListener } from '../hdwp/resultListener';
 import { freePort, startHd, waitForPort } from '../test/support/hdProcess';
 
 const RECORDS = Number(process.argv[2] ?? 2_000_000);

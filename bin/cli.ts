@@ -10,7 +10,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { Progress } from '../lib/progress';
-import { builtinRegistry } from '../pipelines/builtins';
+import { builtinRegistry } from '../roles/builtins';
 import { formatProblem, loadPipelineFile, type LoadResult } from '../pipelines/load';
 import { DEFAULT_STOP_TIMEOUT_MS, runPipeline } from '../pipelines/run';
 import { formatCounters } from '../pipelines/summary';

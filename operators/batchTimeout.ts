@@ -1,8 +1,8 @@
 import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
 import type { BatchID } from '../engine-rs/batchId';
 import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
-import type { AckResult, BbnElement, Chunk, ControlElement, EobElement } from './chunk';
-import { StageCounters } from './stageCounters';
+import type { AckResult, BbnElement, Chunk, ControlElement, EobElement } from '../stream/chunk';
+import { StageCounters } from '../stream/stageCounters';
 
 /** A batch's state in the reference's ingest state table. */
 export type BatchState = 'open' | 'closed' | 'discarded';

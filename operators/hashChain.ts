@@ -2,10 +2,10 @@ import type { OperatorFunction } from 'rxjs';
 import type { BatchID } from '../engine-rs/batchId';
 import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
 import { HashChain, type HashAlgorithmName } from '../engine-rs/hashChain';
-import { awaitEach } from './awaitEach';
-import type { AckHook, BbnElement, Chunk, EobElement } from './chunk';
-import { Flow } from './flow';
-import { StageCounters } from './stageCounters';
+import { awaitEach } from '../stream/awaitEach';
+import type { AckHook, BbnElement, Chunk, EobElement } from '../stream/chunk';
+import { Flow } from '../stream/flow';
+import { StageCounters } from '../stream/stageCounters';
 
 /** Live figures of the hash queue (for /health, /metrics and tests). */
 export interface HashQueueStats {

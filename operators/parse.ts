@@ -1,8 +1,8 @@
 import { concat, of, type Observable, type OperatorFunction } from 'rxjs';
-import { awaitEach } from './awaitEach';
-import { MAX_CHUNK_BYTES, recordChunk, type Chunk } from './chunk';
-import { Flow } from './flow';
-import { StageCounters } from './stageCounters';
+import { awaitEach } from '../stream/awaitEach';
+import { MAX_CHUNK_BYTES, recordChunk, type Chunk } from '../stream/chunk';
+import { Flow } from '../stream/flow';
+import { StageCounters } from '../stream/stageCounters';
 import type { ParsedBlock } from '../engine-rs/index';
 
 export type { LineError, ParsedBlock } from '../engine-rs/index';

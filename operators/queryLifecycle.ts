@@ -2,7 +2,7 @@
  * The lifecycle every {@link RunningQuery} shares: stopped once (the first reason wins, through an
  * AbortSignal the scan and the result stream watch), ended once.
  */
-import type { QueryStop, RunningQuery } from './queryElement';
+import type { QueryStop, RunningQuery } from '../stream/queryElement';
 
 /** Stop and end of a running query; subclasses add where it came from and where replies go. */
 export abstract class QueryLifecycle implements Pick<RunningQuery, 'signal' | 'ended' | 'stop' | 'end'> {

@@ -10,11 +10,11 @@ import { HDWP_ERROR_FRAME_CODES as CODES } from '../engine-rs/hdwpFrame';
 import { applyFieldMask } from '../engine-rs/policy';
 import { bbnReason } from '../query/batchNotice';
 import { QueryError } from '../query/queryError';
-import { MAX_CHUNK_BYTES, type Chunk } from './chunk';
-import { Flow } from './flow';
-import type { QueryResultElement, QueryResults, QuerySpec, QueryStop, RunningQuery } from './queryElement';
+import { MAX_CHUNK_BYTES, type Chunk } from '../stream/chunk';
+import { Flow } from '../stream/flow';
+import type { QueryResultElement, QueryResults, QuerySpec, QueryStop, RunningQuery } from '../stream/queryElement';
 import type { ReadScheduler } from './readScheduler';
-import { StageCounters } from './stageCounters';
+import { StageCounters } from '../stream/stageCounters';
 
 /** What one read step of a batch produced. */
 export interface BatchScanStep {

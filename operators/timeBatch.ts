@@ -1,7 +1,7 @@
 import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
 import { generateBatchIdTime, type BatchID } from '../engine-rs/batchId';
-import type { BatchedRecordChunk, Chunk, ControlElement, RecordChunk } from './chunk';
-import { StageCounters } from './stageCounters';
+import type { BatchedRecordChunk, Chunk, ControlElement, RecordChunk } from '../stream/chunk';
+import { StageCounters } from '../stream/stageCounters';
 
 /** Records of one chunk that fall in one time window, in their original order. */
 export interface WindowGroup {
@@ -41,7 +41,7 @@ export interface TimeBatchOptions {
   readonly scheduler?: SchedulerLike;
   /**
    * Called on subscription with this run's {@link WindowKeeper}, so a source can hold the batch
-   * timeout or rewind the open windows (sources/windowRewind.ts); returns the detach function,
+   * timeout or rewind the open windows (operators/windowRewind.ts); returns the detach function,
    * called at teardown.
    */
   readonly attach?: (keeper: WindowKeeper) => () => void;

@@ -4,11 +4,11 @@
  * connected only after every sink has subscribed, so no consumer misses an early element.
  */
 import { catchError, connectable, ignoreElements, merge, share, Subject, takeUntil, throwError, type Connectable, type Observable } from 'rxjs';
-import type { Chunk } from '../operators/chunk';
+import type { Chunk } from '../stream/chunk';
 import type { InputRef, LoadedStage } from './load';
 import { inputOf, outputOf, type StageContext, type StageType } from './registry';
 import type { Pos } from './settings';
-import { closest } from './suggest';
+import { closest } from '../lib/suggest';
 
 /** What the graph checks need of a stage (its type may be unknown when the file named a bad one). */
 export interface GraphNode {

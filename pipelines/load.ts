@@ -10,7 +10,7 @@ import { checkGraph, type GraphNode } from './graph';
 import { substitute, type VarLookup } from './env';
 import type { Registry, StageType } from './registry';
 import { validateSettings, type Pos, type Problem, type SettingValue } from './settings';
-import { closest } from './suggest';
+import { closest } from '../lib/suggest';
 
 /** One input reference of a stage, with where it was written. */
 export interface InputRef {

@@ -4,9 +4,9 @@
  * (`parse`, `timeBatch`).
  */
 import type { Observable, OperatorFunction } from 'rxjs';
-import type { Chunk, ElementType } from '../operators/chunk';
-import type { Flow } from '../operators/flow';
-import type { CounterSnapshot, CounterUnit, StageCounters } from '../operators/stageCounters';
+import type { Chunk, ElementType } from '../stream/chunk';
+import type { Flow } from '../stream/flow';
+import type { CounterSnapshot, CounterUnit, StageCounters } from '../stream/stageCounters';
 import type { ConfigOf, SettingsSpec } from './settings';
 
 /** Where a stage sits in a graph. */

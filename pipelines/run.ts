@@ -6,8 +6,8 @@
  * stage's counters come back in all three cases.
  */
 import { Subscription } from 'rxjs';
-import { Flow } from '../operators/flow';
-import { StageCounters, type CounterSnapshot } from '../operators/stageCounters';
+import { Flow } from '../stream/flow';
+import { StageCounters, type CounterSnapshot } from '../stream/stageCounters';
 import { buildGraph, StageError, type BuiltGraph } from './graph';
 import type { Pipeline } from './load';
 import type { ProgressReporter, StageContext } from './registry';

@@ -4,7 +4,7 @@
  * returns a typed config, reporting every problem at the line and column of the offending value.
  */
 import path from 'node:path';
-import { closest } from './suggest';
+import { closest } from '../lib/suggest';
 
 /** A 1-based position in a pipeline file. */
 export interface Pos {

@@ -1,5 +1,5 @@
 /** The counter table `hd run` prints at the end of a run. */
-import type { CounterSnapshot } from '../operators/stageCounters';
+import type { CounterSnapshot } from '../stream/stageCounters';
 import type { Pipeline } from './load';
 
 /** One row per stage: id, type, unit, received, sent, dropped, held (when not 0), errors, controls. */

@@ -5,7 +5,7 @@
  * and {@link parseBbnReason} reads it back; a reason without a leading code reads as code 0.
  */
 import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
-import { clipUtf8 } from '../sources/hdwpStreamError';
+import { clipUtf8 } from '../hdwp/hdwpStreamError';
 
 /** The codes a batch of a query can fail with, and their names. */
 export const BATCH_ERROR_NAMES: Readonly<Record<number, string>> = {

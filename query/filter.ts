@@ -4,7 +4,7 @@
  * filter and `in` limits, and that no sub-query is empty. Whether a value fits its field is the
  * schema's business (the scan kernel's filter compiler, engine-rs/scan.ts).
  */
-import { closest } from '../pipelines/suggest';
+import { closest } from '../lib/suggest';
 import { QueryError } from './queryError';
 
 /** The comparison operators of a {@link Filter}. */

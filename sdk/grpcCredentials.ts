@@ -6,7 +6,7 @@
  * material; one without a certificate calls plain gRPC, as toward an SCC running without a DMS.
  */
 import type * as grpc from '@grpc/grpc-js';
-import { dispatchCredentials } from '../control/grpcTls';
+import { dispatchCredentials } from '../net/grpcTls';
 import type { ControlTls } from './proxyClient';
 
 /**

@@ -9,7 +9,7 @@ import { decodeRecordsSync } from '../engine-rs/decode';
 import { encodeArrowBatchAsync } from '../engine-rs/encodeArrow';
 import { BatchDigest } from '../engine-rs/hashChain';
 import type { Schema, SchemaJson } from '../engine-rs/schema';
-import { HdwpClient } from '../sinks/hdwpClient';
+import { HdwpClient } from '../hdwp/hdwpClient';
 import { IngestCounters } from './ingestCounters';
 import { registerClient } from './registration';
 import { ControlHeaders } from './controlHeaders';

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
-import { peerRoleProblem } from '../control/peerRole';
+import { peerRoleProblem } from '../net/peerRole';
 import type { SccTarget } from './sccTargets';
 
 /** TLS material of the Proxy calls; every part optional. */

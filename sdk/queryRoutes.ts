@@ -4,8 +4,8 @@
  * cancels at the SCC the Proxy names, or at every SCC the topology names).
  */
 import type * as grpc from '@grpc/grpc-js';
-import { DEFAULT_QUERY_GRPC_PORT } from '../query/dispatchService';
-import { QueryDispatchClient } from '../query/dispatchClient';
+import { DEFAULT_QUERY_GRPC_PORT } from '../query/dispatch/dispatchService';
+import { QueryDispatchClient } from '../query/dispatch/dispatchClient';
 import { serializeHdQuery, type HdQuery } from '../query/hdQuery';
 import type { ProxyResultEvent } from './proxyClient';
 import type { QueryAccounting } from './queryAccounting';

@@ -8,7 +8,7 @@ import type * as arrow from 'apache-arrow';
 import { decodeRecords } from '../engine-rs/decode';
 import type { Schema } from '../engine-rs/schema';
 import type { HdQuery } from '../query/hdQuery';
-import type { QueryResult, ResultListener } from '../sources/resultListener';
+import type { QueryResult, ResultListener } from '../hdwp/resultListener';
 import type { QueryAccounting } from './queryAccounting';
 
 /** How a run ended. */

@@ -1,8 +1,8 @@
 /**
- * `registerWithDms` for the SDK clients: the control plane's registration v2 (control/registerWithDms.ts)
+ * `registerWithDms` for the SDK clients: the control plane's registration v2 (net/registerWithDms.ts)
  * with the CA bundle and credentials read from the reference's environment variables.
  */
-import { registerWithDms, registrationEnv, type RegistrationResult } from '../control/registerWithDms';
+import { registerWithDms, registrationEnv, type RegistrationResult } from '../net/registerWithDms';
 
 function failed(message: string): RegistrationResult {
   return { success: false, client_key_pem: '', signed_cert_pem: '', schema_json: '', scc_targets: [], error_message: message, ca_cert_pem: '', crl_pem: '', not_after: '', renew_after: '', record_size: 0, devices: [], hash_election: null, datasets: [], cluster: null };

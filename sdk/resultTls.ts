@@ -6,7 +6,7 @@
  * match: TLS says who is sending, the token which query it is for.
  */
 import type tls from 'node:tls';
-import { MtlsIdentity, peerIdentity, serverTlsOptions } from '../control/mtls';
+import { MtlsIdentity, peerIdentity, serverTlsOptions } from '../net/mtls';
 import type { ControlTls } from './proxyClient';
 
 /** Certificate roles that may open a result stream. */

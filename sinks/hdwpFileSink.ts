@@ -1,10 +1,10 @@
 import { mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { Observable } from 'rxjs';
-import { awaitEach } from '../operators/awaitEach';
-import type { BatchedRecordChunk, BbnElement, Chunk, EobElement } from '../operators/chunk';
-import { Flow } from '../operators/flow';
-import { StageCounters } from '../operators/stageCounters';
+import { awaitEach } from '../stream/awaitEach';
+import type { BatchedRecordChunk, BbnElement, Chunk, EobElement } from '../stream/chunk';
+import { Flow } from '../stream/flow';
+import { StageCounters } from '../stream/stageCounters';
 
 /** Turns stream elements into HDWP frame bytes (the engine's frame encoder behind it). */
 export interface HdwpEncoder {

@@ -9,11 +9,11 @@ import type tls from 'node:tls';
 import { Observable } from 'rxjs';
 import { TlsSessionCache } from '../lib/tlsSessions';
 import { HDWP_ERROR_FRAME_CODES as CODES } from '../engine-rs/hdwpFrame';
-import type { Chunk } from '../operators/chunk';
-import { isQueryResult, type QueryResultElement, type QueryResults, type QueryStop } from '../operators/queryElement';
-import { StageCounters } from '../operators/stageCounters';
-import { HdwpStreamError } from '../sources/hdwpStreamError';
-import { HdwpClient } from './hdwpClient';
+import type { Chunk } from '../stream/chunk';
+import { isQueryResult, type QueryResultElement, type QueryResults, type QueryStop } from '../stream/queryElement';
+import { StageCounters } from '../stream/stageCounters';
+import { HdwpStreamError } from '../hdwp/hdwpStreamError';
+import { HdwpClient } from '../hdwp/hdwpClient';
 
 /** Default time to connect to a return address and exchange hello. */
 export const DEFAULT_RESULT_CONNECT_TIMEOUT_MS = 5000;

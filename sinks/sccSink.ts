@@ -1,7 +1,7 @@
 /**
  * The ingester's sink: sends batched records to SCCs over HDWP (`HdwpClient`, role `ingester`),
  * closes each batch with the eob (or bbn) `timeBatch` gave it, and resolves every batch once the
- * SCC acknowledged it durable, so sources can commit what they read (sinks/sccSinkDelivery.ts).
+ * SCC acknowledged it durable, so sources can commit what they read (pipelines/deliveryLedger.ts).
  * The send rules are the SDK's (the reference's ingest client operation table): with `broadcast`
  * false everything goes to the first target only; with true, to every target, and a batch is
  * durable once every target acknowledged it.
@@ -9,14 +9,14 @@
 import { Observable } from 'rxjs';
 import type tls from 'node:tls';
 import { BatchDigest } from '../engine-rs/hashChain';
-import { awaitEach } from '../operators/awaitEach';
-import type { BbnElement, Chunk, EobElement, RecordChunk } from '../operators/chunk';
-import { Flow } from '../operators/flow';
-import { StageCounters } from '../operators/stageCounters';
-import { HdwpStreamError } from '../sources/hdwpStreamError';
-import { REWIND_REASON } from '../sources/windowRewind';
-import { HdwpClient } from './hdwpClient';
-import type { DurabilityTracker } from './sccSinkDelivery';
+import { awaitEach } from '../stream/awaitEach';
+import type { BbnElement, Chunk, EobElement, RecordChunk } from '../stream/chunk';
+import { Flow } from '../stream/flow';
+import { StageCounters } from '../stream/stageCounters';
+import { HdwpStreamError } from '../hdwp/hdwpStreamError';
+import { REWIND_REASON } from '../operators/windowRewind';
+import { HdwpClient } from '../hdwp/hdwpClient';
+import type { DurabilityTracker } from '../pipelines/deliveryLedger';
 
 /** One SCC on the data plane. */
 export interface SccTarget {

@@ -3,7 +3,7 @@
  * pipeline (docs/specs/stage.md) and the SDK's two ingest counters.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { CounterSnapshot } from '../operators/stageCounters';
+import type { CounterSnapshot } from '../stream/stageCounters';
 
 /** Every stage's counters by stage id, with its type's name. */
 export type PipelineCounters = () => ReadonlyMap<string, { readonly type: string; readonly counters: CounterSnapshot }>;

@@ -1,9 +1,9 @@
 import { open } from 'node:fs/promises';
 import type { Observable } from 'rxjs';
-import { MAX_CHUNK_BYTES, type ByteChunk } from '../operators/chunk';
-import { Flow } from '../operators/flow';
-import { StageCounters } from '../operators/stageCounters';
-import { pull } from './pull';
+import { MAX_CHUNK_BYTES, type ByteChunk } from '../stream/chunk';
+import { Flow } from '../stream/flow';
+import { StageCounters } from '../stream/stageCounters';
+import { pull } from '../stream/pull';
 
 /** Options of {@link fileSource}. */
 export interface FileSourceOptions {

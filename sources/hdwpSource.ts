@@ -8,13 +8,13 @@ import type { TLSSocket } from 'node:tls';
 import { Observable } from 'rxjs';
 import type { BatchID } from '../engine-rs/batchId';
 import type { BbnFrame, EobFrame, Frame, HdwpRole } from '../engine-rs/hdwpFrame';
-import { MAX_CHUNK_BYTES, recordChunk } from '../operators/chunk';
-import type { AckHook, BatchedRecordChunk, ControlElement } from '../operators/chunk';
-import { Flow } from '../operators/flow';
-import { StageCounters } from '../operators/stageCounters';
-import type { ServerLink } from '../control/nodeLinks';
-import { HdwpServer, type HdwpConnection } from './hdwpServer';
-import { batchErrorFrame } from './hdwpStreamError';
+import { MAX_CHUNK_BYTES, recordChunk } from '../stream/chunk';
+import type { AckHook, BatchedRecordChunk, ControlElement } from '../stream/chunk';
+import { Flow } from '../stream/flow';
+import { StageCounters } from '../stream/stageCounters';
+import type { ServerLink } from '../net/nodeLinks';
+import { HdwpServer, type HdwpConnection } from '../hdwp/hdwpServer';
+import { batchErrorFrame } from '../hdwp/hdwpStreamError';
 
 /** Options of {@link hdwpSource}. */
 export interface HdwpSourceOptions {
@@ -53,7 +53,7 @@ export interface HdwpSourceOptions {
   readonly onDisconnect?: 'keep' | 'discard';
   /** Handed the server's closing (stop accepting, error 9 to every connection) when the source is torn down. */
   readonly trackTeardown?: (work: Promise<unknown>) => void;
-  /** Mutual TLS (the node's identity, control/nodeLinks.ts); absent: plain TCP. */
+  /** Mutual TLS (the node's identity, net/nodeLinks.ts); absent: plain TCP. */
   readonly link?: ServerLink;
 }
 

@@ -12,9 +12,9 @@
  *   and holds the timeout for at most `holdMs`, waiting for the partition to come back.
  */
 import type { Consumer } from 'kafkajs';
-import type { Flow } from '../operators/flow';
+import type { Flow } from '../stream/flow';
 import type { KafkaCommits } from './kafkaSourceCommits';
-import { REWIND_REASON, WindowRewind } from './windowRewind';
+import { REWIND_REASON, WindowRewind } from '../operators/windowRewind';
 
 /** Options of {@link KafkaRebalances}. */
 export interface KafkaRebalancesOptions {

@@ -3,16 +3,16 @@
  * messages — one or more NDJSON or CSV lines each — are encoded into records of the dataset schema
  * in blocks (one native call per block), with refused lines sent to a dead-letter sink. Offsets are
  * committed only once every batch holding the records read up to them is acknowledged durable by
- * the SCC (sinks/sccSinkDelivery.ts), never automatically: at-least-once.
+ * the SCC (pipelines/deliveryLedger.ts), never automatically: at-least-once.
  */
 import { Kafka, logLevel, type Batch, type Consumer, type ConsumerConfig, type KafkaConfig, type KafkaMessage, type LogEntry } from 'kafkajs';
 import { Observable } from 'rxjs';
 import type { RecordCodec } from '../engine-rs/index';
-import type { Chunk } from '../operators/chunk';
-import { Flow } from '../operators/flow';
-import { StageCounters } from '../operators/stageCounters';
-import type { DeadLetter, DeadLetterSink } from '../sinks/deadLetter';
-import { DeliveryLedger } from '../sinks/sccSinkDelivery';
+import type { Chunk } from '../stream/chunk';
+import { Flow } from '../stream/flow';
+import { StageCounters } from '../stream/stageCounters';
+import type { DeadLetter, DeadLetterSink } from './deadLetter';
+import { DeliveryLedger } from '../pipelines/deliveryLedger';
 import { KafkaCommits, type TopicPartitionOffset } from './kafkaSourceCommits';
 import { encodeText, type TextFormat } from './textRecords';
 import { KafkaRebalances } from './kafkaRebalances';

@@ -4,7 +4,7 @@
  * A rebalance starts a new generation: checkpoints of the old one are dropped (their partitions may
  * now belong to another member, whose commits must not be overwritten), every read position is
  * forgotten (kafkajs reads every assigned partition again from its last commit, and the windows
- * holding what was read are rebuilt: sources/windowRewind.ts), and offsets only ever move forward
+ * holding what was read are rebuilt: operators/windowRewind.ts), and offsets only ever move forward
  * per partition.
  */
 

@@ -7,17 +7,17 @@
  */
 import type { TLSSocket } from 'node:tls';
 import { Observable } from 'rxjs';
-import type { ServerLink } from '../control/nodeLinks';
+import type { ServerLink } from '../net/nodeLinks';
 import { HDWP_ERROR_FRAME_CODES as CODES } from '../engine-rs/hdwpFrame';
 import type { BbnFrame, CancelFrame, EobFrame, ErrorFrame, HdwpRole, QueryAuth, QueryFrame } from '../engine-rs/hdwpFrame';
-import { querySpecOf } from '../nodes/storageNode/queryRequest';
-import type { QueryElement, QuerySpec, RunningQuery } from '../operators/queryElement';
+import { querySpecOf } from '../stream/querySpec';
+import type { QueryElement, QuerySpec, RunningQuery } from '../stream/queryElement';
 import { QueryLifecycle } from '../operators/queryLifecycle';
-import { StageCounters } from '../operators/stageCounters';
+import { StageCounters } from '../stream/stageCounters';
 import { QueryError } from '../query/queryError';
 import { sameToken } from '../query/token';
-import { HdwpServer, type HdwpConnection } from './hdwpServer';
-import { HdwpStreamError, clipUtf8 } from './hdwpStreamError';
+import { HdwpServer, type HdwpConnection } from '../hdwp/hdwpServer';
+import { HdwpStreamError, clipUtf8 } from '../hdwp/hdwpStreamError';
 
 /** Default most queries running on a node at once; more are refused with error 6 (overloaded). */
 export const DEFAULT_MAX_QUERIES = 256;
@@ -41,7 +41,7 @@ export interface QueryListenerOptions {
   readonly onListening?: (address: { host: string; port: number }) => void;
   /** Handed the server's closing when the source is torn down. */
   readonly trackTeardown?: (work: Promise<unknown>) => void;
-  /** Mutual TLS (the node's identity, control/nodeLinks.ts); absent: plain TCP. */
+  /** Mutual TLS (the node's identity, net/nodeLinks.ts); absent: plain TCP. */
   readonly link?: ServerLink;
 }
 

@@ -10,12 +10,12 @@ import type { Readable } from 'node:stream';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client, type _Object } from '@aws-sdk/client-s3';
 import { Observable } from 'rxjs';
 import type { RecordCodec } from '../engine-rs/index';
-import type { Chunk } from '../operators/chunk';
-import { Flow } from '../operators/flow';
-import { StageCounters } from '../operators/stageCounters';
-import type { DeadLetter, DeadLetterSink } from '../sinks/deadLetter';
-import { DeliveryLedger } from '../sinks/sccSinkDelivery';
-import { pull } from './pull';
+import type { Chunk } from '../stream/chunk';
+import { Flow } from '../stream/flow';
+import { StageCounters } from '../stream/stageCounters';
+import type { DeadLetter, DeadLetterSink } from './deadLetter';
+import { DeliveryLedger } from '../pipelines/deliveryLedger';
+import { pull } from '../stream/pull';
 import type { S3Checkpoint } from './s3SourceCheckpoint';
 import { encodeText, type TextFormat } from './textRecords';
 

@@ -6,7 +6,7 @@
  * only for blocks that have some.
  */
 import type { RecordCodec } from '../engine-rs/index';
-import { MAX_CHUNK_BYTES, recordChunk, type RecordChunk } from '../operators/chunk';
+import { MAX_CHUNK_BYTES, recordChunk, type RecordChunk } from '../stream/chunk';
 
 /** How input lines are read. */
 export interface TextFormat {

@@ -9,7 +9,7 @@
  * (`allSanCodes`), so the SQL functions and the columns can never disagree.
  */
 import * as arrow from 'apache-arrow';
-import type { LocalSqlSession } from '../sdk/local/localSqlSession';
+import type { LocalSqlSession } from '../local/localSqlSession';
 import { allSanCodes, sanEncodes } from './chessCodec';
 
 /**

@@ -17,7 +17,7 @@ import { HostAllowList } from './hostAllowList';
 import { doorLimitsOf, type DoorLimits } from './doorLimits';
 import { limitHttpConnections } from './httpLimits';
 import { runAsSqlUser } from './sqlUser';
-import type { SqlParam } from '../sdk/local/localSqlSession';
+import type { SqlParam } from '../local/localSqlSession';
 import { oidOf, textOf } from './pgwire/pgTypes';
 import type { SqlEngine } from './sqlEngine';
 import { SqlError } from './sqlError';

@@ -6,9 +6,9 @@
  * a schema file would be; errors name the variable to fix.
  */
 import { readFileSync } from 'node:fs';
-import { requestJson, type JsonAnswer } from '../control/http/jsonClient';
-import { NODE_KEY_PURPOSE } from '../control/nodeIdentity';
-import { isSealed, parseWrapKey, unseal, WrapKeyError } from '../control/pki/wrapKey';
+import { requestJson, type JsonAnswer } from '../net/jsonClient';
+import { NODE_KEY_PURPOSE } from '../net/nodeIdentity';
+import { isSealed, parseWrapKey, unseal, WrapKeyError } from '../net/pki/wrapKey';
 import { Schema } from '../engine-rs/schema';
 import { controlCallOptions, fetchDatasets } from '../sdk/proxyClient';
 import type { SqlUpstream } from './upstream';

@@ -4,14 +4,14 @@
  * on PLATFORM_DATA_RETURN_PORT), behind the PostgreSQL wire, HTTP and Arrow Flight SQL doors, with
  * /health and /metrics on the observability port. The doors share one security configuration
  * (sql/doorSecurity.ts: credentials, TLS, Host allow-list, identity). The settings come validated
- * from the `sqlServer` pipeline stage (pipelines/stages/sqlServer.ts).
+ * from the `sqlServer` pipeline stage (roles/stages/sqlServer.ts).
  */
 import type net from 'node:net';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import { Observability } from '../lib/observability';
 import type { Schema } from '../engine-rs/schema';
-import { LocalSql } from '../sdk/local/localSql';
+import { LocalSql } from '../local/localSql';
 import { Catalog } from './catalog';
 import { QueryClientFetcher } from './datasetFetcher';
 import { checkDoorSecurity, type DoorSecurity } from './doorSecurity';

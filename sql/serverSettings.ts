@@ -9,7 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Schema } from '../engine-rs/schema';
-import { DEFAULT_QUERY_GRPC_PORT } from '../query/dispatchService';
+import { DEFAULT_QUERY_GRPC_PORT } from '../query/dispatch/dispatchService';
 import type { SccTarget } from '../sdk/sccTargets';
 
 /** A listener address. */

@@ -9,9 +9,9 @@
  * under a long-running hd_sql and every read failed until a restart.
  */
 import { readFileSync } from 'node:fs';
-import { writeFileAtomic } from '../control/atomicFile';
-import { MtlsIdentity } from '../control/mtls';
-import { CertificateRenewer } from '../control/renewal';
+import { writeFileAtomic } from '../lib/atomicFile';
+import { MtlsIdentity } from '../net/mtls';
+import { CertificateRenewer } from '../net/renewal';
 import type { ControlTls } from '../sdk/proxyClient';
 import { readClientKey, type DmsSchemaSource } from './schemaSources';
 

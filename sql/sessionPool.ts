@@ -5,8 +5,8 @@
  * when it held many rows — so no row of one statement is visible to the next, and the session goes
  * back for the next statement. A failed statement's session is closed, never reused.
  */
-import type { LocalSql } from '../sdk/local/localSql';
-import type { LocalSqlSession } from '../sdk/local/localSqlSession';
+import type { LocalSql } from '../local/localSql';
+import type { LocalSqlSession } from '../local/localSqlSession';
 
 /** Bounds of the pool. */
 export interface SessionPoolOptions {

@@ -6,7 +6,7 @@
  * any of it runs, so the answer never depends on whether a named path exists.
  *
  * It is the second wall: the embedded DuckDB itself runs with external access off and its settings
- * locked (`sandboxConfig` in sdk/local/localSql.ts). The guard makes the refusal explicit, the same
+ * locked (`sandboxConfig` in local/localSql.ts). The guard makes the refusal explicit, the same
  * on every door, and independent of what a future DuckDB adds (table functions are allow-listed).
  * Non-SELECT statements (COPY, ATTACH, INSTALL, LOAD, SET, PRAGMA, CALL, EXPORT, CREATE SECRET...)
  * never get here: `json_serialize_sql` serializes SELECTs only, and the planner refuses the rest.

@@ -4,7 +4,7 @@
  * names the batches and dispatches. Results reach the same listener either way.
  */
 import { checkReachable, hostPort } from '../lib/reachability';
-import { DEFAULT_QUERY_GRPC_PORT } from '../query/dispatchService';
+import { DEFAULT_QUERY_GRPC_PORT } from '../query/dispatch/dispatchService';
 import { PlatformQueryClient, type ControlTls } from '../sdk/platformQueryClient';
 import { urlHostPort } from '../sdk/returnHost';
 import type { SccTarget } from '../sdk/sccTargets';

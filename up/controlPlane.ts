@@ -10,12 +10,12 @@
 import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileAtomic } from '../control/atomicFile';
-import { DMS_PEER_ROLES, requestJson, type ClientTls, type JsonAnswer } from '../control/http/jsonClient';
-import { isSealed, parseWrapKey, unseal, WrapKeyError } from '../control/pki/wrapKey';
+import { writeFileAtomic } from '../lib/atomicFile';
+import { DMS_PEER_ROLES, requestJson, type ClientTls, type JsonAnswer } from '../net/jsonClient';
+import { isSealed, parseWrapKey, unseal, WrapKeyError } from '../net/pki/wrapKey';
 import { ADMIN_KEY_PURPOSE } from '../control/dms/adminCredentials';
 import type { NodeRole } from '../control/dms/state';
-import { registerWithDms } from '../control/registerWithDms';
+import { registerWithDms } from '../net/registerWithDms';
 import { PORTS, sqlCredentialFiles, type PlatformLayout } from './layout';
 
 /** The cluster `hd up` declares (the primary one). */

@@ -6,15 +6,15 @@
  * Every administrator certificate is recorded in the store like a node's (serial, subject, issued
  * at, expiry), so `POST /v1/certificates/revoke` revokes it and the DMS refuses it from then on;
  * a revoked or expiring one is replaced at the next start. With PLATFORM_PKI_WRAP_KEY the key file
- * is sealed (control/pki/wrapKey.ts); {@link readAdminKey} opens it.
+ * is sealed (net/pki/wrapKey.ts); {@link readAdminKey} opens it.
  */
 import { X509Certificate } from 'node:crypto';
 import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileAtomic } from '../atomicFile';
-import type { CertificateAuthority } from '../pki/certificateAuthority';
-import { readSecretFile, writeSecretFile } from '../pki/wrapKey';
-import { certificateInfo, generateRsaKey } from '../pki/x509';
+import { writeFileAtomic } from '../../lib/atomicFile';
+import type { CertificateAuthority } from '../../net/pki/certificateAuthority';
+import { readSecretFile, writeSecretFile } from '../../net/pki/wrapKey';
+import { certificateInfo, generateRsaKey } from '../../net/pki/x509';
 import type { Store } from '../store/jsonFileStore';
 import { ADMIN_ROLE } from './context';
 import type { DmsState } from './state';

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { Schema, SchemaError } from '../../engine-rs/schema';
 import { asObject, NAME_DOC, NAME_PATTERN, onlyKeys, optBool, optInt, optString, optStringArray, reqString, type JsonObject } from '../http/body';
 import { HttpError } from '../http/errors';
-import { normalizeSerial } from '../pki/x509';
+import { normalizeSerial } from '../../net/pki/x509';
 import { ADMIN_ROLE, requireRole, type DmsContext } from './context';
 import { newBootstrapToken } from './credentials';
 import { readAddresses, readRole, reservedName } from './registration';

@@ -5,8 +5,8 @@
 import type { TLSSocket } from 'node:tls';
 import type { FastifyRequest } from 'fastify';
 import { HttpError } from '../http/errors';
-import type { CertificateAuthority } from '../pki/certificateAuthority';
-import { normalizeSerial } from '../pki/x509';
+import type { CertificateAuthority } from '../../net/pki/certificateAuthority';
+import { normalizeSerial } from '../../net/pki/x509';
 import type { Store } from '../store/jsonFileStore';
 import type { K8sTokenVerifier } from './credentials';
 import type { DmsSettings } from './settings';

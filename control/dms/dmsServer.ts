@@ -11,7 +11,7 @@ import fastify, { type FastifyInstance } from 'fastify';
 import { Counter, Gauge } from 'prom-client';
 import { Observability } from '../../lib/observability';
 import { installErrorHandlers } from '../http/errors';
-import { CertificateAuthority } from '../pki/certificateAuthority';
+import { CertificateAuthority } from '../../net/pki/certificateAuthority';
 import { JsonFileStore } from '../store/jsonFileStore';
 import { registerAdminRoutes } from './adminRoutes';
 import { ensureAdminCredentials, type AdminCredentialFiles } from './adminCredentials';
@@ -23,7 +23,7 @@ import { PolicyPusher } from './policyPush';
 import { registerPolicyRoutes } from './policyRoutes';
 import { checkDmsSettings, type DmsSettings } from './settings';
 import { checkState, initialState, NODE_STATES, type DmsState } from './state';
-import { generateRsaKey } from '../pki/x509';
+import { generateRsaKey } from '../../net/pki/x509';
 
 /** Largest request body accepted (a CSR, a schema or a policy fits easily). */
 export const DMS_BODY_LIMIT = 1024 * 1024;

@@ -4,7 +4,7 @@
  * did not take the new version (down, unreachable) is pushed to again every DMS_POLICY_RETRY_MS
  * until it has it; a Proxy that registers later gets the policy in its registration answer.
  */
-import { requestJson } from '../http/jsonClient';
+import { requestJson } from '../../net/jsonClient';
 import type { DmsContext } from './context';
 import type { NodeRecord } from './state';
 

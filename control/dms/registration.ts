@@ -19,8 +19,8 @@
 import net from 'node:net';
 import { HttpError } from '../http/errors';
 import { asObject, NAME_DOC, NAME_PATTERN, onlyKeys, optHostPort, optString, reqString, type JsonObject } from '../http/body';
-import type { IssuedCertificate, SubjectAltNames } from '../pki/certificateAuthority';
-import { checkCsr, CsrError, type CheckedCsr } from '../pki/csr';
+import type { IssuedCertificate, SubjectAltNames } from '../../net/pki/certificateAuthority';
+import { checkCsr, CsrError, type CheckedCsr } from '../../net/pki/csr';
 import { BOOTSTRAP_TOKEN_PATTERN, hashToken } from './credentials';
 import { ADMIN_ROLE, type DmsContext, type Peer } from './context';
 import { NODE_ROLES, PRIVILEGED_ROLES, type DmsState, type NodeAddresses, type NodeRecord, type NodeRole } from './state';

@@ -12,8 +12,8 @@
  * query of that id and token.
  */
 import * as grpc from '@grpc/grpc-js';
-import { DispatchError } from '../../query/dispatchClient';
-import { DEFAULT_QUERY_GRPC_PORT } from '../../query/dispatchService';
+import { DispatchError } from '../../query/dispatch/dispatchClient';
+import { DEFAULT_QUERY_GRPC_PORT } from '../../query/dispatch/dispatchService';
 import { asObject, onlyKeys, optString, reqString } from '../http/body';
 import { HttpError } from '../http/errors';
 import type { SccAddress } from '../dms/topology';

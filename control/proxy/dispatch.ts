@@ -6,12 +6,12 @@
  * certificate checked to name it; channels are remade when the Proxy's certificate renews.
  */
 import * as grpc from '@grpc/grpc-js';
-import { DispatchChannels } from '../../query/dispatchChannels';
-import { DispatchError, type QueryDispatchClient } from '../../query/dispatchClient';
-import { DEFAULT_QUERY_GRPC_PORT } from '../../query/dispatchService';
+import { DispatchChannels } from '../../query/dispatch/dispatchChannels';
+import { DispatchError, type QueryDispatchClient } from '../../query/dispatch/dispatchClient';
+import { DEFAULT_QUERY_GRPC_PORT } from '../../query/dispatch/dispatchService';
 import { HttpError } from '../http/errors';
-import { dispatchCredentials } from '../grpcTls';
-import type { MtlsIdentity, TlsMaterial } from '../mtls';
+import { dispatchCredentials } from '../../net/grpcTls';
+import type { MtlsIdentity, TlsMaterial } from '../../net/mtls';
 import type { SccAddress } from '../dms/topology';
 
 /** What an SCC answered. */

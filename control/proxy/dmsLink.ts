@@ -1,13 +1,13 @@
 /**
  * The Proxy's link to the DMS: registration at start (role `proxy`, with the URL policy updates are
  * posted to), then on a period the topology (the primary cluster's SCCs) and the dataset schemas,
- * all over mutual TLS with the Proxy's certificate (its health reports: control/healthReporter.ts).
+ * all over mutual TLS with the Proxy's certificate (its health reports: net/healthReporter.ts).
  */
 import { Schema } from '../../engine-rs/schema';
 import type { SccAddress } from '../dms/topology';
-import { DMS_PEER_ROLES, requestJson } from '../http/jsonClient';
-import type { MtlsIdentity } from '../mtls';
-import type { RegistrationResult } from '../registerWithDms';
+import { DMS_PEER_ROLES, requestJson } from '../../net/jsonClient';
+import type { MtlsIdentity } from '../../net/mtls';
+import type { RegistrationResult } from '../../net/registerWithDms';
 
 /** What the Proxy knows of the cluster. */
 export interface ClusterView {

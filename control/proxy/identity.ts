@@ -58,7 +58,7 @@ export const INGRESS_SECRET_HEADER = 'x-hd-ingress-secret';
 /** The shortest shared secret accepted (characters). */
 export const MIN_INGRESS_SECRET = 16;
 
-/** The verified client certificate of the connection (control/mtls.ts `peerIdentity`), if any. */
+/** The verified client certificate of the connection (net/mtls.ts `peerIdentity`), if any. */
 export interface PeerCertificate {
   readonly name: string;
   readonly role: string;

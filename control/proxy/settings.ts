@@ -1,5 +1,5 @@
 /** HD Proxy settings: what `pipelines/proxy.yaml` passes to the `proxyService` stage. */
-import type { RegistrationCredentials } from '../registerWithDms';
+import type { RegistrationCredentials } from '../../net/registerWithDms';
 import type { IngressSettings, JwtSettings } from './identity';
 
 /** Everything the Proxy needs. */

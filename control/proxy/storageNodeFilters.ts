@@ -21,7 +21,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { checkServerIdentity } from 'node:tls';
 import type { FieldInfo, Schema } from '../../engine-rs/schema';
-import type { MtlsIdentity } from '../mtls';
+import type { MtlsIdentity } from '../../net/mtls';
 import type { StorageNodeAddress } from './dmsLink';
 import { overlapsAny, type ByteRange } from './rewrite';
 import type { BatchFilter, BatchFilterSource } from './verdict';

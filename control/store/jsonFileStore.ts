@@ -7,7 +7,7 @@
  * (docs/control-plane.md, "Store").
  */
 import { readFile } from 'node:fs/promises';
-import { writeFileAtomic } from '../atomicFile';
+import { writeFileAtomic } from '../../lib/atomicFile';
 
 /** A durable document store: read the current state, apply changes in order. */
 export interface Store<T> {

@@ -4,7 +4,7 @@
  * only when none is left. Each batch starts with a bbn so a partial copy from before the failure is
  * dropped, which makes a retry after another failure safe.
  */
-import type { HdwpClient } from '../../sinks/hdwpClient';
+import type { HdwpClient } from '../../hdwp/hdwpClient';
 import type { CatchUpLog, LoggedBatch } from './catchUpLog';
 import { isBatchRefusal, TIMEOUT, within, type Replica } from './replica';
 

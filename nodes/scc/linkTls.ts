@@ -6,9 +6,9 @@
  * {@link QueryLeg} looks its node up (the query path builds legs deep inside a run).
  */
 import type tls from 'node:tls';
-import type { NodeIdentity } from '../../control/nodeIdentity';
-import { clientLink } from '../../control/nodeLinks';
-import { HdwpClient } from '../../sinks/hdwpClient';
+import type { NodeIdentity } from '../../net/nodeIdentity';
+import { clientLink } from '../../net/nodeLinks';
+import { HdwpClient } from '../../hdwp/hdwpClient';
 import type { ReplicaConnector } from './replicas';
 import type { SnTarget } from './settings';
 

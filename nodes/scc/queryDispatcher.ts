@@ -6,7 +6,7 @@
  */
 import type tls from 'node:tls';
 import { status } from '@grpc/grpc-js';
-import type { CancelReply, DispatchReply } from '../../query/dispatchService';
+import type { CancelReply, DispatchReply } from '../../query/dispatch/dispatchService';
 import { parseHdQuery, QueryError, type HdQuery } from '../../query/hdQuery';
 import { sameToken } from '../../query/token';
 import { LegConnectionPool, type LegConnectionPoolOptions } from './legConnections';

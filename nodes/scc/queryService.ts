@@ -2,7 +2,7 @@
  * The SCC's gRPC server for `hd.query.v1.QueryDispatch` (docs/query.md, "Dispatch") on
  * QUERY_GRPC_PORT: Dispatch and CancelQuery handed to the {@link QueryDispatcher}, its refusals
  * answered with their gRPC status and message. Plain without a node identity (no DMS); with one,
- * mutual TLS (control/grpcTls.ts): a caller without a certificate of our CA, or with an expired or
+ * mutual TLS (net/grpcTls.ts): a caller without a certificate of our CA, or with an expired or
  * revoked one, fails in the handshake (the caller sees UNAVAILABLE), and a verified caller whose
  * certificate role is not allowed gets PERMISSION_DENIED naming the setting that would allow it.
  * By default only the Proxy's role is allowed (DEFAULT_DISPATCH_ROLES): a query that reaches the
@@ -10,11 +10,11 @@
  * dispatch only where QUERY_GRPC_ROLES names their roles.
  */
 import * as grpc from '@grpc/grpc-js';
-import { MAX_DISPATCH_MESSAGE_BYTES, queryDispatchService, type CancelReply, type CancelRequest, type DispatchReply, type DispatchRequest } from '../../query/dispatchService';
+import { MAX_DISPATCH_MESSAGE_BYTES, queryDispatchService, type CancelReply, type CancelRequest, type DispatchReply, type DispatchRequest } from '../../query/dispatch/dispatchService';
 import { QueryDispatchFailure, type QueryDispatcher } from './queryDispatcher';
 import { hostPort } from '../../lib/reachability';
-import { callPeer, IdentityServerCredentials, type CallAuthContext } from '../../control/grpcTls';
-import type { NodeIdentity } from '../../control/nodeIdentity';
+import { callPeer, IdentityServerCredentials, type CallAuthContext } from '../../net/grpcTls';
+import type { NodeIdentity } from '../../net/nodeIdentity';
 import { DEFAULT_DISPATCH_ROLES } from './settings';
 
 /** Mutual TLS of the service: the node's identity and the certificate roles that may call. */

@@ -3,8 +3,8 @@
  * small helpers the replica set and catch-up share (a bounded wait, what counts as a refusal of
  * one batch). State changes are made by the replica set; this file only holds the record.
  */
-import { HdwpStreamError } from '../../sources/hdwpStreamError';
-import type { HdwpClient } from '../../sinks/hdwpClient';
+import { HdwpStreamError } from '../../hdwp/hdwpStreamError';
+import type { HdwpClient } from '../../hdwp/hdwpClient';
 import type { SnTarget } from './settings';
 
 /** Where a replica stands (docs/scc.md, "Replica states"). */

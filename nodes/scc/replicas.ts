@@ -8,9 +8,9 @@
 import type { BatchID } from '../../engine-rs/batchId';
 import { HDWP_ERROR_FRAME_CODES } from '../../engine-rs/hdwpFrame';
 import type { HealthPart, HealthStatus } from '../../lib/observability';
-import type { AckResult, BbnElement, BatchedRecordChunk, EobElement } from '../../operators/chunk';
-import { HdwpClient } from '../../sinks/hdwpClient';
-import { HdwpStreamError } from '../../sources/hdwpStreamError';
+import type { AckResult, BbnElement, BatchedRecordChunk, EobElement } from '../../stream/chunk';
+import { HdwpClient } from '../../hdwp/hdwpClient';
+import { HdwpStreamError } from '../../hdwp/hdwpStreamError';
 import { catchUpReplica, type CatchUpContext } from './catchUp';
 import { batchKey, CatchUpLog, type LoggedBatch } from './catchUpLog';
 import { isBatchRefusal, newReplica, TIMEOUT, within, type Replica, type ReplicaState } from './replica';

@@ -21,8 +21,8 @@ import { BatchID, BATCH_ID_LEN } from '../../engine-rs/batchId';
 import { SegmentReader } from '../../engine-rs/segmentReader';
 import type { ZoneKind } from '../../engine-rs/segmentZones';
 import type { JsonResponse, RouteCaller } from '../../lib/observability';
-import { peerIdentity } from '../../control/mtls';
-import type { NodeIdentity } from '../../control/nodeIdentity';
+import { peerIdentity } from '../../net/mtls';
+import type { NodeIdentity } from '../../net/nodeIdentity';
 import type { BatchEntry, BatchIndex } from './batchIndex';
 
 /** At most this many batch ids in one `GET /v1/batch-filters` (they travel in the URL: 64 × 129 bytes). */

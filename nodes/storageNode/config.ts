@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { closest } from '../../pipelines/suggest';
+import { closest } from '../../lib/suggest';
 
 /** How a new batch's device is chosen (docs/storage-node.md, "Drive strategies"). */
 export type DriveStrategy = 'round_robin' | 'fill_first' | 'most_free';

@@ -5,8 +5,8 @@
  */
 import type { BatchID } from '../../engine-rs/batchId';
 import type { HashAlgorithmName, ZoneField } from '../../engine-rs/index';
-import { serverTlsOptions } from '../../control/mtls';
-import type { NodeIdentity } from '../../control/nodeIdentity';
+import { serverTlsOptions } from '../../net/mtls';
+import type { NodeIdentity } from '../../net/nodeIdentity';
 import { ingestMetrics, Observability, type IngestMetrics } from '../../lib/observability';
 import { BatchFilterCache, batchFilterRefusal, batchFiltersRoute } from './batchFilters';
 import { BatchIndex } from './batchIndex';

@@ -6,7 +6,7 @@
 import type { BatchID } from '../../engine-rs/batchId';
 import { HDWP_ERROR_FRAME_CODES as CODES } from '../../engine-rs/hdwpFrame';
 import { QueryError as KernelQueryError, ScanFilter, SegmentReader, SegmentScanner, verifySegment, type Schema } from '../../engine-rs/index';
-import type { QuerySpec } from '../../operators/queryElement';
+import type { QuerySpec } from '../../stream/queryElement';
 import type { BatchScan, BatchScanStep, BatchUnreadable, CompiledQuery, ScanSource } from '../../operators/scan';
 import { QueryError } from '../../query/queryError';
 import { NOT_HELD } from '../../query/batchNotice';

@@ -1,10 +1,10 @@
 /**
  * The protobuf messages of Arrow Flight (sql/flight/Flight.proto) and the Flight SQL commands
- * (sql/flight/FlightSql.proto) the door speaks, with hand-written codecs over query/protoWire's
+ * (sql/flight/FlightSql.proto) the door speaks, with hand-written codecs over lib/protoWire's
  * reader: no code generation and no runtime .proto loading (protobufjs is only a dev dependency).
  * Decoders skip unknown fields, as protobuf requires, and throw ProtoWireError on bad bytes.
  */
-import { ProtoWireError, readFields, type ProtoField } from '../../query/protoWire';
+import { ProtoWireError, readFields, type ProtoField } from '../../lib/protoWire';
 
 /** Builds one message; fields appended in the order written; proto3 defaults omitted. */
 export class FlightWriter {

@@ -5,7 +5,7 @@
  * catalog `hd` with one schema `public`, a table per dataset named by its id.
  */
 import * as arrow from 'apache-arrow';
-import { ProtoWireError } from '../../query/protoWire';
+import { ProtoWireError } from '../../lib/protoWire';
 import { SqlError } from '../sqlError';
 import { SQL_TYPE_PREFIX, SqlMessage, unpackAny } from './flightProto';
 import { serializeSchema } from './ipcMessages';

@@ -8,7 +8,7 @@ import { randomInt } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
 import type * as arrow from 'apache-arrow';
-import type { SqlParam } from '../../sdk/local/localSqlSession';
+import type { SqlParam } from '../../local/localSqlSession';
 import type { SqlEngine } from '../sqlEngine';
 import { isLoopback, statementIdentity, type DoorSecurity } from '../doorSecurity';
 import { socketEndPoint } from '../doorTls';

@@ -10,10 +10,10 @@
 import net from 'node:net';
 import { encodeFrame, FrameDecoder, type BatchID, type Frame } from '../../engine-rs/index';
 import { parseBbnReason } from '../../query/batchNotice';
-import { DispatchError, type QueryDispatchClient } from '../../query/dispatchClient';
+import { DispatchError, type QueryDispatchClient } from '../../query/dispatch/dispatchClient';
 import { serializeHdQuery, type HdQuery } from '../../query/hdQuery';
 import { newQueryToken } from '../../query/token';
-import type { ResultListener } from '../../sources/resultListener';
+import type { ResultListener } from '../../hdwp/resultListener';
 import { DATASET, RECORD_SIZE } from './chaosCluster';
 import { expected, type QueryShape } from './chaosData';
 

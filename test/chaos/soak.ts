@@ -8,9 +8,9 @@
  * query answered a wrong row.
  */
 import { generateBatchIdNumber, type BatchID } from '../../engine-rs/batchId';
-import { QueryDispatchClient } from '../../query/dispatchClient';
+import { QueryDispatchClient } from '../../query/dispatch/dispatchClient';
 import { PlatformIngestClient } from '../../sdk/platformIngestClient';
-import { ResultListener } from '../../sources/resultListener';
+import { ResultListener } from '../../hdwp/resultListener';
 import { ChaosCluster, RECORD_SIZE, rssKb, SCHEMA_JSON, type Target } from './chaosCluster';
 import { Draw, flowRecords, queryShape } from './chaosData';
 import { dispatchQuery, readReplica } from './chaosRead';

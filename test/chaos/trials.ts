@@ -21,9 +21,9 @@
  */
 import type { BatchID } from '../../engine-rs/batchId';
 import { generateBatchIdNumber } from '../../engine-rs/batchId';
-import { QueryDispatchClient } from '../../query/dispatchClient';
+import { QueryDispatchClient } from '../../query/dispatch/dispatchClient';
 import { PlatformIngestClient } from '../../sdk/platformIngestClient';
-import { ResultListener } from '../../sources/resultListener';
+import { ResultListener } from '../../hdwp/resultListener';
 import { ChaosCluster, RECORD_SIZE, SCHEMA_JSON, type Target } from './chaosCluster';
 import { Draw, flowRecords, queryShape } from './chaosData';
 import { dispatchQuery, readReplica } from './chaosRead';

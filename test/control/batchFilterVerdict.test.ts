@@ -18,7 +18,7 @@ import { PlatformIngestClient } from '../../sdk/platformIngestClient';
 import { startCluster, type Cluster } from '../support/cluster';
 import { StandInScc, startTestProxy, type TestProxy } from './proxySupport';
 import { startTestDms, tempDir, type TestDms } from './support';
-import { requestJson, type ClientTls } from '../../control/http/jsonClient';
+import { requestJson, type ClientTls } from '../../net/jsonClient';
 import type { NodeRole } from '../../control/dms/state';
 import { enrol } from '../security/proxyIdentitySupport';
 

@@ -1,7 +1,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { ClientTls } from '../../control/http/jsonClient';
-import { registerWithDms } from '../../control/registerWithDms';
+import type { ClientTls } from '../../net/jsonClient';
+import { registerWithDms } from '../../net/registerWithDms';
 import { rawRequest, startTestDms, type TestDms } from './support';
 
 interface Ctx {

@@ -3,9 +3,9 @@ import http from 'node:http';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { requestJson, type ClientTls } from '../../control/http/jsonClient';
-import { isSealed, parseWrapKey, unseal } from '../../control/pki/wrapKey';
-import { registerWithDms } from '../../control/registerWithDms';
+import { requestJson, type ClientTls } from '../../net/jsonClient';
+import { isSealed, parseWrapKey, unseal } from '../../net/pki/wrapKey';
+import { registerWithDms } from '../../net/registerWithDms';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 import { tempDir } from './support';
 

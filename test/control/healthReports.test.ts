@@ -9,10 +9,10 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HealthWatch } from '../../control/dms/healthWatch';
 import type { DmsContext } from '../../control/dms/context';
-import { HealthReporter, reportFromHealthUrl } from '../../control/healthReporter';
-import { startServiceHealth } from '../../control/serviceHealth';
-import { MtlsIdentity } from '../../control/mtls';
-import { registerWithDms } from '../../control/registerWithDms';
+import { HealthReporter, reportFromHealthUrl } from '../../net/healthReporter';
+import { startServiceHealth } from '../../net/serviceHealth';
+import { MtlsIdentity } from '../../net/mtls';
+import { registerWithDms } from '../../net/registerWithDms';
 import type { NodeRole } from '../../control/dms/state';
 import { startTestDms, type TestDms } from './support';
 

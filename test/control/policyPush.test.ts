@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { requestJson } from '../../control/http/jsonClient';
+import { requestJson } from '../../net/jsonClient';
 import { freePort, startHd, type HdProcess } from '../support/hdProcess';
 import { INGRESS, spawnProxyProcess, StandInScc } from './proxySupport';
 import { startTestDms, tempDir } from './support';

@@ -2,10 +2,10 @@ import { createPrivateKey } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { CertificateAuthority } from '../../control/pki/certificateAuthority';
-import { createCsr } from '../../control/pki/csr';
-import { certificateInfo, generateRsaKey } from '../../control/pki/x509';
-import { registerWithDms } from '../../control/registerWithDms';
+import { CertificateAuthority } from '../../net/pki/certificateAuthority';
+import { createCsr } from '../../net/pki/csr';
+import { certificateInfo, generateRsaKey } from '../../net/pki/x509';
+import { registerWithDms } from '../../net/registerWithDms';
 import { startTestDms, tempDir, type TestDms } from './support';
 
 const ISSUER = 'https://kubernetes.default.svc.cluster.local';

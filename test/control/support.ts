@@ -9,7 +9,7 @@ import path from 'node:path';
 import { readAdminKey } from '../../control/dms/adminCredentials';
 import { DmsServer } from '../../control/dms/dmsServer';
 import { dmsSettings, type DmsSettings } from '../../control/dms/settings';
-import { requestJson, type ClientTls, type JsonAnswer } from '../../control/http/jsonClient';
+import { requestJson, type ClientTls, type JsonAnswer } from '../../net/jsonClient';
 
 /** A temporary directory removed by the returned function. */
 export function tempDir(prefix = 'hd-control-'): { dir: string; remove(): void } {

@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { BatchID } from '../../engine-rs/index';
 import { parseBbnReason } from '../../query/batchNotice';
 import type { HdQuery } from '../../query/hdQuery';
-import { HdwpClient } from '../../sinks/hdwpClient';
+import { HdwpClient } from '../../hdwp/hdwpClient';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 import { BLOCK, closingHash, ControlPeer, DS, R, recordsByBatch, SCHEMA, TestClient, untilOk } from '../nodes/storageNode/queryKit';
 

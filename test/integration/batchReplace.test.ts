@@ -7,9 +7,9 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { HdwpClient } from '../../sinks/hdwpClient';
+import { HdwpClient } from '../../hdwp/hdwpClient';
 import { closedAtSccReport, isClosedAtScc } from '../../sinks/sccSink';
-import { HdwpStreamError } from '../../sources/hdwpStreamError';
+import { HdwpStreamError } from '../../hdwp/hdwpStreamError';
 import { startCluster, type Cluster } from '../support/cluster';
 import { batch, closingHashOf, filesOn, recordsOf, replicaStates, RS, until, verifiedClosingHash } from './ingestKit';
 

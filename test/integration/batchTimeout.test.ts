@@ -5,8 +5,8 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { HdwpClient } from '../../sinks/hdwpClient';
-import { HdwpStreamError } from '../../sources/hdwpStreamError';
+import { HdwpClient } from '../../hdwp/hdwpClient';
+import { HdwpStreamError } from '../../hdwp/hdwpStreamError';
 import { startCluster, type Cluster } from '../support/cluster';
 import { batch, closingHashOf, filesOn, getJson, recordsOf, RS, until, verifiedClosingHash } from './ingestKit';
 

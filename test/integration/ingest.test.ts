@@ -6,8 +6,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { BatchID } from '../../engine-rs/index';
-import { HdwpClient } from '../../sinks/hdwpClient';
-import { HdwpStreamError } from '../../sources/hdwpStreamError';
+import { HdwpClient } from '../../hdwp/hdwpClient';
+import { HdwpStreamError } from '../../hdwp/hdwpStreamError';
 import { startCluster, type Cluster } from '../support/cluster';
 import { helloBytes, RawPeer } from '../sources/hdwpKit';
 import { encodeRecords } from '../../engine-rs/hdwp';

@@ -8,12 +8,12 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Subject } from 'rxjs';
-import type { Chunk } from '../../operators/chunk';
-import { Flow } from '../../operators/flow';
-import { StageCounters } from '../../operators/stageCounters';
+import type { Chunk } from '../../stream/chunk';
+import { Flow } from '../../stream/flow';
+import { StageCounters } from '../../stream/stageCounters';
 import { sccSink } from '../../sinks/sccSink';
-import type { DurabilityTracker } from '../../sinks/sccSinkDelivery';
-import { REWIND_REASON } from '../../sources/windowRewind';
+import type { DurabilityTracker } from '../../pipelines/deliveryLedger';
+import { REWIND_REASON } from '../../operators/windowRewind';
 import { startCluster, type Cluster } from '../support/cluster';
 import { batch, closingHashOf, filesOn, recordsOf, RS, sleep, until, verifiedClosingHash } from './ingestKit';
 

@@ -1,8 +1,8 @@
 import tls from 'node:tls';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { clientTlsOptions, MtlsIdentity, peerIdentity, serverTlsOptions } from '../../control/mtls';
-import { registerWithDms } from '../../control/registerWithDms';
+import { clientTlsOptions, MtlsIdentity, peerIdentity, serverTlsOptions } from '../../net/mtls';
+import { registerWithDms } from '../../net/registerWithDms';
 import type { NodeRole } from '../../control/dms/state';
 import { TlsSessionCache } from '../../lib/tlsSessions';
 import { startTestDms, type TestDms } from '../control/support';

@@ -3,8 +3,8 @@ import * as assert from 'uvu/assert';
 import { EMPTY, lastValueFrom, Observable, of, Subject, toArray, VirtualTimeScheduler } from 'rxjs';
 import { generateBatchIdNumber, type BatchID } from '../../engine-rs/batchId';
 import { batchTimeout, type BatchState } from '../../operators/batchTimeout';
-import type { AckResult, Chunk } from '../../operators/chunk';
-import { StageCounters } from '../../operators/stageCounters';
+import type { AckResult, Chunk } from '../../stream/chunk';
+import { StageCounters } from '../../stream/stageCounters';
 
 const id = (n: number): BatchID => generateBatchIdNumber(n);
 const recs = (n: number, count: number, dataset = 'ds'): Chunk => ({ kind: 'records', dataset, batchId: id(n), count, recordSize: 4, buf: Buffer.alloc(4 * count, n) });

@@ -8,8 +8,8 @@ import * as assert from 'uvu/assert';
 import { Subject, VirtualTimeScheduler } from 'rxjs';
 import { generateBatchIdNumber, type BatchID } from '../../engine-rs/batchId';
 import { batchTimeout, type BatchState } from '../../operators/batchTimeout';
-import type { AckResult, Chunk, EobElement } from '../../operators/chunk';
-import { StageCounters } from '../../operators/stageCounters';
+import type { AckResult, Chunk, EobElement } from '../../stream/chunk';
+import { StageCounters } from '../../stream/stageCounters';
 
 const id = (n: number): BatchID => generateBatchIdNumber(n);
 const num = (b: BatchID): number => Number(Buffer.from(b.bytes).readBigUInt64BE(56));

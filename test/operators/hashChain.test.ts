@@ -3,10 +3,10 @@ import * as assert from 'uvu/assert';
 import { EMPTY, lastValueFrom, Observable, of, toArray } from 'rxjs';
 import { generateBatchIdNumber, type BatchID } from '../../engine-rs/batchId';
 import { HashChain, type HashAlgorithmName } from '../../engine-rs/hashChain';
-import type { AckResult, Chunk, EobElement } from '../../operators/chunk';
-import { Flow } from '../../operators/flow';
+import type { AckResult, Chunk, EobElement } from '../../stream/chunk';
+import { Flow } from '../../stream/flow';
 import { hashChain, type HashQueueStats } from '../../operators/hashChain';
-import { StageCounters } from '../../operators/stageCounters';
+import { StageCounters } from '../../stream/stageCounters';
 
 const RS = 150;
 const id = (n: number): BatchID => generateBatchIdNumber(n);

@@ -1,10 +1,10 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { EMPTY, from, lastValueFrom, of, Subject, throwError, toArray } from 'rxjs';
-import type { ByteChunk, Chunk } from '../../operators/chunk';
-import { Flow } from '../../operators/flow';
+import type { ByteChunk, Chunk } from '../../stream/chunk';
+import { Flow } from '../../stream/flow';
 import { parse, type BlockParser, type LineError } from '../../operators/parse';
-import { StageCounters } from '../../operators/stageCounters';
+import { StageCounters } from '../../stream/stageCounters';
 
 // The test's own block parser: each line is a decimal integer → one 4-byte big-endian record.
 // Blank lines are skipped; anything else is an error naming field 'n'.

@@ -2,11 +2,11 @@ import { firstValueFrom, Subject, toArray, type Observable } from 'rxjs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { BatchID } from '../../engine-rs/batchId';
-import { MAX_CHUNK_BYTES, type Chunk } from '../../operators/chunk';
-import type { QueryResultElement } from '../../operators/queryElement';
+import { MAX_CHUNK_BYTES, type Chunk } from '../../stream/chunk';
+import type { QueryResultElement } from '../../stream/queryElement';
 import { ReadScheduler } from '../../operators/readScheduler';
 import { scan, type BatchScan, type BatchScanStep, type CompiledQuery, type ScanSource } from '../../operators/scan';
-import { StageCounters } from '../../operators/stageCounters';
+import { StageCounters } from '../../stream/stageCounters';
 import { QueryError } from '../../query/queryError';
 import { idOf, specOf, TestQuery } from '../support/testQuery';
 

@@ -2,8 +2,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { EMPTY, lastValueFrom, Observable, of, Subject, throwError, toArray, VirtualTimeScheduler } from 'rxjs';
 import { generateBatchIdTime } from '../../engine-rs/batchId';
-import { recordChunk, type Chunk, type RecordChunk } from '../../operators/chunk';
-import { StageCounters } from '../../operators/stageCounters';
+import { recordChunk, type Chunk, type RecordChunk } from '../../stream/chunk';
+import { StageCounters } from '../../stream/stageCounters';
 import { timeBatch, type WindowGroup } from '../../operators/timeBatch';
 
 // Test records: 8 bytes, a big-endian i64 time in seconds. The splitter below is the test's own

@@ -1,16 +1,16 @@
 /**
  * `timeBatch` across a consumer-group rebalance (docs/ingester.md, "Rebalances"): a source holds
  * the batch timeout while it cannot read, and rewinds the open windows when it reads again from its
- * last commit (sources/windowRewind.ts).
+ * last commit (operators/windowRewind.ts).
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Subject, VirtualTimeScheduler } from 'rxjs';
-import { Flow } from '../../operators/flow';
-import { recordChunk, type Chunk, type RecordChunk } from '../../operators/chunk';
-import { StageCounters } from '../../operators/stageCounters';
+import { Flow } from '../../stream/flow';
+import { recordChunk, type Chunk, type RecordChunk } from '../../stream/chunk';
+import { StageCounters } from '../../stream/stageCounters';
 import { timeBatch, type WindowGroup, type WindowKeeper } from '../../operators/timeBatch';
-import { WindowRewind } from '../../sources/windowRewind';
+import { WindowRewind } from '../../operators/windowRewind';
 
 // Test records: 8 bytes, a big-endian i64 time in seconds (the test's own splitter).
 const chunkOf = (...times: number[]): RecordChunk => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { Chunk } from '../../operators/chunk';
+import type { Chunk } from '../../stream/chunk';
 import { formatProblem, parsePipeline, type Pipeline } from '../../pipelines/load';
 import { runPipeline } from '../../pipelines/run';
 import { formatCounters } from '../../pipelines/summary';

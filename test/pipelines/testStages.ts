@@ -1,8 +1,8 @@
 /** Stage types for runner tests: small, synchronous or asynchronous, and able to fail on demand. */
 import { Observable, map } from 'rxjs';
-import { awaitEach } from '../../operators/awaitEach';
-import { recordChunk, type Chunk } from '../../operators/chunk';
-import { builtinRegistry } from '../../pipelines/builtins';
+import { awaitEach } from '../../stream/awaitEach';
+import { recordChunk, type Chunk } from '../../stream/chunk';
+import { builtinRegistry } from '../../roles/builtins';
 import type { OperatorType, Registry, SinkType, SourceType } from '../../pipelines/registry';
 import { bool, int, str } from '../../pipelines/settings';
 

@@ -9,8 +9,8 @@ import { BatchID } from '../../engine-rs/batchId';
 import type { Frame, QueryAuth } from '../../engine-rs/hdwpFrame';
 import { bbnReason } from '../../query/batchNotice';
 import { parseHdQuery } from '../../query/hdQuery';
-import { HdwpClient } from '../../sinks/hdwpClient';
-import { HdwpServer, type HdwpConnection } from '../../sources/hdwpServer';
+import { HdwpClient } from '../../hdwp/hdwpClient';
+import { HdwpServer, type HdwpConnection } from '../../hdwp/hdwpServer';
 
 /** Record size the stand-ins stream. */
 export const RS = 32;

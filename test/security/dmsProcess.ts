@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { readAdminKey } from '../../control/dms/adminCredentials';
-import { requestJson, type ClientTls, type JsonAnswer } from '../../control/http/jsonClient';
-import { parseWrapKey } from '../../control/pki/wrapKey';
+import { requestJson, type ClientTls, type JsonAnswer } from '../../net/jsonClient';
+import { parseWrapKey } from '../../net/pki/wrapKey';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
 
 /** A running DMS process and how to reach it. */

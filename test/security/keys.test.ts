@@ -9,9 +9,9 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readAdminKey } from '../../control/dms/adminCredentials';
-import { NodeIdentity } from '../../control/nodeIdentity';
-import { WrapKeyError } from '../../control/pki/wrapKey';
-import { certificateInfo } from '../../control/pki/x509';
+import { NodeIdentity } from '../../net/nodeIdentity';
+import { WrapKeyError } from '../../net/pki/wrapKey';
+import { certificateInfo } from '../../net/pki/x509';
 import { tempDir } from '../control/support';
 import { adminToken, startDmsProcess } from './dmsProcess';
 

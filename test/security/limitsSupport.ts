@@ -5,7 +5,7 @@
  */
 import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { queryDispatchService, type DispatchReply } from '../../query/dispatchService';
+import { queryDispatchService, type DispatchReply } from '../../query/dispatch/dispatchService';
 import { CANCEL_REQUEST } from '../../sql/pgwire/frontend';
 import { errorFieldsOf, type BackendMessage } from '../sql/pgRawSession';
 import type { Status } from './doorSupport';

@@ -1,8 +1,8 @@
 /** Helpers of the security tests: DMS-CA certificates of any role, issued by a test DMS. */
 import * as assert from 'uvu/assert';
 import type { NodeRole } from '../../control/dms/state';
-import { MtlsIdentity } from '../../control/mtls';
-import { registerWithDms } from '../../control/registerWithDms';
+import { MtlsIdentity } from '../../net/mtls';
+import { registerWithDms } from '../../net/registerWithDms';
 import type { TestDms } from '../control/support';
 
 /** Declares node `name` of `role` (privileged roles are issued only for declared nodes) and registers it with a fresh bootstrap token. */

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { LocalSqlError } from '../../sdk/local/localSqlError';
+import { LocalSqlError } from '../../local/localSqlError';
 import type { BigJsonValue } from '../../sql/bigJson';
 import { toSqlError } from '../../sql/sqlEngine';
 import { SqlError } from '../../sql/sqlError';

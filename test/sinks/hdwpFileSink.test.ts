@@ -5,9 +5,9 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { EMPTY, from, lastValueFrom, Observable, Subject, throwError } from 'rxjs';
 import { generateBatchIdTime } from '../../engine-rs/batchId';
-import { recordChunk, type Chunk } from '../../operators/chunk';
-import { Flow } from '../../operators/flow';
-import { StageCounters } from '../../operators/stageCounters';
+import { recordChunk, type Chunk } from '../../stream/chunk';
+import { Flow } from '../../stream/flow';
+import { StageCounters } from '../../stream/stageCounters';
 import { hdwpFileSink, type HdwpEncoder } from '../../sinks/hdwpFileSink';
 
 // A readable stand-in encoder, so this suite checks the sink's ordering and file handling; the

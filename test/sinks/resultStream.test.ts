@@ -2,12 +2,12 @@ import { Subject } from 'rxjs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { BatchID } from '../../engine-rs/batchId';
-import type { Chunk } from '../../operators/chunk';
-import { Flow } from '../../operators/flow';
-import type { QueryResultElement, QueryResults } from '../../operators/queryElement';
-import { StageCounters } from '../../operators/stageCounters';
+import type { Chunk } from '../../stream/chunk';
+import { Flow } from '../../stream/flow';
+import type { QueryResultElement, QueryResults } from '../../stream/queryElement';
+import { StageCounters } from '../../stream/stageCounters';
 import { resultStream } from '../../sinks/resultStream';
-import { ResultListener, type QueryResult } from '../../sources/resultListener';
+import { ResultListener, type QueryResult } from '../../hdwp/resultListener';
 import { idOf, specOf, TestQuery } from '../support/testQuery';
 
 const RS = 8;

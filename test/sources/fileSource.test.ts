@@ -4,10 +4,10 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { lastValueFrom, take, toArray } from 'rxjs';
-import { awaitEach } from '../../operators/awaitEach';
-import type { ByteChunk } from '../../operators/chunk';
-import { Flow } from '../../operators/flow';
-import { StageCounters } from '../../operators/stageCounters';
+import { awaitEach } from '../../stream/awaitEach';
+import type { ByteChunk } from '../../stream/chunk';
+import { Flow } from '../../stream/flow';
+import { StageCounters } from '../../stream/stageCounters';
 import { fileSource } from '../../sources/fileSource';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'hd-fs-'));

@@ -5,7 +5,7 @@
 import net from 'node:net';
 import { BatchID, FrameDecoder, encodeFrame, generateBatchIdNumber } from '../../index';
 import type { Frame, HdwpRole } from '../../index';
-import { HdwpServer, type ConnectionHandler, type HdwpConnection, type HdwpServerOptions } from '../../sources/hdwpServer';
+import { HdwpServer, type ConnectionHandler, type HdwpConnection, type HdwpServerOptions } from '../../hdwp/hdwpServer';
 
 /** A batch id per small number. */
 export const batch = (n: number): BatchID => generateBatchIdNumber(n);

@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert';
 import { RecordCodec } from '../../engine-rs/codec';
 import { decodeRecordsSync } from '../../engine-rs/decode';
 import { Schema } from '../../engine-rs/schema';
-import { LocalSql } from '../../sdk/local/localSql';
+import { LocalSql } from '../../local/localSql';
 import { Catalog } from '../../sql/catalog';
 import type { DatasetFetcher } from '../../sql/datasetFetcher';
 import { CHESS_FUNCTIONS } from '../../sql/chessFunctions';

@@ -9,8 +9,8 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { NODE_KEY_PURPOSE } from '../../control/nodeIdentity';
-import { seal } from '../../control/pki/wrapKey';
+import { NODE_KEY_PURPOSE } from '../../net/nodeIdentity';
+import { seal } from '../../net/pki/wrapKey';
 import { readClientKey } from '../../sql/schemaSources';
 
 const KEY_PEM = '-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIKx1\n-----END PRIVATE KEY-----\n';

@@ -8,7 +8,7 @@ import * as arrow from 'apache-arrow';
 import * as grpc from '@grpc/grpc-js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { LocalSql } from '../../sdk/local/localSql';
+import { LocalSql } from '../../local/localSql';
 import { Catalog } from '../../sql/catalog';
 import type { DatasetFetcher } from '../../sql/datasetFetcher';
 import { FlightSqlServer } from '../../sql/flight/flightServer';

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Schema } from '../../engine-rs/schema';
-import { LocalSql } from '../../sdk/local/localSql';
+import { LocalSql } from '../../local/localSql';
 import { Catalog } from '../../sql/catalog';
 import type { DatasetFetcher } from '../../sql/datasetFetcher';
 import type { Plan } from '../../sql/planner';

@@ -2,8 +2,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { MtlsIdentity } from '../../control/mtls';
-import { registerWithDms } from '../../control/registerWithDms';
+import { MtlsIdentity } from '../../net/mtls';
+import { registerWithDms } from '../../net/registerWithDms';
 import { startServiceIdentity } from '../../sql/serviceIdentity';
 import { startTestDms, tempDir } from '../control/support';
 

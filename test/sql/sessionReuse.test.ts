@@ -6,7 +6,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type * as arrow from 'apache-arrow';
-import { LocalSql } from '../../sdk/local/localSql';
+import { LocalSql } from '../../local/localSql';
 import { SessionPool } from '../../sql/sessionPool';
 import { memoryEngine, T0 } from './support';
 

@@ -10,7 +10,7 @@ import { decodeRecords } from '../../engine-rs/decode';
 import { evaluateFilter, ScanFilter } from '../../engine-rs/scan';
 import { Schema } from '../../engine-rs/schema';
 import { filterJson } from '../../query/filter';
-import { LocalSql } from '../../sdk/local/localSql';
+import { LocalSql } from '../../local/localSql';
 import { Catalog } from '../../sql/catalog';
 import type { DatasetFetcher } from '../../sql/datasetFetcher';
 import { SqlEngine, type SqlEngineSettings } from '../../sql/sqlEngine';

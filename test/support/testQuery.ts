@@ -4,7 +4,7 @@
  */
 import { BatchID } from '../../engine-rs/batchId';
 import type { BbnFrame, EobFrame, ErrorFrame, QueryAuth } from '../../engine-rs/hdwpFrame';
-import type { QuerySpec, RunningQuery } from '../../operators/queryElement';
+import type { QuerySpec, RunningQuery } from '../../stream/queryElement';
 import { QueryLifecycle } from '../../operators/queryLifecycle';
 import { newQueryToken } from '../../query/token';
 

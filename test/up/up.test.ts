@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { requestJson, type ClientTls } from '../../control/http/jsonClient';
+import { requestJson, type ClientTls } from '../../net/jsonClient';
 import { PlatformQueryClient } from '../../sdk/platformQueryClient';
 import { EXAMPLE_QUERIES } from '../../up/exampleQueries';
 import { INGRESS_SECRET_HEADER_NAME, ingressSecretFile } from '../../up/ingressSecret';

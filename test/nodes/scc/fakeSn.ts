@@ -6,8 +6,8 @@ import { generateBatchIdNumber } from '../../../engine-rs/batchId';
 import type { Frame } from '../../../engine-rs/hdwpFrame';
 import { batchKey } from '../../../nodes/scc/catchUpLog';
 import type { SnTarget } from '../../../nodes/scc/settings';
-import { HdwpServer, type HdwpConnection } from '../../../sources/hdwpServer';
-import { batchErrorFrame } from '../../../sources/hdwpStreamError';
+import { HdwpServer, type HdwpConnection } from '../../../hdwp/hdwpServer';
+import { batchErrorFrame } from '../../../hdwp/hdwpStreamError';
 
 /** Record size the fake nodes' tests use. */
 export const RS = 16;

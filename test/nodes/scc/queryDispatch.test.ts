@@ -1,10 +1,10 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { generateBatchIdNumber } from '../../../engine-rs/batchId';
-import { DispatchError, QueryDispatchClient } from '../../../query/dispatchClient';
+import { DispatchError, QueryDispatchClient } from '../../../query/dispatch/dispatchClient';
 import { serializeHdQuery, type HdQuery } from '../../../query/hdQuery';
 import { newQueryToken } from '../../../query/token';
-import { ResultListener, type BatchResult, type OpenQuery, type QueryResult } from '../../../sources/resultListener';
+import { ResultListener, type BatchResult, type OpenQuery, type QueryResult } from '../../../hdwp/resultListener';
 import { freePort, startHd, waitForPort, type HdProcess } from '../../support/hdProcess';
 import { batchRecords, RS, StandInQueryNode } from '../../query/standInQueryNode';
 

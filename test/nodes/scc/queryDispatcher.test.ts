@@ -9,7 +9,7 @@ import { QueryRun } from '../../../nodes/scc/queryRun';
 import type { ReplicaState } from '../../../nodes/scc/replicas';
 import { serializeHdQuery, type HdQuery } from '../../../query/hdQuery';
 import { newQueryToken } from '../../../query/token';
-import { ResultListener, type OpenQuery } from '../../../sources/resultListener';
+import { ResultListener, type OpenQuery } from '../../../hdwp/resultListener';
 import { RS, StandInQueryNode } from '../../query/standInQueryNode';
 
 const adm = suite('QueryAdmission (query_qos)');

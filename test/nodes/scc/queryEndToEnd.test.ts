@@ -1,11 +1,11 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { generateBatchIdNumber } from '../../../engine-rs/batchId';
-import { QueryDispatchClient } from '../../../query/dispatchClient';
+import { QueryDispatchClient } from '../../../query/dispatch/dispatchClient';
 import type { HdQuery } from '../../../query/hdQuery';
 import { newQueryToken } from '../../../query/token';
-import { HdwpClient } from '../../../sinks/hdwpClient';
-import { ResultListener, type BatchResult, type QueryResult } from '../../../sources/resultListener';
+import { HdwpClient } from '../../../hdwp/hdwpClient';
+import { ResultListener, type BatchResult, type QueryResult } from '../../../hdwp/resultListener';
 import { startCluster, type Cluster } from '../../support/cluster';
 
 const RS = 150;

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { generateBatchIdNumber } from '../../../engine-rs/batchId';
 import { sendBatchNotices } from '../../../nodes/scc/queryNotice';
 import { newQueryToken } from '../../../query/token';
-import { ResultListener, type QueryResult } from '../../../sources/resultListener';
+import { ResultListener, type QueryResult } from '../../../hdwp/resultListener';
 
 const t = suite("queryNotice: the SCC's own result stream to a client");
 

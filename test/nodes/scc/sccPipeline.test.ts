@@ -2,8 +2,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { generateBatchIdNumber } from '../../../engine-rs/batchId';
 import { HashChain } from '../../../engine-rs/hashChain';
-import { HdwpClient } from '../../../sinks/hdwpClient';
-import { HdwpStreamError } from '../../../sources/hdwpStreamError';
+import { HdwpClient } from '../../../hdwp/hdwpClient';
+import { HdwpStreamError } from '../../../hdwp/hdwpStreamError';
 import { freePort, startHd, waitForPort } from '../../support/hdProcess';
 import { FakeSn } from './fakeSn';
 

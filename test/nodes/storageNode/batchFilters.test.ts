@@ -13,13 +13,13 @@ import { from, lastValueFrom } from 'rxjs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { generateBatchIdNumber, Schema, zoneFieldsOf, type BatchID } from '../../../engine-rs/index';
-import type { Chunk } from '../../../operators/chunk';
+import type { Chunk } from '../../../stream/chunk';
 import { BatchFilterCache, type BatchFilterJson } from '../../../nodes/storageNode/batchFilters';
 import { parseStorageNodeConfig } from '../../../nodes/storageNode/config';
 import { StorageNode } from '../../../nodes/storageNode/node';
-import { segmentStore } from '../../../sinks/segmentStore';
-import { requestJson, type ClientTls } from '../../../control/http/jsonClient';
-import { NodeIdentity } from '../../../control/nodeIdentity';
+import { segmentStore } from '../../../nodes/storageNode/segmentStore';
+import { requestJson, type ClientTls } from '../../../net/jsonClient';
+import { NodeIdentity } from '../../../net/nodeIdentity';
 import { startTestDms, type TestDms } from '../../control/support';
 import { enrol } from '../../security/proxyIdentitySupport';
 

@@ -9,11 +9,11 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { generateBatchIdNumber, HashChain, readSegment, verifySegment, type BatchID } from '../../../engine-rs/index';
-import { builtinRegistry } from '../../../pipelines/builtins';
+import { builtinRegistry } from '../../../roles/builtins';
 import { loadPipelineFile } from '../../../pipelines/load';
 import { runPipeline, type RunResult } from '../../../pipelines/run';
-import { HdwpClient } from '../../../sinks/hdwpClient';
-import { HdwpStreamError } from '../../../sources/hdwpStreamError';
+import { HdwpClient } from '../../../hdwp/hdwpClient';
+import { HdwpStreamError } from '../../../hdwp/hdwpStreamError';
 
 const R = 40;
 const DS = 'ticks';

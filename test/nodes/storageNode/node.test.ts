@@ -5,10 +5,10 @@ import { from, lastValueFrom } from 'rxjs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BatchID, generateBatchIdNumber, readSegment, segmentFileName, verifySegment } from '../../../engine-rs/index';
-import type { AckResult, Chunk } from '../../../operators/chunk';
+import type { AckResult, Chunk } from '../../../stream/chunk';
 import { parseStorageNodeConfig } from '../../../nodes/storageNode/config';
 import { StorageNode } from '../../../nodes/storageNode/node';
-import { segmentStore } from '../../../sinks/segmentStore';
+import { segmentStore } from '../../../nodes/storageNode/segmentStore';
 
 const R = 32;
 const DS = 'flows';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeRecords, generateBatchIdNumber } from '../../../engine-rs/index';
-import { builtinRegistry } from '../../../pipelines/builtins';
+import { builtinRegistry } from '../../../roles/builtins';
 import { parsePipeline } from '../../../pipelines/load';
 import { runPipeline } from '../../../pipelines/run';
 import { parseBbnReason } from '../../../query/batchNotice';

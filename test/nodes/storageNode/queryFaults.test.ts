@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { HdwpServer } from '../../../sources/hdwpServer';
+import { HdwpServer } from '../../../hdwp/hdwpServer';
 import { parseBbnReason } from '../../../query/batchNotice';
 import { serializeHdQuery } from '../../../query/hdQuery';
 import { freePort } from '../../support/hdProcess';

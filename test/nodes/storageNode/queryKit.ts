@@ -10,13 +10,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { BatchID, encodeFrame, FrameDecoder, generateBatchIdNumber, HashChain } from '../../../engine-rs/index';
 import type { Frame, QueryAuth } from '../../../engine-rs/index';
-import { builtinRegistry } from '../../../pipelines/builtins';
+import { builtinRegistry } from '../../../roles/builtins';
 import { loadPipelineFile } from '../../../pipelines/load';
 import { runPipeline, type RunResult } from '../../../pipelines/run';
 import { serializeHdQuery, type HdQuery } from '../../../query/hdQuery';
 import { newQueryToken } from '../../../query/token';
-import { HdwpClient } from '../../../sinks/hdwpClient';
-import { ResultListener, type QueryResult } from '../../../sources/resultListener';
+import { HdwpClient } from '../../../hdwp/hdwpClient';
+import { ResultListener, type QueryResult } from '../../../hdwp/resultListener';
 import { freePort } from '../../support/hdProcess';
 
 /** Record size, chain block size and algorithm of the test dataset. */

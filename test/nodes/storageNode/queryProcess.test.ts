@@ -9,8 +9,8 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { serializeHdQuery } from '../../../query/hdQuery';
-import { HdwpClient } from '../../../sinks/hdwpClient';
-import { HdwpServer } from '../../../sources/hdwpServer';
+import { HdwpClient } from '../../../hdwp/hdwpClient';
+import { HdwpServer } from '../../../hdwp/hdwpServer';
 import { freePort, startHd, waitForPort, type HdProcess } from '../../support/hdProcess';
 import { batchOf, closingHash, ControlPeer, DS, R, recordsByBatch, SCHEMA, TestClient, untilOk } from './queryKit';
 

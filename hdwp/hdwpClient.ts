@@ -1,0 +1,424 @@
+/**
+ * The sending side of an HDWP ingest stream over TCP (docs/ingest-protocol.md): ingest clients,
+ * ingesters and an SCC replicating to its Storage Nodes. It opens the stream with hello, sends
+ * records frames only within the credit the server granted (and only as fast as the socket drains),
+ * and matches the server's eob / bbn acknowledgements and batch refusals to the calls waiting on them.
+ */
+import net from 'node:net';
+import tls from 'node:tls';
+import type { TlsSessionCache } from '../lib/tlsSessions';
+import type { BatchID } from '../engine-rs/batchId';
+import { encodeFrame, encodeRecords } from '../engine-rs/hdwp';
+import { FrameDecoder } from '../engine-rs/hdwpDecoder';
+import { HdwpError } from '../engine-rs/hdwpError';
+import { HDWP_DEFAULT_MAX_PAYLOAD, HDWP_HEADER_LEN, HDWP_VERSION } from '../engine-rs/hdwpFrame';
+import type { BbnFrame, EobFrame, Frame, HdwpRole, HelloFrame, QueryAuth } from '../engine-rs/hdwpFrame';
+import { HdwpStreamError, batchOfError, clipUtf8 } from './hdwpStreamError';
+
+/** Default largest records frame the client writes (header included): 1 MiB. */
+export const DEFAULT_CLIENT_FRAME_BYTES = 1024 * 1024;
+/** Default time to connect and complete the hello exchange. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+/** Records encoded ahead of the socket per `sendRecords` step, so a huge buffer is not copied at once. */
+const SLICE_BYTES = 4 * 1024 * 1024;
+/** Refusals of batches nobody waits on yet, kept so a later `sendEob` learns of them. */
+const MAX_REMEMBERED_REFUSALS = 1024;
+
+/** Options of {@link HdwpClient.connect}. */
+export interface HdwpClientOptions {
+  readonly host: string;
+  readonly port: number;
+  /** This side's role in hello: 'ingestClient', 'ingester', or 'scc' when replicating. */
+  readonly role: HdwpRole;
+  /** Dataset id (the schema id) the stream carries. */
+  readonly datasetId: string;
+  /** Bytes per record, 1..65535; every records frame uses it. */
+  readonly recordSize: number;
+  /** Time to connect and exchange hello; default {@link DEFAULT_CONNECT_TIMEOUT_MS}. */
+  readonly connectTimeoutMs?: number;
+  /** Largest records frame written, header included; default {@link DEFAULT_CLIENT_FRAME_BYTES} (capped by the server's window). */
+  readonly maxFrameBytes?: number;
+  /** Largest frame payload accepted from the server; default 16 MiB. */
+  readonly maxPayload?: number;
+  /** TLS connect options; when given the stream runs over TLS. */
+  readonly tls?: tls.ConnectionOptions;
+  /** With `tls`: resume sessions remembered here (lib/tlsSessions.ts) for connections opened again and again to one listener. */
+  readonly tlsSessions?: TlsSessionCache;
+  /** A query result stream (Storage Node → client listener): every frame sent carries this query block. */
+  readonly auth?: QueryAuth;
+  /**
+   * Whether the receiver acknowledges eob / bbn by echoing them (default true, as on ingest). With
+   * false (result streams), `sendEob` / `sendBbn` resolve once the frame is written.
+   */
+  readonly acks?: boolean;
+}
+
+/** Counters of what the client has done so far. */
+export interface HdwpClientStats {
+  /** Records frame bytes written (each frame's full length, the unit of credit). */
+  readonly recordsBytesSent: number;
+  /** Records frames written. */
+  readonly recordsFramesSent: number;
+  /** Credit granted by the server in total. */
+  readonly creditGranted: number;
+}
+
+interface Outgoing {
+  readonly bytes: Buffer;
+  /** Credit the frame spends: its length for records frames, 0 for everything else. */
+  readonly cost: number;
+  /** Told when the bytes were handed to the socket, or why they never will be. */
+  readonly done?: (err?: Error) => void;
+}
+
+interface AckWaiter {
+  readonly kind: 'eob' | 'bbn';
+  resolve(frame: Frame): void;
+  reject(err: Error): void;
+}
+
+/** The one place sockets come from, so TLS is a matter of options. */
+function openSocket(o: HdwpClientOptions): net.Socket {
+  if (!o.tls) return net.connect({ host: o.host, port: o.port });
+  return o.tlsSessions ? o.tlsSessions.connect({ ...o.tls, host: o.host, port: o.port }) : tls.connect({ ...o.tls, host: o.host, port: o.port });
+}
+
+/**
+ * A connected HDWP ingest stream. Calls are sent in call order; frames of one batch stay in order.
+ *
+ * @example
+ * const client = await HdwpClient.connect({ host, port, role: 'ingestClient', datasetId: 'flows', recordSize: 64 });
+ * await client.sendRecords(batchId, records);             // waits for credit as needed
+ * const ack = await client.sendEob(batchId, recordCount); // resolves once the batch is durable
+ * await client.close();
+ */
+export class HdwpClient {
+  /** Resolves once the stream is over: undefined after `close()`, the cause otherwise. */
+  readonly closed: Promise<Error | undefined>;
+  /** The server's hello. */
+  serverHello!: HelloFrame;
+  private resolveClosed!: (err: Error | undefined) => void;
+  private readonly decoder: FrameDecoder;
+  private readonly outgoing: Outgoing[] = [];
+  private credit = 0;
+  private granted = 0;
+  private sentBytes = 0;
+  private sentFrames = 0;
+  private waitingDrain = false;
+  private frameBytes = 0;
+  private failure: Error | undefined;
+  private handshake: { resolve(): void; reject(err: Error): void } | undefined;
+  private readonly waiters = new Map<string, AckWaiter[]>();
+  private readonly refusals = new Map<string, HdwpStreamError>();
+  /** Serialises the send calls so their frames enter the queue in call order. */
+  private order: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly socket: net.Socket,
+    private readonly opts: HdwpClientOptions,
+  ) {
+    this.decoder = new FrameDecoder({ maxPayload: opts.maxPayload ?? HDWP_DEFAULT_MAX_PAYLOAD });
+    this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('drain', () => {
+      this.waitingDrain = false;
+      this.pump();
+    });
+    socket.on('error', (err) => this.fail(new HdwpStreamError('ERR_HDWP_DISCONNECTED', `${this.where}: ${err.message}`, { cause: err })));
+    socket.on('close', () => this.fail(new HdwpStreamError('ERR_HDWP_DISCONNECTED', `${this.where}: connection closed by the server`)));
+  }
+
+  /** Connects, sends hello and waits for the server's hello and initial credit. */
+  static connect(opts: HdwpClientOptions): Promise<HdwpClient> {
+    if (!Number.isInteger(opts.recordSize) || opts.recordSize < 1 || opts.recordSize > 65535) {
+      return Promise.reject(new RangeError(`recordSize must be an integer 1..65535, got ${opts.recordSize}`));
+    }
+    const timeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    let hello: Buffer;
+    try {
+      hello = encodeFrame({ kind: 'hello', version: HDWP_VERSION, role: opts.role, datasetId: opts.datasetId, recordSize: opts.recordSize, auth: opts.auth });
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const client = new HdwpClient(openSocket(opts), opts);
+    return new Promise<HdwpClient>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        client.fail(new HdwpStreamError('ERR_HDWP_TIMEOUT', `${client.where}: no HDWP handshake within ${timeoutMs} ms`));
+      }, timeoutMs);
+      client.handshake = {
+        resolve: () => {
+          clearTimeout(timer);
+          resolve(client);
+        },
+        reject: (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      };
+      client.socket.write(hello);
+    });
+  }
+
+  /** Credit left: records frame bytes the client may still write before the server grants more. */
+  get creditAvailable(): number {
+    return this.credit;
+  }
+
+  /** What the client has sent and been granted so far. */
+  get stats(): HdwpClientStats {
+    return { recordsBytesSent: this.sentBytes, recordsFramesSent: this.sentFrames, creditGranted: this.granted };
+  }
+
+  /**
+   * Sends whole records of one batch as records frames of at most the frame size, each written
+   * only once credit allows. Resolves once every frame is handed to the socket; rejects when the
+   * stream fails first. `records.length` must be a multiple of the record size.
+   */
+  sendRecords(batchId: BatchID, records: Uint8Array): Promise<void> {
+    const size = this.opts.recordSize;
+    if (records.length % size !== 0) {
+      return Promise.reject(new RangeError(`records must be whole ${size}-byte records, got ${records.length} bytes`));
+    }
+    if (records.length === 0) return this.failure ? Promise.reject(this.failure) : Promise.resolve();
+    const step = Math.max(size, Math.floor(SLICE_BYTES / size) * size);
+    return this.serial(async () => {
+      let last: Promise<void> = Promise.resolve();
+      for (let at = 0; at < records.length; at += step) {
+        // One slice encoded ahead of the socket at most: memory stays bounded for any input size.
+        await last;
+        const bytes = encodeRecords(batchId, size, records.subarray(at, at + step), { maxFrameBytes: this.frameBytes, auth: this.opts.auth });
+        last = this.enqueueFrames(bytes);
+      }
+      return { done: last };
+    });
+  }
+
+  /**
+   * Closes a batch: sends eob with the record count (and the closing hash, when the sender has
+   * one, and the sender's batch digest of every record of the batch, `BatchDigest`) and resolves with
+   * the server's acknowledging eob once the batch is durable. Rejects with an HdwpStreamError on an
+   * error frame naming the batch (error 14 when what the server holds differs from the count or
+   * digest) or when the stream fails.
+   */
+  sendEob(batchId: BatchID, recordCount: number, closingHash: Uint8Array = new Uint8Array(0), digest?: Uint8Array): Promise<EobFrame> {
+    return this.serial(async () => {
+      const frame: EobFrame = { kind: 'eob', batchId, recordCount, closingHash, ...(digest && digest.length > 0 ? { digest } : {}), auth: this.opts.auth };
+      const bytes = encodeFrame(frame);
+      if (this.opts.acks === false) return { done: this.enqueueControl(bytes, frame) };
+      const ack = this.waitFor('eob', batchId);
+      this.enqueue({ bytes, cost: 0 });
+      return { done: ack as Promise<EobFrame> };
+    });
+  }
+
+  /** Voids a batch: sends bbn with the reason and resolves once the server echoes it (or, without acks, once written). */
+  sendBbn(batchId: BatchID, reason: string): Promise<void> {
+    return this.serial(async () => {
+      const frame: BbnFrame = { kind: 'bbn', batchId, reason, auth: this.opts.auth };
+      const bytes = encodeFrame(frame);
+      if (this.opts.acks === false) return { done: this.enqueueControl(bytes, frame).then(() => undefined) };
+      const ack = this.waitFor('bbn', batchId).then(() => undefined);
+      this.enqueue({ bytes, cost: 0 });
+      return { done: ack };
+    });
+  }
+
+  /**
+   * Ends the stream with an error frame (with the query block on a result stream), e.g. code 4 when
+   * a query is cancelled: frames already written stay written, queued ones are dropped and their
+   * calls rejected. Resolves once closed.
+   */
+  async abort(code: number, message: string): Promise<void> {
+    if (!this.failure && this.socket.writable) this.socket.write(encodeFrame({ kind: 'error', code, message: clipUtf8(message), auth: this.opts.auth }));
+    await this.close();
+  }
+
+  /**
+   * Closes the stream: frames already handed to the socket are flushed, anything still waiting
+   * (for credit, for an acknowledgement) is rejected with ERR_HDWP_CLOSED. Resolves once closed.
+   */
+  async close(): Promise<void> {
+    if (!this.failure) {
+      this.fail(new HdwpStreamError('ERR_HDWP_CLOSED', `${this.where}: closed by the client`), true);
+    }
+    await this.closed;
+  }
+
+  private get where(): string {
+    return `hdwp ${this.opts.host}:${this.opts.port}`;
+  }
+
+  /** Runs `fn` after the previous send call has queued its frames; resolves with what it waits for. */
+  private serial<T>(fn: () => Promise<{ done: Promise<T> }>): Promise<T> {
+    if (this.failure) return Promise.reject(this.failure);
+    const queued = this.order.then(() => {
+      if (this.failure) throw this.failure;
+      return fn();
+    });
+    this.order = queued.catch(() => undefined);
+    return queued.then((q) => q.done);
+  }
+
+  /** Queues the concatenated records frames of `bytes`; resolves when the last one is written. */
+  private enqueueFrames(bytes: Buffer): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      for (let at = 0; at < bytes.length; ) {
+        // One step per frame (never per record): each frame's payload length is in its header.
+        const len = HDWP_HEADER_LEN + bytes.readUInt32BE(at + 8);
+        const last = at + len >= bytes.length;
+        this.enqueue({ bytes: bytes.subarray(at, at + len), cost: len, done: last ? (err) => (err ? reject(err) : resolve()) : undefined });
+        at += len;
+      }
+    });
+  }
+
+  /** Queues an uncharged frame nobody acknowledges; resolves with it once written. */
+  private enqueueControl<F extends Frame>(bytes: Buffer, frame: F): Promise<F> {
+    return new Promise<F>((resolve, reject) => this.enqueue({ bytes, cost: 0, done: (err) => (err ? reject(err) : resolve(frame)) }));
+  }
+
+  private enqueue(o: Outgoing): void {
+    if (this.failure) {
+      o.done?.(this.failure);
+      return;
+    }
+    this.outgoing.push(o);
+    this.pump();
+  }
+
+  /** Writes queued frames while credit and the socket allow. */
+  private pump(): void {
+    while (!this.failure && !this.waitingDrain && this.outgoing.length > 0) {
+      const o = this.outgoing[0];
+      if (o.cost > this.credit) return;
+      this.outgoing.shift();
+      this.credit -= o.cost;
+      if (o.cost > 0) {
+        this.sentBytes += o.cost;
+        this.sentFrames++;
+      }
+      const more = this.socket.write(o.bytes, o.done ? (err) => o.done?.(err ?? undefined) : undefined);
+      if (!more) this.waitingDrain = true;
+    }
+  }
+
+  private waitFor(kind: 'eob' | 'bbn', batchId: BatchID): Promise<Frame> {
+    const key = batchId.toHex();
+    const refused = this.refusals.get(key);
+    if (refused) {
+      this.refusals.delete(key);
+      return Promise.reject(refused);
+    }
+    return new Promise<Frame>((resolve, reject) => {
+      const list = this.waiters.get(key) ?? [];
+      list.push({ kind, resolve, reject });
+      this.waiters.set(key, list);
+    });
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.failure) return;
+    let frames: Frame[];
+    try {
+      frames = this.decoder.push(chunk);
+    } catch (err) {
+      if (!(err instanceof HdwpError)) throw err;
+      for (const f of err.frames) this.onFrame(f);
+      this.fail(new HdwpStreamError('ERR_HDWP_REFUSED', `${this.where}: malformed frame from the server: ${err.code}: ${err.message}`));
+      return;
+    }
+    for (const f of frames) {
+      if (this.failure) return;
+      this.onFrame(f);
+    }
+  }
+
+  private onFrame(f: Frame): void {
+    if (this.handshake && !this.serverHello) {
+      if (f.kind === 'error') {
+        this.fail(new HdwpStreamError('ERR_HDWP_PEER_ERROR', `${this.where}: refused: error ${f.code}: ${f.message}`, { frameCode: f.code }));
+      } else if (f.kind !== 'hello' || f.datasetId !== this.opts.datasetId || f.recordSize !== this.opts.recordSize) {
+        const got = f.kind === 'hello' ? `hello for '${f.datasetId}' (${f.recordSize}-byte records)` : f.kind;
+        this.fail(new HdwpStreamError('ERR_HDWP_REFUSED', `${this.where}: expected hello for '${this.opts.datasetId}' (${this.opts.recordSize}-byte records), got ${got}`));
+      } else {
+        this.serverHello = f;
+      }
+      return;
+    }
+    switch (f.kind) {
+      case 'credit':
+        this.credit += f.bytes;
+        this.granted += f.bytes;
+        if (this.handshake) this.finishHandshake(f.bytes);
+        this.pump();
+        return;
+      case 'eob':
+      case 'bbn':
+        this.settle(f.batchId, f.kind, (w) => w.resolve(f));
+        return;
+      case 'error': {
+        const batchId = batchOfError(f);
+        const err = new HdwpStreamError('ERR_HDWP_PEER_ERROR', `${this.where}: error ${f.code}: ${f.message}`, { frameCode: f.code, batchId });
+        if (batchId === undefined) {
+          this.fail(err);
+        } else if (!this.settle(batchId, undefined, (w) => w.reject(err))) {
+          this.refusals.set(batchId.toHex(), err);
+          if (this.refusals.size > MAX_REMEMBERED_REFUSALS) this.refusals.delete(this.refusals.keys().next().value as string);
+        }
+        return;
+      }
+      default:
+        this.fail(new HdwpStreamError('ERR_HDWP_REFUSED', `${this.where}: unexpected ${f.kind} frame from the server`));
+    }
+  }
+
+  private finishHandshake(window: number): void {
+    // A frame never exceeds the window, or it could never be sent.
+    this.frameBytes = Math.min(this.opts.maxFrameBytes ?? DEFAULT_CLIENT_FRAME_BYTES, window);
+    const oneRecord = HDWP_HEADER_LEN + (this.opts.auth ? 20 : 0) + 70 + this.opts.recordSize;
+    if (this.frameBytes < oneRecord) {
+      // fail() rejects the pending handshake.
+      this.fail(new HdwpStreamError('ERR_HDWP_REFUSED', `${this.where}: frames of ${this.frameBytes} bytes cannot hold one ${this.opts.recordSize}-byte record (${oneRecord} bytes)`));
+      return;
+    }
+    const h = this.handshake;
+    this.handshake = undefined;
+    h?.resolve();
+  }
+
+  /** Settles the oldest waiter for `batchId` (of `kind`, or any kind); false when none waits. */
+  private settle(batchId: BatchID, kind: 'eob' | 'bbn' | undefined, act: (w: AckWaiter) => void): boolean {
+    const key = batchId.toHex();
+    const list = this.waiters.get(key);
+    const i = list ? list.findIndex((w) => kind === undefined || w.kind === kind) : -1;
+    if (!list || i < 0) return false;
+    const [w] = list.splice(i, 1);
+    if (list.length === 0) this.waiters.delete(key);
+    act(w);
+    return true;
+  }
+
+  /** Fails the stream once: everything pending is rejected with `err`; `graceful` ends rather than destroys the socket. */
+  private fail(err: Error, graceful = false): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.handshake?.reject(err);
+    this.handshake = undefined;
+    for (const o of this.outgoing.splice(0)) o.done?.(err);
+    for (const list of this.waiters.values()) for (const w of list) w.reject(err);
+    this.waiters.clear();
+    if (graceful) {
+      this.socket.end();
+      // The server closes its side on our FIN; if it never does, stop waiting.
+      const t = setTimeout(() => this.socket.destroy(), 2000);
+      t.unref();
+      this.socket.once('close', () => clearTimeout(t));
+    } else {
+      this.socket.destroy();
+    }
+    const outcome = graceful ? undefined : err;
+    if (this.socket.destroyed) this.resolveClosed(outcome);
+    else this.socket.once('close', () => this.resolveClosed(outcome));
+  }
+}
