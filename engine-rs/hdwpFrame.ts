@@ -165,3 +165,13 @@ export const HDWP_ERROR_FRAME_CODES = {
    */
   batchMismatch: 14,
 } as const;
+
+/** `s` cut to at most `max` UTF-8 bytes at a character boundary (error frames hold 4096 bytes). */
+export function clipUtf8(s: string, max: number = HDWP_MAX_TEXT_LEN): string {
+  const b = Buffer.from(s, 'utf8');
+  if (b.length <= max) return s;
+  let end = max;
+  // Step back over continuation bytes (10xxxxxx) so the cut falls before a character's first byte.
+  while (end > 0 && (b[end] & 0xc0) === 0x80) end--;
+  return b.toString('utf8', 0, end);
+}

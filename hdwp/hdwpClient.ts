@@ -11,9 +11,9 @@ import type { BatchID } from '../engine-rs/batchId';
 import { encodeFrame, encodeRecords } from '../engine-rs/hdwp';
 import { FrameDecoder } from '../engine-rs/hdwpDecoder';
 import { HdwpError } from '../engine-rs/hdwpError';
-import { HDWP_DEFAULT_MAX_PAYLOAD, HDWP_HEADER_LEN, HDWP_VERSION } from '../engine-rs/hdwpFrame';
+import { clipUtf8, HDWP_DEFAULT_MAX_PAYLOAD, HDWP_HEADER_LEN, HDWP_VERSION } from '../engine-rs/hdwpFrame';
 import type { BbnFrame, EobFrame, Frame, HdwpRole, HelloFrame, QueryAuth } from '../engine-rs/hdwpFrame';
-import { HdwpStreamError, batchOfError, clipUtf8 } from './hdwpStreamError';
+import { HdwpStreamError, batchOfError } from './hdwpStreamError';
 
 /** Default largest records frame the client writes (header included): 1 MiB. */
 export const DEFAULT_CLIENT_FRAME_BYTES = 1024 * 1024;

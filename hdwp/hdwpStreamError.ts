@@ -4,7 +4,7 @@
  * (`HdwpServer`) and the client side (`HdwpClient`).
  */
 import { BatchID } from '../engine-rs/batchId';
-import { HDWP_ERROR_FRAME_CODES, HDWP_MAX_TEXT_LEN } from '../engine-rs/hdwpFrame';
+import { clipUtf8, HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
 import type { ErrorFrame } from '../engine-rs/hdwpFrame';
 
 /**
@@ -43,16 +43,6 @@ export class HdwpStreamError extends Error {
     if (opts.frameCode !== undefined) this.frameCode = opts.frameCode;
     if (opts.batchId !== undefined) this.batchId = opts.batchId;
   }
-}
-
-/** `s` cut to at most `max` UTF-8 bytes at a character boundary (error frames hold 4096 bytes). */
-export function clipUtf8(s: string, max: number = HDWP_MAX_TEXT_LEN): string {
-  const b = Buffer.from(s, 'utf8');
-  if (b.length <= max) return s;
-  let end = max;
-  // Step back over continuation bytes (10xxxxxx) so the cut falls before a character's first byte.
-  while (end > 0 && (b[end] & 0xc0) === 0x80) end--;
-  return b.toString('utf8', 0, end);
 }
 
 const BATCH_PREFIX = /^batch ([0-9a-f]{128}): /;

@@ -21,7 +21,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../lib/atomicFile';
 import { readSecretFile, writeSecretFile } from './pki/wrapKey';
-import type { NodeAddresses, NodeRole } from '../control/dms/state';
+import type { NodeAddresses, NodeRole } from '../control/api';
 import { MtlsIdentity, type TlsMaterial } from './mtls';
 import { registerWithDms, type RegistrationCredentials, type RegistrationResult } from './registerWithDms';
 import { CertificateRenewer } from './renewal';

@@ -6,8 +6,7 @@
  */
 import { createPublicKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { NodeAddresses, NodeRole } from '../control/dms/state';
-import type { SccAddress } from '../control/dms/topology';
+import type { NodeAddresses, NodeRole, SccAddress } from '../control/api';
 import { DMS_PEER_ROLES, requestJson } from './jsonClient';
 import { createCsr } from './pki/csr';
 import { readSecretFile } from './pki/wrapKey';

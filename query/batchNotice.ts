@@ -4,8 +4,7 @@
  * the code: `13 batch unreadable: segment flows/…/0007.seg is missing`. {@link bbnReason} writes it
  * and {@link parseBbnReason} reads it back; a reason without a leading code reads as code 0.
  */
-import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
-import { clipUtf8 } from '../hdwp/hdwpStreamError';
+import { clipUtf8, HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
 
 /** The codes a batch of a query can fail with, and their names. */
 export const BATCH_ERROR_NAMES: Readonly<Record<number, string>> = {

@@ -8,7 +8,7 @@
 import type { TLSSocket } from 'node:tls';
 import { Observable } from 'rxjs';
 import type { ServerLink } from '../net/nodeLinks';
-import { HDWP_ERROR_FRAME_CODES as CODES } from '../engine-rs/hdwpFrame';
+import { clipUtf8, HDWP_ERROR_FRAME_CODES as CODES } from '../engine-rs/hdwpFrame';
 import type { BbnFrame, CancelFrame, EobFrame, ErrorFrame, HdwpRole, QueryAuth, QueryFrame } from '../engine-rs/hdwpFrame';
 import { querySpecOf } from '../stream/querySpec';
 import type { QueryElement, QuerySpec, RunningQuery } from '../stream/queryElement';
@@ -17,7 +17,7 @@ import { StageCounters } from '../stream/stageCounters';
 import { QueryError } from '../query/queryError';
 import { sameToken } from '../query/token';
 import { HdwpServer, type HdwpConnection } from '../hdwp/hdwpServer';
-import { HdwpStreamError, clipUtf8 } from '../hdwp/hdwpStreamError';
+import { HdwpStreamError } from '../hdwp/hdwpStreamError';
 
 /** Default most queries running on a node at once; more are refused with error 6 (overloaded). */
 export const DEFAULT_MAX_QUERIES = 256;

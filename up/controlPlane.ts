@@ -14,7 +14,7 @@ import { writeFileAtomic } from '../lib/atomicFile';
 import { DMS_PEER_ROLES, requestJson, type ClientTls, type JsonAnswer } from '../net/jsonClient';
 import { isSealed, parseWrapKey, unseal, WrapKeyError } from '../net/pki/wrapKey';
 import { ADMIN_KEY_PURPOSE } from '../control/dms/adminCredentials';
-import type { NodeRole } from '../control/dms/state';
+import type { NodeRole } from '../control/api';
 import { registerWithDms } from '../net/registerWithDms';
 import { PORTS, sqlCredentialFiles, type PlatformLayout } from './layout';
 

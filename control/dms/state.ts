@@ -5,10 +5,9 @@
  * lives in one {@link Store} document (docs/control-plane.md, "Store").
  */
 
-/** Node roles; a certificate's OU carries the role. */
-export const NODE_ROLES = ['scc', 'storageNode', 'proxy', 'client', 'ingester', 'sqlServer', 'ingress'] as const;
-/** A node role. */
-export type NodeRole = (typeof NODE_ROLES)[number];
+import { NODE_ROLES, type NodeAddresses, type NodeRole } from '../api';
+
+export { NODE_ROLES, type NodeAddresses, type NodeRole };
 
 /**
  * Roles whose certificates open more than a client's door (the SCC's data, the Proxy's policy
@@ -22,18 +21,6 @@ export const PRIVILEGED_ROLES: readonly string[] = ['scc', 'proxy', 'sqlServer',
 export const NODE_STATES = ['declared', 'registered', 'ready', 'degraded', 'quarantined', 'down'] as const;
 /** A node state (docs/control-plane.md, "Node states"). */
 export type NodeState = (typeof NODE_STATES)[number];
-
-/** host:port pairs a node is reached at. */
-export interface NodeAddresses {
-  /** Control plane (COMMAND_PORT, 6986). */
-  readonly control?: { host: string; port: number };
-  /** Data plane (PRODUCTION_IP / PRODUCTION_PORT, 6987). */
-  readonly production?: { host: string; port: number };
-  /** gRPC query dispatch of an SCC (QUERY_GRPC_PORT, 6990). */
-  readonly grpc?: { host: string; port: number };
-  /** /health and /metrics (8080). */
-  readonly observability?: { host: string; port: number };
-}
 
 /** A storage device of a Storage Node (config.json's storage_devices entry). */
 export interface DeviceRecord {

@@ -2,18 +2,10 @@
  * Views of the DMS state handed out: the topology (clusters with their SCCs and Storage Nodes,
  * health and state), the SCC targets a node or client talks to, and the datasets a cluster holds.
  */
+import type { SccAddress } from '../api';
 import type { DmsState, NodeRecord } from './state';
 
-/** One SCC on the data plane (docs/query.md, SccAddress). */
-export interface SccAddress {
-  readonly host: string;
-  readonly port: number;
-  readonly grpc_port?: number;
-  /** The SCC's node name (its certificate's common name). */
-  readonly name: string;
-  /** The SCC registered with the DMS (it holds a certificate): its gRPC port is mutual TLS. */
-  readonly mtls?: boolean;
-}
+export type { SccAddress };
 
 /** Whether a node registered (holds a DMS-CA certificate), so its ports are mutual TLS. */
 const registered = (n: NodeRecord): boolean => n.cert_serial !== undefined && n.state !== 'declared';

@@ -16,7 +16,7 @@ import { DispatchError } from '../../query/dispatch/dispatchClient';
 import { DEFAULT_QUERY_GRPC_PORT } from '../../query/dispatch/dispatchService';
 import { asObject, onlyKeys, optString, reqString } from '../http/body';
 import { HttpError } from '../http/errors';
-import type { SccAddress } from '../dms/topology';
+import type { SccAddress } from '../api';
 import { httpErrorOf, type SccDispatcher } from './dispatch';
 
 /** What a cancel answered. */

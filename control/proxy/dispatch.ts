@@ -12,7 +12,7 @@ import { DEFAULT_QUERY_GRPC_PORT } from '../../query/dispatch/dispatchService';
 import { HttpError } from '../http/errors';
 import { dispatchCredentials } from '../../net/grpcTls';
 import type { MtlsIdentity, TlsMaterial } from '../../net/mtls';
-import type { SccAddress } from '../dms/topology';
+import type { SccAddress } from '../api';
 
 /** What an SCC answered. */
 export interface DispatchOutcome {

@@ -4,7 +4,7 @@
  * all over mutual TLS with the Proxy's certificate (its health reports: net/healthReporter.ts).
  */
 import { Schema } from '../../engine-rs/schema';
-import type { SccAddress } from '../dms/topology';
+import type { SccAddress } from '../api';
 import { DMS_PEER_ROLES, requestJson } from '../../net/jsonClient';
 import type { MtlsIdentity } from '../../net/mtls';
 import type { RegistrationResult } from '../../net/registerWithDms';

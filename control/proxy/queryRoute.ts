@@ -10,7 +10,7 @@ import { PolicyError } from '../../engine-rs/policy';
 import { hdQueryFromJson, MAX_BATCH_IDS, QueryError, serializeHdQuery, type HdQuery } from '../../query/hdQuery';
 import { asObject } from '../http/body';
 import { HttpError } from '../http/errors';
-import type { SccAddress } from '../dms/topology';
+import type { SccAddress } from '../api';
 import type { SccDispatcher, DispatchOutcome } from './dispatch';
 import type { Identity } from './identity';
 import type { PolicySlot } from './policySlot';

@@ -7,7 +7,7 @@
  */
 import net from 'node:net';
 import os from 'node:os';
-import { NODE_ROLES } from '../../control/dms/state';
+import { NODE_ROLES } from '../../control/api';
 import { HASH_ALGORITHMS, isHashAlgorithm, type HashAlgorithmName } from '../../engine-rs/hashChain';
 
 /** One Storage Node replica from SN_TARGETS (`node_name:ip:control_port:prod_port`). */

@@ -5,7 +5,7 @@ import net from 'node:net';
 import { reportFromHealthUrl } from '../../net/healthReporter';
 import { NodeIdentity, type NodeIdentityOptions } from '../../net/nodeIdentity';
 import { publishNodeIdentity } from '../../net/nodeIdentityRegistry';
-import type { NodeAddresses } from '../../control/dms/state';
+import type { NodeAddresses } from '../../control/api';
 import type { StorageNodeConfig } from '../../nodes/storageNode/config';
 import type { SinkType } from '../../pipelines/registry';
 import { int, oneOf, str, type Setting } from '../../pipelines/settings';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { NODE_ROLES } from '../../control/dms/state';
+import { NODE_ROLES } from '../../control/api';
 import { DEFAULT_INGRESS_ROLES, MIN_INGRESS_SECRET } from '../../control/proxy/identity';
 import { ProxyServer } from '../../control/proxy/proxyServer';
 import type { ProxySettings } from '../../control/proxy/settings';
