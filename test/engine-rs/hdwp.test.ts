@@ -96,7 +96,7 @@ records('packs whole records into frames no larger than the limit', () => {
       assert.is(f.kind, 'records');
       if (f.kind !== 'records') continue;
       assert.ok(16 + 20 + 70 + f.payload.length <= max);
-      assert.equal(plain(f).auth, plain({ kind: 'credit', bytes: 1, auth: AUTH }).auth);
+      assert.equal((plain(f) as { auth?: unknown }).auth, (plain({ kind: 'credit', bytes: 1, auth: AUTH }) as { auth?: unknown }).auth);
     }
   }
 });

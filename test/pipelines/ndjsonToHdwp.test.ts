@@ -71,7 +71,7 @@ e2e('turns the sample NDJSON into one hello, records per minute batch and one eo
   const ts = batch.getChild('ts')!.toArray() as BigInt64Array;
   const src = batch.getChild('src_ip')!;
   const proto = batch.getChild('proto')!;
-  const bySource = new Map(lines.map((l) => {
+  const bySource = new Map<string, { ts: number; src_ip: string; proto: string; src_port: number }>(lines.map((l) => {
     const o = JSON.parse(l) as { ts: number; src_ip: string; proto: string; src_port: number };
     return [`${o.ts}|${o.src_ip}|${o.src_port}`, o] as const;
   }));

@@ -20,7 +20,7 @@ function shown(t: arrow.Table): string[] {
 }
 
 /** Statement → the columns the plan reads (undefined: all), and the same answer both ways. */
-const cases: readonly [string, readonly string[] | undefined, readonly (string | number)[]?][] = [
+const cases: readonly [string, readonly string[] | undefined, (readonly (string | number)[])?][] = [
   [`SELECT count(*), sum(bytes), sum(packets) FROM flows WHERE ${W} AND proto = 'tcp' AND dst_port = 443`, ['ts', 'dst_port', 'proto', 'packets', 'bytes']],
   [`SELECT ts, src_ip, dst_ip, src_port, bytes FROM flows WHERE ${W} AND proto = 'udp' AND dst_port = 80 AND packets < 1000`, ['ts', 'src_ip', 'dst_ip', 'src_port', 'dst_port', 'proto', 'packets', 'bytes']],
   [`SELECT * FROM flows WHERE ${W} ORDER BY ts LIMIT 20`, undefined],

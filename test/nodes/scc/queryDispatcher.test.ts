@@ -270,7 +270,7 @@ disp('placement keeps both replicas equally loaded; a time window nobody ingeste
   run.start();
   const firstLegs = w.sns.map(() => 0);
   await until(() => w.sns.every((sn) => sn.queries.some((x) => x.auth.queryId === q.queryId)));
-  w.sns.forEach((sn, i) => (firstLegs[i] = (sn.queries.find((x) => x.auth.queryId === q.queryId) as { batchIds: string[] }).batchIds.length));
+  w.sns.forEach((sn, i) => (firstLegs[i] = sn.queries.find((x) => x.auth.queryId === q.queryId)!.batchIds.length));
   assert.equal(firstLegs, [n / 2, n / 2], 'half the batches each');
   await until(() => finished);
   assert.equal(run.counts(), { queued: 0, running: 0, done: 0, failed: n });
