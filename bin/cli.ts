@@ -175,7 +175,9 @@ async function cmdValidate(positionals: string[], values: Record<string, string 
   }
   const stages = [...r.pipeline.stages.values()];
   const count = (k: string): number => stages.filter((s) => s.type.kind === k).length;
-  io.stdout.write(`${file}: ok, pipeline '${r.pipeline.name}' with ${stages.length} stages (${count('source')} sources, ${count('operator')} operators, ${count('sink')} sinks)\n`);
+  const services = [...r.pipeline.services.values()].map((s) => `${s.id} (${s.type.name})`);
+  const withServices = services.length > 0 ? ` and ${services.length} service${services.length === 1 ? '' : 's'}: ${services.join(', ')}` : '';
+  io.stdout.write(`${file}: ok, pipeline '${r.pipeline.name}' with ${stages.length} stages (${count('source')} sources, ${count('operator')} operators, ${count('sink')} sinks)${withServices}\n`);
   return EXIT.ok;
 }
 

@@ -1,11 +1,11 @@
-import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
 import type { BatchID } from '../engine-rs/batchId';
-import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
-import type { AckResult, BbnElement, Chunk, ControlElement, EobElement } from '../stream/chunk';
+import type { AckResult, Chunk, ControlElement, EobElement } from '../stream/chunk';
+import { operate } from '../stream/operate';
 import { StageCounters } from '../stream/stageCounters';
+import { BatchStateTable, type BatchEntry, type BatchState } from './batchStateTable';
 
-/** A batch's state in the reference's ingest state table. */
-export type BatchState = 'open' | 'closed' | 'discarded';
+export type { BatchState } from './batchStateTable';
 
 /** Options of {@link batchTimeout}. */
 export interface BatchTimeoutOptions {
@@ -26,26 +26,6 @@ export interface BatchTimeoutOptions {
   /** Timers run on it (tests pass a virtual-time scheduler). */
   readonly scheduler?: SchedulerLike;
 }
-
-interface Entry {
-  readonly dataset: string;
-  readonly batchId: BatchID;
-  state: BatchState;
-  /** Records forwarded while open. */
-  count: number;
-  /** Why the batch left `open`, for messages about late elements. */
-  why: string;
-  /**
-   * Set on a discarded batch once its sender sent a bbn for it (the bbn that discarded it, or one
-   * repeated after a timeout or refusal discarded it): the sender replaces the batch, so its next
-   * records or eob open the batch afresh under the same id.
-   */
-  replaceable?: boolean;
-  timer?: Subscription;
-}
-
-/** Key of a batch: batch ids are unique per dataset only. */
-const keyOf = (dataset: string, batchId: BatchID): string => `${dataset}\n${batchId.toHex()}`;
 
 /**
  * The reference's ingest batch state table for batches arriving from the network: a batch is
@@ -74,173 +54,98 @@ const keyOf = (dataset: string, batchId: BatchID): string => `${dataset}\n${batc
 export function batchTimeout(opts: BatchTimeoutOptions): OperatorFunction<Chunk, Chunk> {
   const { timeoutMs, action } = opts;
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) throw new RangeError(`timeoutMs must be an integer ≥ 0, got ${timeoutMs}`);
-  const maxOpen = opts.maxOpenBatches ?? 10_000;
-  const remember = opts.rememberClosed ?? 65_536;
   const scheduler = opts.scheduler ?? asyncScheduler;
 
-  return (source) =>
-    new Observable<Chunk>((subscriber) => {
-      const counters = opts.counters ?? new StageCounters('records');
-      const open = new Map<string, Entry>();
-      // Insertion-ordered, so the oldest is forgotten first once more than `remember` are kept.
-      const ended = new Map<string, Entry>();
-      let active = true;
+  return operate<Chunk, Chunk>(({ destination, isActive }) => {
+    const counters = opts.counters ?? new StageCounters('records');
+    const table = new BatchStateTable({ maxOpenBatches: opts.maxOpenBatches, rememberClosed: opts.rememberClosed, onTransition: opts.onTransition });
+    /** The timeout armed for each open batch. */
+    const timers = new Map<BatchEntry, Subscription>();
 
-      const problem = (message: string): void => {
-        counters.errors++;
-        opts.onProblem?.(message);
-      };
-      const remembered = (key: string, e: Entry): void => {
-        ended.set(key, e);
-        if (ended.size > remember) ended.delete(ended.keys().next().value as string);
-      };
-      const leave = (key: string, e: Entry, to: 'closed' | 'discarded', why: string): void => {
-        e.timer?.unsubscribe();
-        e.timer = undefined;
-        e.state = to;
-        e.why = why;
-        open.delete(key);
-        remembered(key, e);
-        opts.onTransition?.(e.batchId, e.dataset, to, why);
-      };
-      const emitControl = (el: ControlElement): void => {
-        counters.controls++;
-        subscriber.next(el);
-      };
-      const arm = (key: string, e: Entry): void => {
-        if (timeoutMs === 0) return;
-        e.timer?.unsubscribe();
-        e.timer = scheduler.schedule(() => {
-          if (!active || open.get(key) !== e) return;
+    const problem = (message: string): void => {
+      counters.errors++;
+      opts.onProblem?.(message);
+    };
+    const disarm = (e: BatchEntry): void => {
+      timers.get(e)?.unsubscribe();
+      timers.delete(e);
+    };
+    const emitControl = (el: ControlElement): void => {
+      counters.controls++;
+      destination.next(el);
+    };
+    const arm = (e: BatchEntry): void => {
+      if (timeoutMs === 0) return;
+      disarm(e);
+      timers.set(
+        e,
+        scheduler.schedule(() => {
+          timers.delete(e);
           const why = `no activity for ${timeoutMs} ms (BATCH_TIMEOUT_MS, TIMEOUT_ACTION=${action.toUpperCase()})`;
-          if (action === 'eob') {
-            leave(key, e, 'closed', `closed by the batch timeout: ${why}`);
-            emitControl({ kind: 'eob', dataset: e.dataset, batchId: e.batchId, recordCount: e.count });
-          } else {
-            leave(key, e, 'discarded', `discarded by the batch timeout: ${why}`);
-            emitControl({ kind: 'bbn', dataset: e.dataset, batchId: e.batchId, reason: why });
-          }
-        }, timeoutMs);
+          if (!isActive() || !table.expire(e, action, why)) return;
+          if (action === 'eob') emitControl({ kind: 'eob', dataset: e.dataset, batchId: e.batchId, recordCount: e.count });
+          else emitControl({ kind: 'bbn', dataset: e.dataset, batchId: e.batchId, reason: why, cause: 'timeout' });
+        }, timeoutMs),
+      );
+    };
+    /** The eob with its answer watched, so a refused eob turns the batch from closed to discarded. */
+    const watched = (e: BatchEntry, el: EobElement): EobElement => {
+      const senderAck = el.ack;
+      return {
+        ...el,
+        ack: (r: AckResult) => {
+          table.eobAnswered(e, r);
+          senderAck?.(r);
+        },
       };
-      /**
-       * The batch's entry, opened on its first element. A discarded batch its sender replaces (a
-       * bbn came for it) opens afresh: what arrives now is the batch sent again from its start.
-       */
-      const opened = (key: string, dataset: string, batchId: BatchID): Entry => {
-        const known = open.get(key) ?? ended.get(key);
-        if (known && !(known.state === 'discarded' && known.replaceable)) return known;
-        if (known) ended.delete(key);
-        const e: Entry = { dataset, batchId, state: 'open', count: 0, why: '' };
-        if (open.size >= maxOpen) {
-          // Refusing the batch as a whole keeps its fate clear: its eob will be answered with this reason.
-          e.state = 'discarded';
-          e.why = `refused: ${maxOpen} batches are open already`;
-          remembered(key, e);
-          opts.onTransition?.(batchId, dataset, 'discarded', e.why);
-          return e;
+    };
+
+    return {
+      next: (el) => {
+        switch (el.kind) {
+          case 'records': {
+            if (el.batchId === undefined) throw new TypeError('batchTimeout takes batched records; got records without a batch id');
+            counters.received += el.count;
+            const v = table.records(el.dataset, el.batchId, el.count);
+            if (!v.accepted) {
+              counters.dropped += el.count;
+              problem(v.message);
+              return;
+            }
+            counters.sent += el.count;
+            destination.next(el);
+            arm(v.entry);
+            return;
+          }
+          case 'eob':
+          case 'bbn': {
+            const v = el.kind === 'eob' ? table.eob(el.dataset, el.batchId) : table.bbn(el.dataset, el.batchId, el.reason);
+            if (v.action === 'refuse') {
+              problem(v.message);
+              el.ack?.({ ok: false, code: v.code, message: v.message });
+            } else if (v.action === 'ack') {
+              el.ack?.({ ok: true });
+            } else {
+              disarm(v.entry);
+              emitControl(el.kind === 'eob' ? watched(v.entry, el) : el);
+            }
+            return;
+          }
+          default:
+            throw new TypeError(`batchTimeout takes batched records, got a '${el.kind}' element`);
         }
-        open.set(key, e);
-        opts.onTransition?.(batchId, dataset, 'open', known ? 'sent again after its bbn (batch replaced)' : 'first element');
-        return e;
-      };
-      const refuse = (el: EobElement | BbnElement, e: Entry): void => {
-        const holds = e.state === 'closed' ? `; the batch holds ${e.count} records` : '';
-        const message = `batch ${el.batchId.toString()} of '${el.dataset}' is ${e.state} (${e.why}); its ${el.kind} is refused${holds}`;
-        problem(message);
-        el.ack?.({ ok: false, code: e.why.includes('timeout') ? HDWP_ERROR_FRAME_CODES.timeout : HDWP_ERROR_FRAME_CODES.protocol, message });
-      };
-      /**
-       * The eob with its answer watched: a refused eob (hash or count mismatch downstream, no
-       * replica made it durable) leaves nothing durable, so the batch counts as discarded, not
-       * closed — a later resend of it is not mistaken for a duplicate of a stored batch.
-       */
-      const watched = (key: string, e: Entry, el: EobElement): EobElement => {
-        const senderAck = el.ack;
-        return {
-          ...el,
-          ack: (r: AckResult) => {
-            if (!r.ok && e.state === 'closed' && ended.get(key) === e) {
-              e.state = 'discarded';
-              e.why = `its eob was refused: ${r.message}`;
-              opts.onTransition?.(e.batchId, e.dataset, 'discarded', e.why);
-            }
-            senderAck?.(r);
-          },
-        };
-      };
-
-      const upstream = source.subscribe({
-        next: (el) => {
-          if (!active) return;
-          switch (el.kind) {
-            case 'records': {
-              if (el.batchId === undefined) {
-                subscriber.error(new TypeError('batchTimeout takes batched records; got records without a batch id'));
-                return;
-              }
-              counters.received += el.count;
-              const key = keyOf(el.dataset, el.batchId);
-              const e = opened(key, el.dataset, el.batchId);
-              if (e.state !== 'open') {
-                counters.dropped += el.count;
-                problem(`${el.count} records for batch ${el.batchId.toString()} of '${el.dataset}' refused: the batch is ${e.state} (${e.why})`);
-                return;
-              }
-              e.count += el.count;
-              counters.sent += el.count;
-              subscriber.next(el);
-              arm(key, e);
-              return;
-            }
-            case 'eob': {
-              const key = keyOf(el.dataset, el.batchId);
-              const e = opened(key, el.dataset, el.batchId);
-              if (e.state !== 'open') {
-                refuse(el, e);
-                return;
-              }
-              leave(key, e, 'closed', 'closed by its eob');
-              emitControl(watched(key, e, el));
-              return;
-            }
-            case 'bbn': {
-              const key = keyOf(el.dataset, el.batchId);
-              const e = open.get(key) ?? ended.get(key);
-              if (!e) {
-                // Never seen (or forgotten long ago): no replica holds a partial copy, nothing to forward.
-                const fresh: Entry = { dataset: el.dataset, batchId: el.batchId, state: 'discarded', count: 0, why: `discarded by its bbn: ${el.reason}`, replaceable: true };
-                remembered(key, fresh);
-                opts.onTransition?.(el.batchId, el.dataset, 'discarded', fresh.why);
-                el.ack?.({ ok: true });
-              } else if (e.state === 'open') {
-                leave(key, e, 'discarded', `discarded by its bbn: ${el.reason}`);
-                e.replaceable = true;
-                emitControl(el);
-              } else if (e.state === 'discarded') {
-                e.replaceable = true;
-                el.ack?.({ ok: true });
-              } else {
-                refuse(el, e);
-              }
-              return;
-            }
-            default:
-              subscriber.error(new TypeError(`batchTimeout takes batched records, got a '${el.kind}' element`));
-          }
-        },
-        error: (err) => subscriber.error(err),
-        complete: () => {
-          for (const e of open.values()) e.timer?.unsubscribe();
-          subscriber.complete();
-        },
-      });
-
-      return () => {
-        active = false;
-        upstream.unsubscribe();
-        for (const e of open.values()) e.timer?.unsubscribe();
-        open.clear();
-        ended.clear();
-      };
-    });
+      },
+      complete: () => {
+        // Open batches stay open (a stopping SCC commits nothing half-sent); their timers are cancelled.
+        for (const t of timers.values()) t.unsubscribe();
+        timers.clear();
+        destination.complete();
+      },
+      finalize: () => {
+        for (const t of timers.values()) t.unsubscribe();
+        timers.clear();
+        table.clear();
+      },
+    };
+  });
 }

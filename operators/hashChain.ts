@@ -2,8 +2,8 @@ import type { OperatorFunction } from 'rxjs';
 import type { BatchID } from '../engine-rs/batchId';
 import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
 import { HashChain, type HashAlgorithmName } from '../engine-rs/hashChain';
-import { awaitEach } from '../stream/awaitEach';
-import type { AckHook, BbnElement, Chunk, EobElement } from '../stream/chunk';
+import { awaitEachOf } from '../stream/awaitEach';
+import { batchKey, type AckHook, type BbnElement, type Chunk, type EobElement } from '../stream/chunk';
 import { Flow } from '../stream/flow';
 import { StageCounters } from '../stream/stageCounters';
 
@@ -52,8 +52,6 @@ interface Batch {
   failure?: { code: number; message: string };
 }
 
-const keyOf = (dataset: string, batchId: BatchID): string => `${dataset}\n${batchId.toHex()}`;
-
 /**
  * The SCC's background hash chain (docs/scc.md, "Hash queue"): one {@link HashChain} per open batch,
  * fed every records chunk natively off the event loop while the chunk itself passes on unchanged at
@@ -77,7 +75,8 @@ export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chun
   // Fail on bad settings now rather than on the first batch.
   new HashChain(new Uint8Array(64), chainOpts).finish();
 
-  return (source) => {
+  // Everything below `init` is per subscription: a second subscription has its own chains and queue.
+  return awaitEachOf<Chunk, Chunk>(() => {
     const counters = opts.counters ?? new StageCounters('records');
     const stats: HashQueueStats = opts.stats ?? { queuedBytes: 0, highWater: 0, waits: 0, openChains: 0 };
     const batches = new Map<string, Batch>();
@@ -95,7 +94,7 @@ export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chun
       while (stats.queuedBytes > 0 && stats.queuedBytes + bytes > cap) await new Promise<void>((r) => waiters.push(r));
     };
     const batchOf = (dataset: string, batchId: BatchID): Batch => {
-      const key = keyOf(dataset, batchId);
+      const key = batchKey(dataset, batchId);
       let b = batches.get(key);
       if (!b) {
         b = { chain: new HashChain(batchId, chainOpts), batchId, pending: new Set() };
@@ -105,7 +104,7 @@ export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chun
       return b;
     };
     const drop = (dataset: string, batchId: BatchID): Batch | undefined => {
-      const key = keyOf(dataset, batchId);
+      const key = batchKey(dataset, batchId);
       const b = batches.get(key);
       batches.delete(key);
       stats.openChains = batches.size;
@@ -117,7 +116,7 @@ export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chun
       opts.onProblem?.(`batch ${eob.batchId.toString()} of '${eob.dataset}' refused: ${message}`);
       const senderAck = eob.ack;
       const ack: AckHook | undefined = senderAck ? () => senderAck({ ok: false, code, message }) : undefined;
-      return { kind: 'bbn', dataset: eob.dataset, batchId: eob.batchId, reason: `refused by the SCC: ${message}`, ...(ack ? { ack } : {}) };
+      return { kind: 'bbn', dataset: eob.dataset, batchId: eob.batchId, reason: `refused by the SCC: ${message}`, cause: 'refused', ...(ack ? { ack } : {}) };
     };
 
     const step = async (el: Chunk): Promise<readonly Chunk[]> => {
@@ -178,6 +177,6 @@ export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chun
           throw new TypeError(`hashChain takes batched records, got a '${el.kind}' element`);
       }
     };
-    return source.pipe(awaitEach(step, opts.flow ?? new Flow()));
-  };
+    return { step };
+  }, opts.flow ?? new Flow());
 }

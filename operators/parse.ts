@@ -1,6 +1,6 @@
-import { concat, of, type Observable, type OperatorFunction } from 'rxjs';
-import { awaitEach } from '../stream/awaitEach';
-import { MAX_CHUNK_BYTES, recordChunk, type Chunk } from '../stream/chunk';
+import type { OperatorFunction } from 'rxjs';
+import { awaitEachOf } from '../stream/awaitEach';
+import { MAX_CHUNK_BYTES, recordChunks, type Chunk } from '../stream/chunk';
 import { Flow } from '../stream/flow';
 import { StageCounters } from '../stream/stageCounters';
 import type { ParsedBlock } from '../engine-rs/index';
@@ -44,9 +44,10 @@ const NL = 0x0a;
  * fileSource({ path, blockSize }).pipe(parse({ parser: codec.ndjsonParser(), dataset, recordSize }))
  */
 export function parse(opts: ParseOptions): OperatorFunction<Chunk, Chunk> {
-  const counters = opts.counters ?? new StageCounters('records');
   const maxLine = opts.maxLineBytes ?? MAX_CHUNK_BYTES;
-  return (source) => {
+  // Everything below `init` is per subscription: a second subscription starts at line 1 with nothing carried.
+  return awaitEachOf<Chunk, Chunk>(() => {
+    const counters = opts.counters ?? new StageCounters('records');
     let carry: Buffer = Buffer.alloc(0);
     let nextLine = 1;
     let skip = opts.skipLines ?? 0;
@@ -72,14 +73,9 @@ export function parse(opts: ParseOptions): OperatorFunction<Chunk, Chunk> {
       counters.dropped += r.errors.length;
       counters.errors += r.errors.length;
       for (const e of r.errors) opts.onProblem?.(`line ${e.line}${e.field ? `, field '${e.field}'` : ''}: ${e.reason}`);
-      const out: Chunk[] = [];
       // Records can outgrow the text they came from; keep every chunk under the bound.
-      const perChunk = Math.max(1, Math.floor(MAX_CHUNK_BYTES / opts.recordSize));
-      for (let i = 0; i < r.count; i += perChunk) {
-        const n = Math.min(perChunk, r.count - i);
-        out.push(recordChunk(opts.dataset, opts.recordSize, n, r.records.subarray(i * opts.recordSize, (i + n) * opts.recordSize)));
-        counters.sent += n;
-      }
+      const out = recordChunks(opts.dataset, opts.recordSize, r.count, r.records);
+      counters.sent += r.count;
       return out;
     };
 
@@ -91,9 +87,34 @@ export function parse(opts: ParseOptions): OperatorFunction<Chunk, Chunk> {
       nextLine++;
     };
 
-    const onBlock = async (chunk: Chunk | null): Promise<Chunk[]> => {
-      if (chunk === null) {
-        // End of input: a last line without a newline is still a line.
+    return {
+      step: async (chunk: Chunk): Promise<Chunk[]> => {
+        if (chunk.kind !== 'bytes') throw new TypeError(`parse takes byte chunks, got a '${chunk.kind}' element`);
+        let buf = chunk.buf;
+        if (discarding) {
+          const nl = buf.indexOf(NL);
+          if (nl < 0) return [];
+          discarding = false;
+          buf = buf.subarray(nl + 1);
+        }
+        const data = carry.length > 0 ? Buffer.concat([carry, buf]) : buf;
+        const cut = data.lastIndexOf(NL);
+        if (cut < 0) {
+          if (data.length > maxLine) {
+            tooLong();
+            carry = Buffer.alloc(0);
+            discarding = true;
+          } else {
+            carry = Buffer.from(data);
+          }
+          return [];
+        }
+        // Copy the tail so the carried bytes do not pin the whole block in memory.
+        carry = Buffer.from(data.subarray(cut + 1));
+        return take(data.subarray(0, cut + 1));
+      },
+      // End of input: a last line without a newline is still a line (it goes through the same queue).
+      end: async (): Promise<Chunk[]> => {
         const rest = carry;
         carry = Buffer.alloc(0);
         if (discarding) {
@@ -101,33 +122,7 @@ export function parse(opts: ParseOptions): OperatorFunction<Chunk, Chunk> {
           return [];
         }
         return rest.length > 0 ? take(Buffer.concat([rest, Buffer.from([NL])])) : [];
-      }
-      if (chunk.kind !== 'bytes') throw new TypeError(`parse takes byte chunks, got a '${chunk.kind}' element`);
-      let buf = chunk.buf;
-      if (discarding) {
-        const nl = buf.indexOf(NL);
-        if (nl < 0) return [];
-        discarding = false;
-        buf = buf.subarray(nl + 1);
-      }
-      const data = carry.length > 0 ? Buffer.concat([carry, buf]) : buf;
-      const cut = data.lastIndexOf(NL);
-      if (cut < 0) {
-        if (data.length > maxLine) {
-          tooLong();
-          carry = Buffer.alloc(0);
-          discarding = true;
-        } else {
-          carry = Buffer.from(data);
-        }
-        return [];
-      }
-      // Copy the tail so the carried bytes do not pin the whole block in memory.
-      carry = Buffer.from(data.subarray(cut + 1));
-      return take(data.subarray(0, cut + 1));
+      },
     };
-
-    // A trailing null marks the end of input, so the last partial line goes through the same queue.
-    return concat(source as Observable<Chunk | null>, of(null)).pipe(awaitEach(onBlock, opts.flow ?? new Flow()));
-  };
+  }, opts.flow ?? new Flow());
 }

@@ -1,7 +1,8 @@
-import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
-import { generateBatchIdTime, type BatchID } from '../engine-rs/batchId';
-import type { BatchedRecordChunk, Chunk, ControlElement, RecordChunk } from '../stream/chunk';
+import { asyncScheduler, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
+import type { BatchedRecordChunk, BbnCause, Chunk, ControlElement, RecordChunk } from '../stream/chunk';
+import { operate } from '../stream/operate';
 import { StageCounters } from '../stream/stageCounters';
+import { WindowTable, type OpenWindow } from './windowTable';
 
 /** Records of one chunk that fall in one time window, in their original order. */
 export interface WindowGroup {
@@ -65,13 +66,6 @@ export interface WindowKeeper {
   rewind(reason: string): number;
 }
 
-interface OpenBatch {
-  readonly id: BatchID;
-  readonly windowStart: number;
-  count: number;
-  timer?: Subscription;
-}
-
 /**
  * Assigns record chunks to time-form batches ({@link generateBatchIdTime} over each window) and
  * closes each batch with an eob once it is complete (evicted as the oldest of more than
@@ -93,156 +87,138 @@ export function timeBatch(opts: TimeBatchOptions): OperatorFunction<Chunk, Chunk
   const timeoutMs = opts.batchTimeoutMs ?? 0;
   const scheduler = opts.scheduler ?? asyncScheduler;
 
-  return (source) =>
-    new Observable<Chunk>((subscriber) => {
-      const counters = opts.counters ?? new StageCounters('records');
-      const open = new Map<number, OpenBatch>();
-      // Windows below `lowWater` are closed; `closedAbove` holds windows at or above it that a
-      // timeout closed. Both stay small: lowWater rises with every eviction.
-      let lowWater = -Infinity;
-      const closedAbove = new Set<number>();
-      let meta: { dataset: string; recordSize: number } | undefined;
-      let active = true;
-      /** Set while a source holds the batch timeout (see {@link WindowKeeper.hold}). */
-      let held = false;
+  return operate<Chunk, Chunk>(({ destination, isActive }) => {
+    const counters = opts.counters ?? new StageCounters('records');
+    const table = new WindowTable(interval, maxOpen);
+    /** The idle timeout armed for each open window. */
+    const timers = new Map<OpenWindow, Subscription>();
+    let meta: { dataset: string; recordSize: number } | undefined;
+    /** Set while a source holds the batch timeout (see {@link WindowKeeper.hold}). */
+    let held = false;
 
-      const close = (b: OpenBatch, kind: 'eob' | 'bbn', reason: string): void => {
-        b.timer?.unsubscribe();
-        open.delete(b.windowStart);
-        closedAbove.add(b.windowStart);
-        const dataset = meta?.dataset ?? '';
-        const el: ControlElement =
-          kind === 'eob' ? { kind: 'eob', dataset, batchId: b.id, recordCount: b.count } : { kind: 'bbn', dataset, batchId: b.id, reason };
-        counters.controls++;
-        subscriber.next(el);
-      };
-      const evictOldest = (): void => {
-        const oldest = Math.min(...open.keys());
-        const b = open.get(oldest) as OpenBatch;
-        lowWater = Math.max(lowWater, oldest + interval);
-        for (const w of closedAbove) if (w < lowWater) closedAbove.delete(w);
-        close(b, 'eob', '');
-      };
-      const arm = (b: OpenBatch): void => {
-        if (timeoutMs <= 0) return;
-        b.timer?.unsubscribe();
-        b.timer = undefined;
-        if (held) return;
-        b.timer = scheduler.schedule(() => {
-          if (active && open.get(b.windowStart) === b) {
-            close(b, opts.timeoutAction ?? 'eob', `no records for ${timeoutMs} ms (batch timeout)`);
-          }
-        }, timeoutMs);
-      };
+    const disarm = (w: OpenWindow): void => {
+      timers.get(w)?.unsubscribe();
+      timers.delete(w);
+    };
+    /** Emits the eob (`bbn` absent) or bbn that closes `w`. */
+    const emitClose = (w: OpenWindow, bbn?: { readonly reason: string; readonly cause: BbnCause }): void => {
+      disarm(w);
+      const dataset = meta?.dataset ?? '';
+      const el: ControlElement = bbn ? { kind: 'bbn', dataset, batchId: w.id, ...bbn } : { kind: 'eob', dataset, batchId: w.id, recordCount: w.count };
+      counters.controls++;
+      destination.next(el);
+    };
+    const arm = (w: OpenWindow): void => {
+      if (timeoutMs <= 0) return;
+      disarm(w);
+      if (held) return;
+      timers.set(
+        w,
+        scheduler.schedule(() => {
+          timers.delete(w);
+          if (!isActive() || !table.isOpen(w)) return;
+          table.close(w);
+          emitClose(w, (opts.timeoutAction ?? 'eob') === 'bbn' ? { reason: `no records for ${timeoutMs} ms (batch timeout)`, cause: 'timeout' } : undefined);
+        }, timeoutMs),
+      );
+    };
 
-      const handle = (chunk: RecordChunk, groups: readonly WindowGroup[]): void => {
-        meta ??= { dataset: chunk.dataset, recordSize: chunk.recordSize };
-        for (const g of groups) {
-          if (g.windowStart < lowWater || closedAbove.has(g.windowStart)) {
-            counters.dropped += g.count;
-            counters.errors++;
-            opts.onProblem?.(`${g.count} records for window ${g.windowStart} arrived after its batch was closed (late, or read again after a rebalance: then the batch holds them already); dropped`);
-            continue;
-          }
-          let b = open.get(g.windowStart);
-          if (!b) {
-            b = { id: generateBatchIdTime(g.windowStart, g.windowStart + interval, interval), windowStart: g.windowStart, count: 0 };
-            open.set(g.windowStart, b);
-            if (open.size > maxOpen) evictOldest();
-          }
-          b.count += g.count;
-          counters.sent += g.count;
-          const out: BatchedRecordChunk = { kind: 'records', dataset: chunk.dataset, batchId: b.id, count: g.count, recordSize: chunk.recordSize, buf: g.buf };
-          subscriber.next(out);
-          arm(b);
+    const handle = (chunk: RecordChunk, groups: readonly WindowGroup[]): void => {
+      meta ??= { dataset: chunk.dataset, recordSize: chunk.recordSize };
+      for (const g of groups) {
+        const a = table.admit(g.windowStart);
+        if (a.late) {
+          counters.dropped += g.count;
+          counters.errors++;
+          opts.onProblem?.(`${g.count} records for window ${g.windowStart} arrived after its batch was closed (late, or read again after a rebalance: then the batch holds them already); dropped`);
+          continue;
         }
-      };
-      const fail = (err: unknown): void => {
-        if (active) subscriber.error(err);
-      };
+        if (a.evicted) emitClose(a.evicted);
+        const w = a.window;
+        w.count += g.count;
+        counters.sent += g.count;
+        const out: BatchedRecordChunk = { kind: 'records', dataset: chunk.dataset, batchId: w.id, count: g.count, recordSize: chunk.recordSize, buf: g.buf };
+        destination.next(out);
+        arm(w);
+      }
+    };
+    const fail = (err: unknown): void => {
+      if (isActive()) destination.error(err);
+    };
 
-      // Async splits are handled in arrival order; sync ones at once when nothing is queued.
-      let chain: Promise<void> = Promise.resolve();
-      let queued = 0;
-      const finish = (): void => {
-        if (!active) return;
-        for (const w of [...open.keys()].sort((a, b) => a - b)) close(open.get(w) as OpenBatch, 'eob', '');
-        subscriber.complete();
-      };
-      /** Discards every open window (bbn); they are not marked closed, so their records may open them again. */
-      const rewind = (reason: string): number => {
-        if (!active) return 0;
-        const discarded = open.size;
-        for (const w of [...open.keys()].sort((a, b) => a - b)) {
-          const b = open.get(w) as OpenBatch;
-          b.timer?.unsubscribe();
-          open.delete(w);
-          counters.controls++;
-          subscriber.next({ kind: 'bbn', dataset: meta?.dataset ?? '', batchId: b.id, reason });
+    // Async splits are handled in arrival order; sync ones at once when nothing is queued.
+    let chain: Promise<void> = Promise.resolve();
+    let queued = 0;
+    const finish = (): void => {
+      if (!isActive()) return;
+      for (const w of table.closeAll()) emitClose(w);
+      destination.complete();
+    };
+    /** Discards every open window (bbn); they are not marked closed, so their records may open them again. */
+    const rewind = (reason: string): number => {
+      if (!isActive()) return 0;
+      const discarded = table.rewind();
+      for (const w of discarded) emitClose(w, { reason, cause: 'rewind' });
+      return discarded.length;
+    };
+    const keeper: WindowKeeper = {
+      hold: () => {
+        held = true;
+        for (const t of timers.values()) t.unsubscribe();
+        timers.clear();
+      },
+      release: () => {
+        if (!held) return;
+        held = false;
+        for (const w of table.windows()) arm(w);
+      },
+      // Chunks still being split were emitted before the rewind: they go into the windows first.
+      rewind: (reason) => {
+        if (queued === 0) return rewind(reason);
+        chain = chain.then(() => void rewind(reason)).catch(fail);
+        return 0;
+      },
+    };
+    const detach = opts.attach?.(keeper);
+
+    return {
+      next: (chunk) => {
+        if (chunk.kind !== 'records') {
+          fail(new TypeError(`timeBatch takes record chunks, got a '${chunk.kind}' element`));
+          return;
         }
-        return discarded;
-      };
-      const keeper: WindowKeeper = {
-        hold: () => {
-          held = true;
-          for (const b of open.values()) {
-            b.timer?.unsubscribe();
-            b.timer = undefined;
-          }
-        },
-        release: () => {
-          if (!held) return;
-          held = false;
-          for (const b of open.values()) arm(b);
-        },
-        // Chunks still being split were emitted before the rewind: they go into the windows first.
-        rewind: (reason) => {
-          if (queued === 0) return rewind(reason);
-          chain = chain.then(() => void rewind(reason)).catch(fail);
-          return 0;
-        },
-      };
-      const detach = opts.attach?.(keeper);
-      const upstream = source.subscribe({
-        next: (chunk) => {
-          if (chunk.kind !== 'records') {
-            fail(new TypeError(`timeBatch takes record chunks, got a '${chunk.kind}' element`));
-            return;
-          }
-          counters.received += chunk.count;
-          let groups: readonly WindowGroup[] | Promise<readonly WindowGroup[]>;
-          try {
-            groups = opts.split(chunk);
-          } catch (err) {
-            fail(err);
-            return;
-          }
-          if (queued === 0 && !(groups instanceof Promise)) {
-            handle(chunk, groups);
-            return;
-          }
-          queued++;
-          chain = chain
-            .then(async () => {
-              const gs = await groups;
-              queued--;
-              if (active) handle(chunk, gs);
-            })
-            .catch(fail);
-        },
-        error: fail,
-        complete: () => {
-          if (queued === 0) finish();
-          else void chain.then(finish);
-        },
-      });
-
-      return () => {
-        active = false;
+        counters.received += chunk.count;
+        let groups: readonly WindowGroup[] | Promise<readonly WindowGroup[]>;
+        try {
+          groups = opts.split(chunk);
+        } catch (err) {
+          fail(err);
+          return;
+        }
+        if (queued === 0 && !(groups instanceof Promise)) {
+          handle(chunk, groups);
+          return;
+        }
+        queued++;
+        chain = chain
+          .then(async () => {
+            const gs = await groups;
+            queued--;
+            if (isActive()) handle(chunk, gs);
+          })
+          .catch(fail);
+      },
+      error: fail,
+      complete: () => {
+        if (queued === 0) finish();
+        else void chain.then(finish);
+      },
+      finalize: () => {
         detach?.();
-        upstream.unsubscribe();
-        for (const b of open.values()) b.timer?.unsubscribe();
-        open.clear();
-      };
-    });
+        for (const t of timers.values()) t.unsubscribe();
+        timers.clear();
+        table.clear();
+      },
+    };
+  });
 }

@@ -8,17 +8,15 @@
  * partition this member read is held by another member for a while) windows must not close for
  * idleness, or the records still to come for them would be late: the source holds their timeout.
  *
- * One per pipeline run, found through the run's {@link Flow} as {@link DeliveryLedger} is. Without
- * a keeper (no `timeBatch` in the run) the signals go nowhere: re-read records are sent again.
+ * One per pipeline (the `windowRewind` service its Kafka source and its `timeBatch` use). Without
+ * a keeper (no `timeBatch` uses it) the signals go nowhere: re-read records are sent again.
  */
-import type { Flow } from '../stream/flow';
 import type { WindowKeeper } from './timeBatch';
 
-const rewinds = new WeakMap<Flow, WindowRewind>();
-
 /**
- * How the reason of every bbn a rewind sends begins. The sink reports no such bbn on its own: the
- * source reports each rewind once, with the number of windows it discarded.
+ * How the reason of every bbn a rewind sends begins (text for people and the wire). Stages tell a
+ * rewind's bbn by its `cause: 'rewind'` (stream/chunk.ts), never by this text: the sink reports no
+ * such bbn on its own, the source reports each rewind once, with the number of windows it discarded.
  */
 export const REWIND_REASON = 'ingester: consumer-group rebalance';
 
@@ -28,16 +26,6 @@ export class WindowRewind {
   private holding = false;
   /** Rewinds asked for so far (tests, reports). */
   rewinds = 0;
-
-  /** The coordinator of the run that `flow` belongs to. */
-  static of(flow: Flow): WindowRewind {
-    let r = rewinds.get(flow);
-    if (!r) {
-      r = new WindowRewind();
-      rewinds.set(flow, r);
-    }
-    return r;
-  }
 
   /** Registers a `timeBatch`'s windows; returns the function that removes them again (its teardown). */
   attach(keeper: WindowKeeper): () => void {
@@ -67,7 +55,7 @@ export class WindowRewind {
 
   /**
    * Everything emitted since the last commit will be read again: every open window is discarded
-   * with a bbn carrying `reason` (starting with {@link REWIND_REASON}), and reopens from the
+   * with a bbn carrying `reason` (starting with {@link REWIND_REASON}) and `cause: 'rewind'`, and reopens from the
    * records read next. Call it only once the pipeline has drained (nothing emitted before is still
    * on its way to `timeBatch`). Returns how many windows were discarded.
    */

@@ -3,7 +3,7 @@
  * one subscription among several consumers; fan-in merges inputs. Sources are connectable and are
  * connected only after every sink has subscribed, so no consumer misses an early element.
  */
-import { catchError, connectable, ignoreElements, merge, share, Subject, takeUntil, throwError, type Connectable, type Observable } from 'rxjs';
+import { catchError, connectable, merge, share, Subject, takeUntil, throwError, type Connectable, type Observable } from 'rxjs';
 import type { Chunk } from '../stream/chunk';
 import type { InputRef, LoadedStage } from './load';
 import { inputOf, outputOf, type StageContext, type StageType } from './registry';
@@ -16,6 +16,8 @@ export interface GraphNode {
   readonly pos: Pos;
   readonly type: StageType | undefined;
   readonly inputs: readonly InputRef[];
+  /** The service ids the stage lists in `uses:` (checked by the loader, not here). */
+  readonly uses?: readonly InputRef[];
 }
 
 /** An error raised inside a stage, carrying the stage's id. */
@@ -42,7 +44,7 @@ export function checkGraph(nodes: ReadonlyMap<string, GraphNode>, report: (pos: 
     if (t?.kind === 'source' && n.inputs.length > 0) {
       report(n.inputs[0].pos, `stage '${n.id}' is a source (${t.name}) and takes no inputs; remove 'inputs'`);
     }
-    if (t && t.kind !== 'source' && n.inputs.length === 0 && !(t.kind === 'sink' && t.standalone)) {
+    if (t && t.kind !== 'source' && n.inputs.length === 0) {
       report(n.pos, `stage '${n.id}' is ${t.kind === 'sink' ? 'a sink' : 'an operator'} (${t.name}) and needs inputs: a list of stage ids giving '${t.input}'`);
     }
     for (const ref of n.inputs) {
@@ -149,8 +151,6 @@ export function buildGraph(stages: ReadonlyMap<string, LoadedStage>, context: (i
   };
   const inputOfStage = (s: LoadedStage): Observable<Chunk> => {
     const ins = s.inputs.map((r) => outputOfStage(r.id));
-    // A standalone sink without inputs: no elements, completion when the run stops.
-    if (ins.length === 0) return stopping.pipe(ignoreElements());
     return ins.length === 1 ? ins[0] : merge(...ins);
   };
 

@@ -1,7 +1,8 @@
 /**
- * The stage registry: per stage type, its kind, the element types it takes and gives, its settings
- * and a factory. Sources and sinks are nouns (`fileSource`, `hdwpFileSink`), operators verbs
- * (`parse`, `timeBatch`).
+ * The stage registry: per stage type, its kind, the element types it takes and gives, its settings,
+ * the services it uses and a factory; per service type, its settings, the services it uses and how
+ * it starts. Sources and sinks are nouns (`fileSource`, `hdwpFileSink`), operators verbs (`parse`,
+ * `timeBatch`). Stage and service types share one namespace of names.
  */
 import type { Observable, OperatorFunction } from 'rxjs';
 import type { Chunk, ElementType } from '../stream/chunk';
@@ -22,8 +23,45 @@ export interface ProgressReporter {
   addRecords(records: number): void;
 }
 
+/**
+ * A service a stage or service type uses: the service type it takes and whether the file may leave
+ * it out. `T` is what the started service gives its users (phantom: carried by the type only).
+ */
+export interface ServiceUse<T> {
+  /** The service type's name (`nodeIdentity`, `storageNode`). */
+  readonly service: string;
+  /** When true, a file may leave the service out; the user then gets undefined. */
+  readonly optional: boolean;
+  /** What the service is for, to the user (named in load problems). */
+  readonly doc: string;
+  /** Phantom, never set: ties `T` to the use. */
+  readonly __value?: T;
+}
+
+/** The services a stage or service type uses, by slot name. */
+export type ServiceUses = Readonly<Record<string, ServiceUse<unknown>>>;
+
+/** What the started services of a {@link ServiceUses} give, by slot name. */
+export type ServicesOf<U extends ServiceUses> = { readonly [K in keyof U]: U[K] extends ServiceUse<infer T> ? T : never };
+
+/** A service the file must declare and the stage list in `uses:`. */
+export function needs<T>(service: string, doc: string): ServiceUse<T> {
+  return { service, optional: false, doc };
+}
+
+/** A service the file may declare and the stage list in `uses:`; without it the user gets undefined. */
+export function mayUse<T>(service: string, doc: string): ServiceUse<T | undefined> {
+  return { service, optional: true, doc };
+}
+
 /** What the runner hands a stage factory. */
-export interface StageContext {
+export interface StageContext<V = Readonly<Record<string, unknown>>> {
+  /**
+   * The started services the stage listed in `uses:`, by the slot names of its type's `uses`
+   * (undefined for an optional one the file left out). They outlive the stage: the runner stops
+   * them only after every stage's teardown.
+   */
+  readonly services: V;
   /** The stage's id in the pipeline file. */
   readonly id: string;
   /** The stage's counters; the stage keeps them by the rule of docs/specs/stage.md. */
@@ -49,7 +87,7 @@ export interface StageContext {
 /** A sink consumes its input and completes once everything is durably written. */
 export type SinkFunction = (input: Observable<Chunk>) => Observable<never>;
 
-interface StageTypeBase<S extends SettingsSpec> {
+interface StageTypeBase<S extends SettingsSpec, U extends ServiceUses> {
   /** The name written as `type:` in pipeline files. */
   readonly name: string;
   /** One sentence for `hd` listings and docs. */
@@ -57,37 +95,82 @@ interface StageTypeBase<S extends SettingsSpec> {
   /** What the stage's counters count. */
   readonly unit: CounterUnit;
   readonly settings: S;
+  /** The services the stage uses, by slot name (listed in the file as `uses: [service id, ...]`). */
+  readonly uses?: U;
 }
 
 /** A stage type with no inputs that produces elements. */
-export interface SourceType<S extends SettingsSpec = SettingsSpec> extends StageTypeBase<S> {
+export interface SourceType<S extends SettingsSpec = SettingsSpec, U extends ServiceUses = ServiceUses> extends StageTypeBase<S, U> {
   readonly kind: 'source';
   readonly output: ElementType;
-  create(config: ConfigOf<S>, ctx: StageContext): Observable<Chunk>;
+  create(config: ConfigOf<S>, ctx: StageContext<ServicesOf<U>>): Observable<Chunk>;
 }
 
 /** A stage type that transforms its inputs' elements. */
-export interface OperatorType<S extends SettingsSpec = SettingsSpec> extends StageTypeBase<S> {
+export interface OperatorType<S extends SettingsSpec = SettingsSpec, U extends ServiceUses = ServiceUses> extends StageTypeBase<S, U> {
   readonly kind: 'operator';
   readonly input: ElementType;
   readonly output: ElementType;
-  create(config: ConfigOf<S>, ctx: StageContext): OperatorFunction<Chunk, Chunk>;
+  create(config: ConfigOf<S>, ctx: StageContext<ServicesOf<U>>): OperatorFunction<Chunk, Chunk>;
 }
 
 /** A stage type that writes its inputs' elements somewhere and emits nothing. */
-export interface SinkType<S extends SettingsSpec = SettingsSpec> extends StageTypeBase<S> {
+export interface SinkType<S extends SettingsSpec = SettingsSpec, U extends ServiceUses = ServiceUses> extends StageTypeBase<S, U> {
   readonly kind: 'sink';
   readonly input: ElementType;
-  /**
-   * A service (the DMS, the Proxy) that may stand alone, without inputs: its input then carries no
-   * elements and completes when the run stops, which is the service's signal to shut down.
-   */
-  readonly standalone?: boolean;
-  create(config: ConfigOf<S>, ctx: StageContext): SinkFunction;
+  create(config: ConfigOf<S>, ctx: StageContext<ServicesOf<U>>): SinkFunction;
 }
 
 /** Any registered stage type. */
 export type StageType = SourceType | OperatorType | SinkType;
+
+/** What the runner hands a service when it starts it. */
+export interface ServiceContext<V = Readonly<Record<string, unknown>>> {
+  /** The service's id in the pipeline file. */
+  readonly id: string;
+  /** The run's pending-work accounting (the one every stage of the run shares). */
+  readonly flow: Flow;
+  /** The started services this one listed in `uses:`, by slot name; started before it, stopped after it. */
+  readonly services: V;
+  /** Reports a problem that does not stop the service. */
+  report(message: string): void;
+  /** Fails the run: the service broke after it started (a server that stopped listening). */
+  fail(err: unknown): void;
+}
+
+/** A started service: what its users get, and how it stops. */
+export interface RunningService<T> {
+  readonly value: T;
+  /** Stops the service; the runner calls it once, after every user has stopped. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A service type: a named, typed, lifecycle-managed object a pipeline file declares under
+ * `services:` (a node's identity, a replica set, a Storage Node, a server) and stages `use`. The
+ * runner starts services before the stages (a service after the services it uses), injects them,
+ * and stops them after every stage has stopped, in reverse order, also when the run failed.
+ */
+export interface ServiceType<S extends SettingsSpec = SettingsSpec, U extends ServiceUses = ServiceUses, T = unknown> {
+  readonly kind: 'service';
+  /** The name written as `type:` in a `services:` entry. */
+  readonly name: string;
+  /** One sentence for `hd` listings and docs. */
+  readonly doc: string;
+  readonly settings: S;
+  /** The services this one uses, by slot name. */
+  readonly uses?: U;
+  /**
+   * A server (the DMS, the Proxy, hd_sql, the SCC's query dispatch) works for clients outside the
+   * pipeline, so no stage needs to use it. Any other service that nothing uses is a load problem.
+   */
+  readonly server?: boolean;
+  /** Starts the service; a rejection fails the run before any stage starts. */
+  start(config: ConfigOf<S>, ctx: ServiceContext<ServicesOf<U>>): Promise<RunningService<T>>;
+}
+
+/** What a service type gives its users. */
+export type ServiceValueOf<X> = X extends ServiceType<SettingsSpec, ServiceUses, infer T> ? T : never;
 
 /** The element type a stage type takes, or undefined for a source. */
 export function inputOf(t: StageType): ElementType | undefined {
@@ -99,15 +182,27 @@ export function outputOf(t: StageType): ElementType | undefined {
   return t.kind === 'sink' ? undefined : t.output;
 }
 
-/** A set of stage types by name. */
+/** A set of stage and service types by name. */
 export class Registry {
   private readonly types = new Map<string, StageType>();
+  private readonly serviceTypes = new Map<string, ServiceType>();
 
-  /** Adds a stage type; a name can be registered once. */
-  register<S extends SettingsSpec>(t: SourceType<S> | OperatorType<S> | SinkType<S>): this {
-    if (this.types.has(t.name)) throw new Error(`stage type '${t.name}' is already registered`);
-    this.types.set(t.name, t as unknown as StageType);
+  /** Adds a stage or service type; a name can be registered once (stages and services share names). */
+  register<S extends SettingsSpec, U extends ServiceUses, T>(t: SourceType<S, U> | OperatorType<S, U> | SinkType<S, U> | ServiceType<S, U, T>): this {
+    if (this.types.has(t.name) || this.serviceTypes.has(t.name)) throw new Error(`stage or service type '${t.name}' is already registered`);
+    if (t.kind === 'service') this.serviceTypes.set(t.name, t as unknown as ServiceType);
+    else this.types.set(t.name, t as unknown as StageType);
     return this;
+  }
+
+  /** The service type called `name`, if registered. */
+  service(name: string): ServiceType | undefined {
+    return this.serviceTypes.get(name);
+  }
+
+  /** Registered service type names, sorted. */
+  serviceNames(): string[] {
+    return [...this.serviceTypes.keys()].sort();
   }
 
   /** The stage type called `name`, if registered. */

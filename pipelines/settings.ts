@@ -150,7 +150,7 @@ export function byteSize(o: Common<number> & { min: number; max: number }): Sett
 export function validateSettings<S extends SettingsSpec>(
   spec: S,
   values: ReadonlyMap<string, SettingValue & { keyPos: Pos }>,
-  where: { stageType: string; stagePos: Pos; ctx: SettingContext },
+  where: { stageType: string; stagePos: Pos; ctx: SettingContext; kind?: 'stage' | 'service' },
   report: (pos: Pos, message: string) => void,
 ): ConfigOf<S> | undefined {
   let bad = false;
@@ -161,7 +161,7 @@ export function validateSettings<S extends SettingsSpec>(
       bad = true;
       const hint = closest(name, known);
       const list = known.length > 0 ? `expected one of: ${known.join(', ')}` : 'it takes no settings';
-      report(v.keyPos, `unknown setting '${name}' for stage type '${where.stageType}'${hint ? ` (did you mean '${hint}'?)` : ''}; ${list}`);
+      report(v.keyPos, `unknown setting '${name}' for ${where.kind ?? 'stage'} type '${where.stageType}'${hint ? ` (did you mean '${hint}'?)` : ''}; ${list}`);
     }
   }
   for (const [name, setting] of Object.entries(spec)) {
@@ -169,7 +169,7 @@ export function validateSettings<S extends SettingsSpec>(
     if (v === undefined) {
       if (setting.required) {
         bad = true;
-        report(where.stagePos, `stage type '${where.stageType}' needs setting '${name}': ${setting.expects} (${setting.doc})`);
+        report(where.stagePos, `${where.kind ?? 'stage'} type '${where.stageType}' needs setting '${name}': ${setting.expects} (${setting.doc})`);
       } else {
         out[name] = setting.fallback;
       }

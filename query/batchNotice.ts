@@ -40,5 +40,5 @@ export const NOT_HELD = 'is not held by node';
  * the result (getMissingBatchIds) but is not an error of the query.
  */
 export function isNotHeld(e: { readonly code: number; readonly message: string }): boolean {
-  return e.code === 13 && e.message.includes(NOT_HELD);
+  return e.code === HDWP_ERROR_FRAME_CODES.batchUnreadable && e.message.includes(NOT_HELD);
 }

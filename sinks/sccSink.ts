@@ -1,7 +1,7 @@
 /**
  * The ingester's sink: sends batched records to SCCs over HDWP (`HdwpClient`, role `ingester`),
  * closes each batch with the eob (or bbn) `timeBatch` gave it, and resolves every batch once the
- * SCC acknowledged it durable, so sources can commit what they read (pipelines/deliveryLedger.ts).
+ * SCC acknowledged it durable, so sources can commit what they read (stream/deliveryLedger.ts).
  * The send rules are the SDK's (the reference's ingest client operation table): with `broadcast`
  * false everything goes to the first target only; with true, to every target, and a batch is
  * durable once every target acknowledged it.
@@ -14,9 +14,10 @@ import type { BbnElement, Chunk, EobElement, RecordChunk } from '../stream/chunk
 import { Flow } from '../stream/flow';
 import { StageCounters } from '../stream/stageCounters';
 import { HdwpStreamError } from '../hdwp/hdwpStreamError';
-import { REWIND_REASON } from '../operators/windowRewind';
+import { readBatchStateRefusal } from '../hdwp/refusals';
 import { HdwpClient } from '../hdwp/hdwpClient';
-import type { DurabilityTracker } from '../pipelines/deliveryLedger';
+import type { DurabilityTracker } from '../stream/deliveryLedger';
+import { DeliveryBook, type PendingBatch } from './deliveryBook';
 
 /** One SCC on the data plane. */
 export interface SccTarget {
@@ -53,22 +54,6 @@ export interface SccSinkOptions {
   readonly trackTeardown?: (work: Promise<unknown>) => void;
 }
 
-/** A batch with records handed to the SCC and no answer yet. */
-interface PendingBatch {
-  records: number;
-  bytes: number;
-  /** The batch digest of the records sent (engine-rs), carried by the eob so the SCC checks it holds exactly them. */
-  readonly digest: BatchDigest;
-  readonly settled: Promise<void>;
-  resolve(): void;
-  reject(err: Error): void;
-}
-
-/** The SCC's refusal of an eob for a batch it has already closed (by an eob or its batch timeout). */
-const ALREADY_CLOSED = /is closed \(closed by (its eob|the batch timeout)/;
-/** The record count the SCC's refusal names for a closed batch (operators/batchTimeout.ts). */
-const HOLDS = /the batch holds (\d+) records/;
-
 /**
  * The reason of the bbn sent before a batch's first records in a run: whatever an earlier run of
  * the ingester left half-sent under this batch id is discarded, and the batch is sent afresh
@@ -83,7 +68,7 @@ export const REPLACE_REASON = 'ingester: sending the batch afresh; discard any p
  * The SCC drops them unstored (as timeBatch drops late records); they are counted dropped.
  */
 export function isClosedAtScc(err: unknown): boolean {
-  return err instanceof HdwpStreamError && err.code === 'ERR_HDWP_PEER_ERROR' && (err.frameCode === 1 || err.frameCode === 5) && ALREADY_CLOSED.test(err.message);
+  return err instanceof HdwpStreamError && err.code === 'ERR_HDWP_PEER_ERROR' && readBatchStateRefusal(err.frameCode, err.message)?.state === 'closed';
 }
 
 /**
@@ -94,10 +79,10 @@ export function isClosedAtScc(err: unknown): boolean {
  * before records that came late for it — and the difference is not in HD.
  */
 export function closedAtSccReport(where: string, sent: number, err: Error): string {
-  const held = HOLDS.exec(err.message);
-  const stored = held ? Number(held[1]) : undefined;
+  const refusal = readBatchStateRefusal((err as { frameCode?: number }).frameCode, err.message);
+  const stored = refusal?.holds;
   if (stored === sent) return `${where}: already durable at the SCC with the same ${sent} records (acknowledged before a restart, not yet committed); the ${sent} records sent again were dropped there as duplicates`;
-  const timeout = /closed by the batch timeout/.test(err.message);
+  const timeout = refusal?.cause === 'timeout';
   return (
     `${where}: the SCC had already closed it${stored === undefined ? '' : ` holding ${stored} records`}, so the ${sent} records sent now were dropped there` +
     (timeout
@@ -106,19 +91,6 @@ export function closedAtSccReport(where: string, sent: number, err: Error): stri
     `: ${err.message}`
   );
 }
-
-function newBatch(): PendingBatch {
-  let resolve!: () => void;
-  let reject!: (err: Error) => void;
-  const settled = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  settled.catch(() => undefined);
-  return { records: 0, bytes: 0, digest: new BatchDigest(), settled, resolve, reject };
-}
-
-const keyOf = (dataset: string, batchHex: string): string => `${dataset}\n${batchHex}`;
 
 /** Connects to `target`, retrying while the SCC is not listening yet, until `deadline`. */
 async function connectWithRetry(target: SccTarget, dataset: string, recordSize: number, deadline: number, tlsOpts?: tls.ConnectionOptions): Promise<HdwpClient> {
@@ -159,14 +131,8 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
       const counters = opts.counters ?? new StageCounters('records');
       const flow = opts.flow ?? new Flow();
       const streams = new Map<string, Promise<HdwpClient[]>>();
-      /** Batches receiving records, by dataset and batch id. */
-      const batches = new Map<string, PendingBatch>();
-      /**
-       * Batches whose eob or bbn was sent and not answered yet. Kept apart from `batches`: records
-       * of the same id that come after a bbn (a window rebuilt after a rebalance) are a new copy of
-       * the batch, sent afresh with its own replace bbn and settled by its own eob.
-       */
-      const closing = new Set<PendingBatch>();
+      /** Batches receiving records and batches closing (eob or bbn sent, not answered). */
+      const book = new DeliveryBook();
       const answers = new Set<Promise<void>>();
       let active = true;
       const deadline = Date.now() + (opts.connectTimeoutMs ?? 30_000);
@@ -178,7 +144,7 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
         durableNow: () =>
           torn
             ? Promise.reject(new Error('the SCC sink stopped before the data was acknowledged'))
-            : Promise.all([...batches.values(), ...closing].map((b) => b.settled)).then(() => undefined),
+            : book.durableNow(),
       });
 
       const clientsFor = (el: RecordChunk, recordSize: number): Promise<HdwpClient[]> => {
@@ -192,11 +158,9 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
       const fail = (err: Error): void => {
         if (active) subscriber.error(err);
       };
-      const settle = (el: EobElement | BbnElement, key: string, work: Promise<unknown>): void => {
+      const settle = (el: EobElement | BbnElement, work: Promise<unknown>): void => {
         // The batch stays listed until answered, so a checkpoint taken meanwhile waits for it.
-        const b = batches.get(key) ?? newBatch();
-        batches.delete(key);
-        closing.add(b);
+        const b: PendingBatch = book.close(el.dataset, el.batchId);
         const where = `batch ${el.batchId.toString()} of '${el.dataset}'`;
         const p = work
           .then(
@@ -208,9 +172,9 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
               } else {
                 counters.dropped += b.records;
                 // A window discarded at a rebalance is expected; its source reports the rebalance once.
-                if (!el.reason.startsWith(REWIND_REASON)) opts.report?.(`${where}: discarded by its bbn (${el.reason}); ${b.records} records dropped`);
+                if (el.cause !== 'rewind') opts.report?.(`${where}: discarded by its bbn (${el.reason}); ${b.records} records dropped`);
               }
-              b.resolve();
+              book.settle(b);
             },
             (err: unknown) => {
               if (torn) return;
@@ -218,7 +182,7 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
               counters.errors++;
               if (el.kind === 'eob' && isClosedAtScc(err)) {
                 opts.report?.(closedAtSccReport(where, b.records, err as Error));
-                b.resolve();
+                book.settle(b);
                 return;
               }
               if (el.kind === 'bbn' && isClosedAtScc(err)) {
@@ -226,17 +190,17 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
                 // its own batch timeout: it holds what it got and cannot be replaced. The records
                 // read again for it are refused there in turn, and their eob's answer says so.
                 opts.report?.(`${where}: its bbn (${el.reason}) came after the SCC had closed the batch, which keeps what it got: ${(err as Error).message}`);
-                b.resolve();
+                book.settle(b);
                 return;
               }
               const e = new Error(`${where} was not made durable: ${(err as Error).message}; the records read for it stay uncommitted`);
-              b.reject(e);
+              book.settle(b, e);
               fail(e);
             },
           )
           .finally(() => {
             answers.delete(p);
-            closing.delete(b);
+            book.forget(b);
           });
         answers.add(p);
       };
@@ -246,15 +210,8 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
           case 'records': {
             if (el.batchId === undefined) throw new TypeError('sccSink takes batched records; got records without a batch id (put timeBatch before it)');
             counters.received += el.count;
-            const key = keyOf(el.dataset, el.batchId.toHex());
-            let b = batches.get(key);
-            const first = !b;
-            if (!b) {
-              b = newBatch();
-              batches.set(key, b);
-            }
-            b.records += el.count;
-            b.bytes += el.buf.length;
+            const { batch: b, first } = book.records(el.dataset, el.batchId, el.count, el.buf.length);
+            const digest = (b.digest ??= new BatchDigest());
             const clients = await clientsFor(el, el.recordSize);
             const batchId = el.batchId;
             if (first) {
@@ -264,30 +221,29 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
               for (const c of clients) c.sendBbn(batchId, REPLACE_REASON).catch(() => undefined);
             }
             // Digested in the order sent (the update copies the bytes at once).
-            void b.digest.update(el.buf);
+            void digest.update(el.buf);
             await Promise.all(clients.map((c) => c.sendRecords(batchId, el.buf)));
             return [];
           }
           case 'eob':
           case 'bbn': {
             counters.controls++;
-            const key = keyOf(el.dataset, el.batchId.toHex());
             const stream = streams.get(el.dataset);
             // No records of this dataset were sent, so the SCC knows nothing of the batch: nothing to close.
             if (!stream) {
-              settle(el, key, Promise.resolve());
+              settle(el, Promise.resolve());
               return [];
             }
             const clients = await stream;
             // The eob carries the digest of exactly the records this run sent for the batch (after
             // its replace bbn): an SCC that holds anything else refuses it (error 14).
-            const sent = el.kind === 'eob' ? batches.get(key) : undefined;
-            const digest = sent ? await sent.digest.finish() : undefined;
+            const sent = el.kind === 'eob' ? book.current(el.dataset, el.batchId) : undefined;
+            const digest = sent?.digest ? await sent.digest.finish() : undefined;
             const work =
               el.kind === 'eob'
                 ? Promise.all(clients.map((c) => c.sendEob(el.batchId, el.recordCount, undefined, digest)))
                 : Promise.all(clients.map((c) => c.sendBbn(el.batchId, el.reason)));
-            settle(el, key, work);
+            settle(el, work);
             while (answers.size >= maxPending) await Promise.race(answers);
             return [];
           }
@@ -301,12 +257,7 @@ export function sccSink(opts: SccSinkOptions): (input: Observable<Chunk>) => Obs
         await Promise.all(all.flatMap((r) => (r.status === 'fulfilled' ? r.value.map((c) => c.close()) : [])));
       };
       const abandon = (why: string): void => {
-        for (const b of [...batches.values(), ...closing]) {
-          counters.dropped += b.records;
-          b.reject(new Error(why));
-        }
-        batches.clear();
-        closing.clear();
+        counters.dropped += book.abandon(why);
       };
 
       const sub = input.pipe(awaitEach(step, flow)).subscribe({

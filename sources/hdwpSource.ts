@@ -7,8 +7,8 @@
 import type { TLSSocket } from 'node:tls';
 import { Observable } from 'rxjs';
 import type { BatchID } from '../engine-rs/batchId';
-import type { BbnFrame, EobFrame, Frame, HdwpRole } from '../engine-rs/hdwpFrame';
-import { MAX_CHUNK_BYTES, recordChunk } from '../stream/chunk';
+import { HDWP_ERROR_FRAME_CODES, type BbnFrame, type EobFrame, type Frame, type HdwpRole } from '../engine-rs/hdwpFrame';
+import { batchKey, cutRecords, recordChunk } from '../stream/chunk';
 import type { AckHook, BatchedRecordChunk, ControlElement } from '../stream/chunk';
 import { Flow } from '../stream/flow';
 import { StageCounters } from '../stream/stageCounters';
@@ -93,7 +93,7 @@ export function hdwpSource(opts: HdwpSourceOptions): Observable<HdwpSourceElemen
         conn.send(frame).catch((err: unknown) => {
           // The ack itself could not be encoded (say, a hash over 64 bytes): refuse the batch instead.
           opts.report?.(`connection ${conn.remote}: acknowledging batch ${f.batchId.toHex()} failed: ${String(err)}`);
-          void conn.send(batchErrorFrame(f.batchId, 7, `acknowledgement failed: ${err instanceof Error ? err.message : String(err)}`));
+          void conn.send(batchErrorFrame(f.batchId, HDWP_ERROR_FRAME_CODES.internal, `acknowledgement failed: ${err instanceof Error ? err.message : String(err)}`));
         });
       };
     };
@@ -101,9 +101,8 @@ export function hdwpSource(opts: HdwpSourceOptions): Observable<HdwpSourceElemen
     const emitRecords = (dataset: string, batchId: BatchID, recordSize: number, payload: Uint8Array): void => {
       const all = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
       // Frames may be larger than a pipeline chunk (up to the payload limit): cut at whole records.
-      const step = Math.max(recordSize, Math.floor(MAX_CHUNK_BYTES / recordSize) * recordSize);
-      for (let at = 0; at < all.length && active; at += step) {
-        const buf = all.subarray(at, at + step);
+      for (const buf of cutRecords(all, recordSize)) {
+        if (!active) break;
         const n = buf.length / recordSize;
         counters.received += n;
         counters.sent += n;
@@ -127,7 +126,7 @@ export function hdwpSource(opts: HdwpSourceOptions): Observable<HdwpSourceElemen
         const open = new Map<string, BatchID>();
         const track = (batchId: BatchID, isOpen: boolean): void => {
           if (!discardOnDisconnect) return;
-          const key = `${dataset}\n${batchId.toHex()}`;
+          const key = batchKey(dataset, batchId);
           if (isOpen) {
             open.set(key, batchId);
             owner.set(key, conn.id);
@@ -155,7 +154,7 @@ export function hdwpSource(opts: HdwpSourceOptions): Observable<HdwpSourceElemen
               case 'bbn':
                 track(f.batchId, false);
                 counters.controls++;
-                subscriber.next({ kind: 'bbn', dataset, batchId: f.batchId, reason: f.reason, ack: ackFor(conn, f) });
+                subscriber.next({ kind: 'bbn', dataset, batchId: f.batchId, reason: f.reason, cause: 'sender', ack: ackFor(conn, f) });
                 break;
               default:
                 return;
@@ -171,7 +170,7 @@ export function hdwpSource(opts: HdwpSourceOptions): Observable<HdwpSourceElemen
               if (!active) continue;
               const why = err ? `: ${err.message}` : ' (closed by the sender)';
               counters.controls++;
-              subscriber.next({ kind: 'bbn', dataset, batchId, reason: `connection ${conn.remote} ended with the batch open (on_disconnect: discard)${why}` });
+              subscriber.next({ kind: 'bbn', dataset, batchId, reason: `connection ${conn.remote} ended with the batch open (on_disconnect: discard)${why}`, cause: 'disconnect' });
             }
             open.clear();
           },

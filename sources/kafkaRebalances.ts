@@ -14,7 +14,7 @@
 import type { Consumer } from 'kafkajs';
 import type { Flow } from '../stream/flow';
 import type { KafkaCommits } from './kafkaSourceCommits';
-import { REWIND_REASON, WindowRewind } from '../operators/windowRewind';
+import { REWIND_REASON, type WindowRewind } from '../operators/windowRewind';
 
 /** Options of {@link KafkaRebalances}. */
 export interface KafkaRebalancesOptions {
@@ -25,6 +25,8 @@ export interface KafkaRebalancesOptions {
   readonly flow: Flow;
   /** The source's offsets, told about each assignment. */
   readonly commits: KafkaCommits;
+  /** The pipeline's open windows (its `timeBatch`), held and rewound across rebalances. */
+  readonly windows: WindowRewind;
   /** Longest hold (and pause); default 30 s, 0 never holds. */
   readonly holdMs?: number;
   readonly report: (message: string) => void;
@@ -41,7 +43,7 @@ export class KafkaRebalances {
   private rewinding: Promise<void> = Promise.resolve();
 
   constructor(private readonly opts: KafkaRebalancesOptions) {
-    this.windows = WindowRewind.of(opts.flow);
+    this.windows = opts.windows;
     this.holdMs = opts.holdMs ?? 30_000;
     const { consumer } = opts;
     consumer.on(consumer.events.REBALANCING, () => this.rebalancing());

@@ -3,7 +3,7 @@
  * messages — one or more NDJSON or CSV lines each — are encoded into records of the dataset schema
  * in blocks (one native call per block), with refused lines sent to a dead-letter sink. Offsets are
  * committed only once every batch holding the records read up to them is acknowledged durable by
- * the SCC (pipelines/deliveryLedger.ts), never automatically: at-least-once.
+ * the SCC (stream/deliveryLedger.ts), never automatically: at-least-once.
  */
 import { Kafka, logLevel, type Batch, type Consumer, type ConsumerConfig, type KafkaConfig, type KafkaMessage, type LogEntry } from 'kafkajs';
 import { Observable } from 'rxjs';
@@ -12,7 +12,8 @@ import type { Chunk } from '../stream/chunk';
 import { Flow } from '../stream/flow';
 import { StageCounters } from '../stream/stageCounters';
 import type { DeadLetter, DeadLetterSink } from './deadLetter';
-import { DeliveryLedger } from '../pipelines/deliveryLedger';
+import { DeliveryLedger } from '../stream/deliveryLedger';
+import { WindowRewind } from '../operators/windowRewind';
 import { KafkaCommits, type TopicPartitionOffset } from './kafkaSourceCommits';
 import { encodeText, type TextFormat } from './textRecords';
 import { KafkaRebalances } from './kafkaRebalances';
@@ -52,6 +53,10 @@ export interface KafkaSourceOptions {
   readonly deadLetter?: DeadLetterSink;
   /** The pipeline's pending-work accounting (backpressure and checkpoints). */
   readonly flow?: Flow;
+  /** The pipeline's delivery accounting, shared with its sink; default: one of its own (commits once drained). */
+  readonly ledger?: DeliveryLedger;
+  /** The pipeline's open windows, rewound across rebalances; default: none to rewind. */
+  readonly windows?: WindowRewind;
   /** Counts lines with content: received, sent (encoded), dropped (refused); errors per refused line. */
   readonly counters?: StageCounters;
   readonly report?: (message: string) => void;
@@ -120,7 +125,7 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
   const report = opts.report ?? (() => undefined);
   return new Observable<Chunk>((subscriber) => {
     let active = true;
-    const ledger = DeliveryLedger.of(flow);
+    const ledger = opts.ledger ?? new DeliveryLedger(flow);
     const commits = new KafkaCommits();
     let lastCheckpoint = Date.now();
     let commitChain: Promise<void> = Promise.resolve();
@@ -140,7 +145,7 @@ export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
     };
     const consumer: Consumer = kafka.consumer(config);
     // Rebalances: held timeouts, discarded and rebuilt windows, paused partitions (docs/ingester.md).
-    const rebalances = new KafkaRebalances({ consumer, topics: opts.topics, flow, commits, holdMs: opts.rebalanceHoldMs, report, isActive: () => active });
+    const rebalances = new KafkaRebalances({ consumer, topics: opts.topics, flow, commits, windows: opts.windows ?? new WindowRewind(), holdMs: opts.rebalanceHoldMs, report, isActive: () => active });
     consumer.on(consumer.events.CRASH, (e) => {
       if (!e.payload.restart && active) subscriber.error(new Error(`kafka consumer crashed: ${e.payload.error.message}`));
     });

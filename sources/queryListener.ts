@@ -18,6 +18,7 @@ import { QueryError } from '../query/queryError';
 import { sameToken } from '../query/token';
 import { HdwpServer, type HdwpConnection } from '../hdwp/hdwpServer';
 import { HdwpStreamError } from '../hdwp/hdwpStreamError';
+import { queryAlreadyRunning } from '../hdwp/refusals';
 
 /** Default most queries running on a node at once; more are refused with error 6 (overloaded). */
 export const DEFAULT_MAX_QUERIES = 256;
@@ -86,7 +87,10 @@ export function queryListener(opts: QueryListenerOptions): Observable<QueryEleme
         return refuse(conn, auth, CODES.badQuery, err.message);
       }
       const key = keyOf(conn, f.queryId, f.token);
-      if (running.has(key)) return refuse(conn, auth, CODES.badQuery, `query_id: query ${f.queryId} is already running on this connection`);
+      if (running.has(key)) {
+        const r = queryAlreadyRunning(f.queryId);
+        return refuse(conn, auth, r.code, r.message);
+      }
       if (running.size >= maxQueries) return refuse(conn, auth, CODES.overloaded, `${running.size} queries are running on this node, the limit is ${maxQueries}`);
       const q = new ControlQuery(spec, auth, conn, () => running.delete(key));
       running.set(key, q);

@@ -14,7 +14,7 @@ import type { Chunk } from '../stream/chunk';
 import { Flow } from '../stream/flow';
 import { StageCounters } from '../stream/stageCounters';
 import type { DeadLetter, DeadLetterSink } from './deadLetter';
-import { DeliveryLedger } from '../pipelines/deliveryLedger';
+import { DeliveryLedger } from '../stream/deliveryLedger';
 import { pull } from '../stream/pull';
 import type { S3Checkpoint } from './s3SourceCheckpoint';
 import { encodeText, type TextFormat } from './textRecords';
@@ -40,6 +40,8 @@ export interface S3SourceOptions {
   readonly watchIntervalMs?: number;
   readonly deadLetter?: DeadLetterSink;
   readonly flow?: Flow;
+  /** The pipeline's delivery accounting, shared with its sink; default: one of its own (checkpoints once drained). */
+  readonly ledger?: DeliveryLedger;
   /** Counts lines with content: received, sent (encoded), dropped (refused). */
   readonly counters?: StageCounters;
   readonly report?: (message: string) => void;
@@ -85,7 +87,7 @@ export function s3Source(opts: S3SourceOptions): Observable<Chunk> {
   const counters = opts.counters ?? new StageCounters('records');
   const blockBytes = opts.blockBytes ?? 1024 * 1024;
   const report = opts.report ?? (() => undefined);
-  const ledger = DeliveryLedger.of(flow);
+  const ledger = opts.ledger ?? new DeliveryLedger(flow);
   /** Checkpoint writes waiting for their objects to become durable. */
   const marking = new Set<Promise<void>>();
   let failure: Error | undefined;

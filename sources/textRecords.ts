@@ -6,7 +6,7 @@
  * only for blocks that have some.
  */
 import type { RecordCodec } from '../engine-rs/index';
-import { MAX_CHUNK_BYTES, recordChunk, type RecordChunk } from '../stream/chunk';
+import { recordChunks, type RecordChunk } from '../stream/chunk';
 
 /** How input lines are read. */
 export interface TextFormat {
@@ -74,12 +74,7 @@ export async function encodeText(codec: RecordCodec, fmt: TextFormat, dataset: s
     fmt.format === 'ndjson'
       ? await codec.parseNdjson(block, 1)
       : await codec.parseCsv(block, { header: fmt.columns, delimiter: fmt.delimiter, firstLine: 1 });
-  const chunks: RecordChunk[] = [];
-  const perChunk = Math.max(1, Math.floor(MAX_CHUNK_BYTES / recordSize));
-  for (let i = 0; i < r.count; i += perChunk) {
-    const n = Math.min(perChunk, r.count - i);
-    chunks.push(recordChunk(dataset, recordSize, n, r.records.subarray(i * recordSize, (i + n) * recordSize)));
-  }
+  const chunks: RecordChunk[] = recordChunks(dataset, recordSize, r.count, r.records);
   let refused: RefusedLine[] = [];
   if (r.errors.length > 0) {
     const ranges = lineRanges(block, r.errors.map((e) => e.line));

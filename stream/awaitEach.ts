@@ -1,5 +1,6 @@
-import { Observable, type OperatorFunction } from 'rxjs';
+import type { OperatorFunction } from 'rxjs';
 import { Flow } from './flow';
+import { operate } from './operate';
 
 /**
  * Runs `fn` on each element, one at a time in arrival order, awaiting it before the next, and emits
@@ -11,55 +12,74 @@ import { Flow } from './flow';
  * source$.pipe(awaitEach(async (chunk) => [await transform(chunk)], flow))
  */
 export function awaitEach<T, R>(fn: (x: T) => Promise<readonly R[]> | readonly R[], flow: Flow = new Flow()): OperatorFunction<T, R> {
-  return (source) =>
-    new Observable<R>((subscriber) => {
-      const queue: T[] = [];
-      let running = false;
-      let sourceDone = false;
-      let active = true;
+  return awaitEachOf(() => ({ step: fn }), flow);
+}
 
-      const drain = async (): Promise<void> => {
-        running = true;
-        while (active && queue.length > 0) {
-          const x = queue.shift() as T;
-          let out: readonly R[];
-          try {
-            out = await fn(x);
-          } catch (err) {
-            flow.end();
-            if (active) subscriber.error(err);
-            return;
-          }
-          if (!active) {
-            flow.end();
-            return;
-          }
-          for (const r of out) subscriber.next(r);
+/** The steps of {@link awaitEachOf}: made per subscription, so state they close over is that subscription's. */
+export interface EachSteps<T, R> {
+  /** Handles one element; what it returns is emitted before the next element runs. */
+  step(x: T): Promise<readonly R[]> | readonly R[];
+  /** Runs once after the last element (in the same queue, holding a unit of the Flow); what it returns is emitted before completion. */
+  end?(): Promise<readonly R[]> | readonly R[];
+}
+
+/**
+ * {@link awaitEach} whose step is built by `init` on every subscription ({@link operate}): an operator
+ * keeps its state (carried bytes, open batches, queue figures) inside `init`, never in the operator
+ * function, so two subscriptions never share it.
+ *
+ * @example
+ * awaitEachOf(() => { let n = 0; return { step: (c) => [++n], end: () => [n] }; }, flow)
+ */
+export function awaitEachOf<T, R>(init: () => EachSteps<T, R>, flow: Flow = new Flow()): OperatorFunction<T, R> {
+  /** The queue's marker for the end of input. */
+  const END = Symbol('end');
+  return operate<T, R>(({ destination, isActive }) => {
+    const steps = init();
+    const queue: (T | typeof END)[] = [];
+    let running = false;
+    let sourceDone = false;
+
+    const drain = async (): Promise<void> => {
+      running = true;
+      while (isActive() && queue.length > 0) {
+        const x = queue.shift() as T | typeof END;
+        let out: readonly R[];
+        try {
+          out = x === END ? await (steps.end as () => Promise<readonly R[]> | readonly R[])() : await steps.step(x);
+        } catch (err) {
           flow.end();
+          if (isActive()) destination.error(err);
+          return;
         }
-        running = false;
-        if (sourceDone && active) subscriber.complete();
-      };
+        if (!isActive()) {
+          flow.end();
+          return;
+        }
+        for (const r of out) destination.next(r);
+        flow.end();
+      }
+      running = false;
+      if (sourceDone && isActive()) destination.complete();
+    };
+    const enqueue = (x: T | typeof END): void => {
+      flow.begin();
+      queue.push(x);
+      if (!running) void drain();
+    };
 
-      const upstream = source.subscribe({
-        next: (x) => {
-          flow.begin();
-          queue.push(x);
-          if (!running) void drain();
-        },
-        error: (err) => subscriber.error(err),
-        complete: () => {
-          sourceDone = true;
-          if (!running) subscriber.complete();
-        },
-      });
-
-      return () => {
-        active = false;
-        upstream.unsubscribe();
-        // Release what never ran, so a torn-down pipeline's Flow does not stay blocked.
+    return {
+      next: enqueue,
+      complete: () => {
+        sourceDone = true;
+        if (steps.end) enqueue(END);
+        else if (!running) destination.complete();
+      },
+      // Release what never ran, so a torn-down pipeline's Flow does not stay blocked.
+      finalize: () => {
         for (let i = 0; i < queue.length; i++) flow.end();
         queue.length = 0;
-      };
-    });
+      },
+    };
+  });
 }

@@ -7,6 +7,7 @@
  * batch cannot be caught up from here — it is out of sync.
  */
 import type { BatchID } from '../../engine-rs/batchId';
+import { batchKey } from '../../stream/chunk';
 
 /** How a logged batch ended. */
 export type BatchEnd = { readonly kind: 'eob'; readonly recordCount: number; readonly closingHash?: Uint8Array } | { readonly kind: 'bbn'; readonly reason: string };
@@ -29,8 +30,8 @@ export interface LoggedBatch {
   readonly waitingFor: Set<string>;
 }
 
-/** Key of a batch: batch ids are unique per dataset only. */
-export const batchKey = (dataset: string, batchId: BatchID): string => `${dataset}\n${batchId.toHex()}`;
+/** Key of a batch: batch ids are unique per dataset only (the stream kernel's one spelling of it). */
+export { batchKey };
 
 /** Options of {@link CatchUpLog}. */
 export interface CatchUpLogOptions {

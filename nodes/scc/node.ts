@@ -1,7 +1,7 @@
 /**
  * One Storage Cluster Controller's servers besides the ingest listener (which is the pipeline's
  * `hdwpSource`): /health and /metrics on the observability port (lib/observability.ts) with the
- * replicas' states, and the command API on the command port. The `replicate` stage starts it.
+ * replicas' states, and the command API on the command port. The `sccNode` service (roles/services/sccNode.ts) starts it.
  */
 import net from 'node:net';
 import { ingestMetrics, Observability, type IngestMetrics } from '../../lib/observability';

@@ -1,8 +1,8 @@
 import { Observable } from 'rxjs';
-import { batchKey } from './catchUpLog';
 import type { ReplicaSet } from './replicas';
+import { HDWP_ERROR_FRAME_CODES } from '../../engine-rs/hdwpFrame';
 import { awaitEach } from '../../stream/awaitEach';
-import type { AckResult, BbnElement, Chunk, EobElement } from '../../stream/chunk';
+import { batchKey, type AckResult, type BbnElement, type Chunk, type EobElement } from '../../stream/chunk';
 import { Flow } from '../../stream/flow';
 import { StageCounters } from '../../stream/stageCounters';
 
@@ -51,7 +51,7 @@ export function replicate(opts: ReplicateOptions): (input: Observable<Chunk>) =>
         const records = held.get(key) ?? 0;
         held.delete(key);
         const p = work
-          .catch((err: unknown): AckResult => ({ ok: false, code: 7, message: `replication failed: ${(err as Error).message}` }))
+          .catch((err: unknown): AckResult => ({ ok: false, code: HDWP_ERROR_FRAME_CODES.internal, message: `replication failed: ${(err as Error).message}` }))
           .then((r) => {
             if (el.kind === 'eob' && r.ok) {
               counters.sent += records;

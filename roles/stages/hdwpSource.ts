@@ -5,7 +5,7 @@ import { hdwpSource } from '../../sources/hdwpSource';
 import { DEFAULT_ACCEPTED_ROLES, DEFAULT_CREDIT_WINDOW, DEFAULT_HANDSHAKE_TIMEOUT_MS, MIN_CREDIT_WINDOW } from '../../hdwp/hdwpServer';
 import type { SourceType } from '../../pipelines/registry';
 import { bool, byteSize, int, oneOf, str, type Setting } from '../../pipelines/settings';
-import { withNodeIdentity } from './nodeTls';
+import { usesIdentity } from '../services/nodeIdentity';
 
 const ROLES_EXPECTED = `a comma-separated list of ${HDWP_ROLES.join(', ')} (empty: the role's default)`;
 
@@ -38,21 +38,22 @@ const settings = {
     doc: "batches a connection leaves open when it ends: keep (the batch timeout settles them) or discard (a bbn for each; Storage Nodes)",
     default: 'keep',
   }),
-  node_identity: str({ doc: "the node whose DMS identity (the nodeIdentity stage's node_name, as written) the listener waits for before it opens; empty: none", default: '', allowEmpty: true }),
-  mutual_tls: bool({ doc: 'with a registered node identity: serve mutual TLS and accept only peers whose certificate role is one of roles (docs/control-plane.md)', default: false }),
+  mutual_tls: bool({ doc: 'with a registered node identity (uses: [a nodeIdentity service]): serve mutual TLS and accept only peers whose certificate role is one of roles (docs/control-plane.md)', default: false }),
 };
 
 /** `hdwpSource`: accepts HDWP ingest streams over TCP and emits their batches (docs/ingest-protocol.md). */
-export const hdwpSourceStage: SourceType<typeof settings> = {
+export const hdwpSourceStage: SourceType<typeof settings, { identity: typeof usesIdentity }> = {
   name: 'hdwpSource',
   kind: 'source',
   doc: 'Accepts HDWP ingest streams over TCP with credit flow control; emits batched records, eob and bbn (with an ack hook) from every connection.',
   unit: 'records',
   output: 'batched-records',
   settings,
-  create: (c, ctx) =>
-    withNodeIdentity(c.node_identity, (id) =>
-      hdwpSource({
+  // With an identity the listener opens once the node is registered (the service starts first).
+  uses: { identity: usesIdentity },
+  create: (c, ctx) => {
+    const id = ctx.services.identity;
+    return hdwpSource({
         host: c.host,
         port: c.port,
         role: c.role,
@@ -68,6 +69,6 @@ export const hdwpSourceStage: SourceType<typeof settings> = {
         report: (m) => ctx.report(m),
         trackTeardown: (w) => ctx.trackTeardown(w),
         ...(id && c.mutual_tls && { link: serverLink(id, 'production', c.roles.length > 0 ? c.roles : DEFAULT_ACCEPTED_ROLES[c.role]) }),
-      }),
-    ),
+      });
+  },
 };

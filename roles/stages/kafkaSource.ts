@@ -4,6 +4,8 @@ import { RecordCodec } from '../../engine-rs/index';
 import { kafkaSource } from '../../sources/kafkaSource';
 import type { SourceType } from '../../pipelines/registry';
 import { bool, byteSize, int, oneOf, str } from '../../pipelines/settings';
+import { usesDeliveryLedger } from '../services/deliveryLedger';
+import { usesWindowRewind } from '../services/windowRewind';
 import { deadLetterSetting, openDeadLetter } from './deadLetter';
 import { datasetOf, textFormatOf, textFormatSettings } from './textFormatSettings';
 
@@ -30,13 +32,14 @@ const settings = {
 const list = (s: string): string[] => s.split(',').map((x) => x.trim()).filter((x) => x !== '');
 
 /** `kafkaSource`: consumes Kafka topics as a consumer group; lines → records; commits after the SCC acknowledged them. */
-export const kafkaSourceStage: SourceType<typeof settings> = {
+export const kafkaSourceStage: SourceType<typeof settings, { delivery: typeof usesDeliveryLedger; windows: typeof usesWindowRewind }> = {
   name: 'kafkaSource',
   kind: 'source',
   doc: 'Consumes Kafka topics (consumer group, SASL/TLS), encodes NDJSON/CSV messages into records one block per native call, dead-letters refused lines, commits offsets once the SCC acknowledged their batches.',
   unit: 'records',
   output: 'records',
   settings,
+  uses: { delivery: usesDeliveryLedger, windows: usesWindowRewind },
   create: (c, ctx) => {
     let sasl: SASLOptions | undefined;
     if (c.sasl_mechanism !== 'none') {
@@ -65,6 +68,8 @@ export const kafkaSourceStage: SourceType<typeof settings> = {
       maxFetchBytes: c.max_fetch_bytes,
       deadLetter: openDeadLetter(c.dead_letter, kafka),
       flow: ctx.flow,
+      ledger: ctx.services.delivery,
+      windows: ctx.services.windows,
       counters: ctx.counters,
       report: (m) => ctx.report(m),
       trackTeardown: (w) => ctx.trackTeardown(w),

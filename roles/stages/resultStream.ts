@@ -2,34 +2,35 @@ import { DEFAULT_RESULT_CONNECT_TIMEOUT_MS, resultStream } from '../../sinks/res
 import { clientTlsOptions } from '../../net/mtls';
 import type { SinkType } from '../../pipelines/registry';
 import { byteSize, int } from '../../pipelines/settings';
-import { withNodeIdentity } from './nodeTls';
-import { storageNodeConfigFile } from './segmentStore';
+import { usesIdentity } from '../services/nodeIdentity';
+import { usesStorageNode } from '../services/storageNode';
 
 const settings = {
-  config: storageNodeConfigFile("the node's config.json (its node_name names the node in messages)"),
   connect_timeout_ms: int({ doc: "time to connect to a query's return address and exchange hello", default: DEFAULT_RESULT_CONNECT_TIMEOUT_MS, min: 100, max: 600_000 }),
   max_frame_bytes: byteSize({ doc: 'largest records frame written to a client, header included', default: 1024 * 1024, min: 4096, max: 16 * 1024 * 1024 }),
 };
 
 /** `resultStream`: writes each query's results to its return address (docs/query.md, "Storage Node scan and result streams"). */
-export const resultStreamStage: SinkType<typeof settings> = {
+export const resultStreamStage: SinkType<typeof settings, { node: typeof usesStorageNode; identity: typeof usesIdentity }> = {
   name: 'resultStream',
   kind: 'sink',
   doc: "Streams each query's results to its return address over HDWP (hello role 4, query block on every frame, credit flow control); echoes every eob / bbn to the SCC.",
   unit: 'records',
   input: 'query-results',
   settings,
-  create: (c, ctx) => (input) =>
-    withNodeIdentity(c.config.nodeName, (id) =>
-      resultStream({
-        connectTimeoutMs: c.connect_timeout_ms,
-        maxFrameBytes: c.max_frame_bytes,
-        nodeName: c.config.nodeName,
-        counters: ctx.counters,
-        report: (m) => ctx.report(m),
-        trackTeardown: (w) => ctx.trackTeardown(w),
-        // Registered: a client listening with mutual TLS (return_address.tls) gets the node's certificate.
-        ...(id && { tls: () => clientTlsOptions(id.identity) }),
-      })(input),
-    ),
+  uses: { node: usesStorageNode, identity: usesIdentity },
+  create: (c, ctx) => {
+    const id = ctx.services.identity;
+    return resultStream({
+      connectTimeoutMs: c.connect_timeout_ms,
+      maxFrameBytes: c.max_frame_bytes,
+      // The node's name, in messages.
+      nodeName: ctx.services.node.config.nodeName,
+      counters: ctx.counters,
+      report: (m) => ctx.report(m),
+      trackTeardown: (w) => ctx.trackTeardown(w),
+      // Registered: a client listening with mutual TLS (return_address.tls) gets the node's certificate.
+      ...(id && { tls: () => clientTlsOptions(id.identity) }),
+    });
+  },
 };

@@ -5,6 +5,7 @@ import { S3Checkpoint } from '../../sources/s3SourceCheckpoint';
 import type { SourceType } from '../../pipelines/registry';
 import path from 'node:path';
 import { bool, int, oneOf, str, type Setting } from '../../pipelines/settings';
+import { usesDeliveryLedger } from '../services/deliveryLedger';
 import { deadLetterSetting, openDeadLetter } from './deadLetter';
 import { datasetOf, textFormatOf, textFormatSettings } from './textFormatSettings';
 
@@ -33,13 +34,14 @@ const settings = {
 };
 
 /** `s3Source`: reads NDJSON/CSV objects (gzip too) from an S3-compatible bucket; lines → records; checkpoints done objects. */
-export const s3SourceStage: SourceType<typeof settings> = {
+export const s3SourceStage: SourceType<typeof settings, { delivery: typeof usesDeliveryLedger }> = {
   name: 's3Source',
   kind: 'source',
   doc: 'Lists and reads objects of a bucket prefix on any S3-compatible server (NDJSON, CSV, gzip), encodes them into records one block per native call, dead-letters refused lines, checkpoints objects once durable; optionally watches for new ones.',
   unit: 'records',
   output: 'records',
   settings,
+  uses: { delivery: usesDeliveryLedger },
   create: (c, ctx) => {
     // Credentials come from the standard AWS chain (environment, shared files, web identity, instance metadata).
     const client = new S3Client({
@@ -60,6 +62,7 @@ export const s3SourceStage: SourceType<typeof settings> = {
       watchIntervalMs: c.watch_interval_ms,
       deadLetter: openDeadLetter(c.dead_letter),
       flow: ctx.flow,
+      ledger: ctx.services.delivery,
       counters: ctx.counters,
       report: (m) => ctx.report(m),
       trackTeardown: (w) => ctx.trackTeardown(w.finally(() => client.destroy())),

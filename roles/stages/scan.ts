@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
-import { defer } from 'rxjs';
+import { availableParallelism } from 'node:os';
 import type { StorageNodeConfig } from '../../nodes/storageNode/config';
-import { storageNodeNamed } from '../../nodes/storageNode/queryNodeRegistry';
 import { queryMetrics } from '../../nodes/storageNode/queryMetrics';
 import { DEFAULT_STEP_BYTES, nodeScanSource } from '../../nodes/storageNode/queryScan';
 import { QuerySchemas } from '../../nodes/storageNode/querySchemas';
@@ -9,15 +8,15 @@ import { ReadScheduler } from '../../operators/readScheduler';
 import { scan } from '../../operators/scan';
 import type { OperatorType } from '../../pipelines/registry';
 import { byteSize, int } from '../../pipelines/settings';
+import { usesStorageNode } from '../services/storageNode';
 import { schemaDirSetting } from './schemaDirSetting';
-import { storageNodeConfigFile } from './segmentStore';
 
 const settings = {
-  config: storageNodeConfigFile("the node's config.json: node_name (the scan reads the batches of that node's segmentStore stage) and filter_device_selector"),
   schema_dir: schemaDirSetting('dataset schemas (*.json, by schema id) that query filters compile against; empty: queries without filters only'),
-  hash_chain_block_size: int({ doc: "records per segment block — HASH_CHAIN_BLOCK_SIZE (the segmentStore stage's); sizes read steps", default: 64, min: 1, max: 1 << 20 }),
+  hash_chain_block_size: int({ doc: "records per segment block — HASH_CHAIN_BLOCK_SIZE (the storageNode service's); sizes read steps", default: 64, min: 1, max: 1 << 20 }),
   read_slots: int({ doc: 'block reads in flight at once over all queries; weighted fair queues by query_qos share them', default: 2, min: 1, max: 64 }),
   step_bytes: byteSize({ doc: 'record bytes one read step covers (at least one block); a cancel stops reading within one step', default: DEFAULT_STEP_BYTES, min: 4096, max: 16 * 1024 * 1024 }),
+  query_threads: int({ doc: "batches of one query scanned at once, each on its own libuv pool thread (QUERY_THREADS); 0: every core this process is given (os.availableParallelism); read_slots is raised to at least this", default: 0, min: 0, max: 1024 }),
   max_pending_chunks: int({ doc: "result chunks of one query waiting for its client before that query's reads pause", default: 4, min: 1, max: 64 }),
 };
 
@@ -30,7 +29,7 @@ function filterDeviceLine(c: StorageNodeConfig): string | undefined {
 }
 
 /** `scan`: reads each query's batches with the pushed-down filters (docs/query.md, docs/storage-node.md "Queries"). */
-export const scanStage: OperatorType<typeof settings> = {
+export const scanStage: OperatorType<typeof settings, { node: typeof usesStorageNode }> = {
   name: 'scan',
   kind: 'operator',
   doc: "Scans each query's batches on the Storage Node with its filters (zone maps, engine-rs kernel, verify_hash), in weighted fair read queues by query_qos; emits chunks of matching records and one eob or bbn per batch.",
@@ -38,31 +37,23 @@ export const scanStage: OperatorType<typeof settings> = {
   input: 'queries',
   output: 'query-results',
   settings,
+  uses: { node: usesStorageNode },
   create: (c, ctx) => {
+    const n = ctx.services.node;
     const schemas = new QuerySchemas(c.schema_dir);
     for (const p of schemas.problems) ctx.report(`schema file ${p.file} not loaded: ${p.message}`);
-    const line = filterDeviceLine(c.config);
+    const line = filterDeviceLine(n.config);
     if (line) process.stderr.write(`${line}\n`);
-    const scheduler = new ReadScheduler(c.read_slots);
-    const node = (): NonNullable<ReturnType<typeof storageNodeNamed>> => {
-      const n = storageNodeNamed(c.config.nodeName);
-      if (!n) throw new Error(`no Storage Node '${c.config.nodeName}' runs in this pipeline: the scan stage reads the batches of a segmentStore stage with the same config`);
-      return n;
-    };
-    return (input) =>
-      // Resolved on subscribe, when every stage of the pipeline (the segmentStore too, wherever it is written) exists.
-      defer(() => {
-        const n = node();
-        return input.pipe(
-          scan({
-            source: nodeScanSource({ node: n, schemas, blockSize: c.hash_chain_block_size, stepBytes: c.step_bytes }),
-            scheduler,
-            maxPendingChunks: c.max_pending_chunks,
-            counters: ctx.counters,
-            meter: queryMetrics(n.observability.registry),
-            report: (m) => ctx.report(m),
-          }),
-        );
-      });
+    const queryThreads = c.query_threads > 0 ? c.query_threads : availableParallelism();
+    const scheduler = new ReadScheduler(Math.max(c.read_slots, queryThreads));
+    return scan({
+      source: nodeScanSource({ node: n, schemas, blockSize: c.hash_chain_block_size, stepBytes: c.step_bytes }),
+      scheduler,
+      maxPendingChunks: c.max_pending_chunks,
+      queryThreads,
+      counters: ctx.counters,
+      meter: queryMetrics(n.observability.registry),
+      report: (m) => ctx.report(m),
+    });
   },
 };

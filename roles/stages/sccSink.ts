@@ -3,10 +3,10 @@ import os from 'node:os';
 import { Observable } from 'rxjs';
 import { Observability } from '../../lib/observability';
 import { sccSink, type SccTarget } from '../../sinks/sccSink';
-import { DeliveryLedger } from '../../pipelines/deliveryLedger';
 import { sccSinkMetrics } from '../../sinks/sccSinkMetrics';
 import type { SinkType } from '../../pipelines/registry';
 import { bool, int, str, type Setting } from '../../pipelines/settings';
+import { usesDeliveryLedger } from '../services/deliveryLedger';
 
 const TARGETS_EXPECTED = 'comma-separated SCC data-plane addresses host:port (the first is primary), at least one';
 
@@ -44,13 +44,15 @@ const settings = {
 };
 
 /** `sccSink`: the ingester's sink — batches to the SCCs over HDWP; resolves acknowledgements for the sources' commits. */
-export const sccSinkStage: SinkType<typeof settings> = {
+export const sccSinkStage: SinkType<typeof settings, { delivery: typeof usesDeliveryLedger }> = {
   name: 'sccSink',
   kind: 'sink',
   doc: 'Sends batched records to SCCs over HDWP (first target, or all with broadcast); a batch counts once the SCC acknowledged it durable, and sources commit only then.',
   unit: 'records',
   input: 'batched-records',
   settings,
+  // The sources using the same ledger commit only what this sink has acknowledged durable.
+  uses: { delivery: usesDeliveryLedger },
   create: (c, ctx) => (input) =>
     new Observable<never>((subscriber) => {
       const tls = c.tls_ca_file
@@ -80,7 +82,7 @@ export const sccSinkStage: SinkType<typeof settings> = {
         flow: ctx.flow,
         counters: ctx.counters,
         report: (m) => ctx.report(m),
-        onTracker: (t) => DeliveryLedger.of(ctx.flow).attach(t),
+        onTracker: (t) => ctx.services.delivery.attach(t),
         trackTeardown: (w) => ctx.trackTeardown(w),
         onDurable: (records, bytes, broadcast) => {
           metrics?.batchesClosed.inc();

@@ -1,8 +1,8 @@
 import { RecordCodec } from '../../engine-rs/index';
 import { timeBatch } from '../../operators/timeBatch';
-import { WindowRewind } from '../../operators/windowRewind';
 import type { OperatorType } from '../../pipelines/registry';
 import { int, oneOf } from '../../pipelines/settings';
+import { mayUseWindowRewind } from '../services/windowRewind';
 import { schemaFile } from './schemaSetting';
 
 const settings = {
@@ -14,7 +14,7 @@ const settings = {
 };
 
 /** `timeBatch`: assigns records to time-form batches by the schema's time field and closes each batch. */
-export const timeBatchStage: OperatorType<typeof settings> = {
+export const timeBatchStage: OperatorType<typeof settings, { windows: typeof mayUseWindowRewind }> = {
   name: 'timeBatch',
   kind: 'operator',
   doc: "Groups records into time-form batches by the schema's time field and interval; closes each with an eob (or bbn on timeout).",
@@ -22,7 +22,9 @@ export const timeBatchStage: OperatorType<typeof settings> = {
   input: 'records',
   output: 'batched-records',
   settings,
+  uses: { windows: mayUseWindowRewind },
   create: (c, ctx) => {
+    const windows = ctx.services.windows;
     const codec = new RecordCodec(c.schema);
     const interval = c.interval || c.schema.timeIndexInterval;
     return timeBatch({
@@ -33,8 +35,8 @@ export const timeBatchStage: OperatorType<typeof settings> = {
       timeoutAction: c.timeout_action === 'BBN' ? 'bbn' : 'eob',
       counters: ctx.counters,
       onProblem: (m) => ctx.report(m),
-      // A Kafka source of the same run holds the timeout and rebuilds open windows across rebalances.
-      attach: (keeper) => WindowRewind.of(ctx.flow).attach(keeper),
+      // A Kafka source using the same windowRewind holds the timeout and rebuilds open windows across rebalances.
+      ...(windows && { attach: (keeper) => windows.attach(keeper) }),
     });
   },
 };

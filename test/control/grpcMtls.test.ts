@@ -439,7 +439,7 @@ s('an unknown role is refused with the setting, its place and the roles it may n
   const dir = tempDir('hd-grpc-roles-');
   try {
     const file = path.join(dir.dir, 'scc.yaml');
-    writeFileSync(file, 'pipeline: t\nstages:\n  queries:\n    type: queryDispatch\n    sn_targets: sn1:127.0.0.1:1:2\n    query_grpc_port: 0\n    query_roles: proxy,bogus\n');
+    writeFileSync(file, 'pipeline: t\nservices:\n  queries:\n    type: queryDispatch\n    uses: [scc]\n    query_grpc_port: 0\n    query_roles: proxy,bogus\n  scc: { type: sccNode, sn_targets: sn1:127.0.0.1:1:2 }\n');
     const bad = startHd(['run', file, '--quiet']);
     assert.is(await bad.exited, 1);
     assert.match(bad.output(), /scc\.yaml:7:18: setting 'query_roles' expects a comma-separated list of certificate roles among scc, storageNode, proxy, client, ingester, sqlServer, ingress, admin, got "proxy,bogus"/);

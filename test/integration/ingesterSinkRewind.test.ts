@@ -12,7 +12,7 @@ import type { Chunk } from '../../stream/chunk';
 import { Flow } from '../../stream/flow';
 import { StageCounters } from '../../stream/stageCounters';
 import { sccSink } from '../../sinks/sccSink';
-import type { DurabilityTracker } from '../../pipelines/deliveryLedger';
+import type { DurabilityTracker } from '../../stream/deliveryLedger';
 import { REWIND_REASON } from '../../operators/windowRewind';
 import { startCluster, type Cluster } from '../support/cluster';
 import { batch, closingHashOf, filesOn, recordsOf, RS, sleep, until, verifiedClosingHash } from './ingestKit';
@@ -45,7 +45,7 @@ s('bbn then the same batch id again: the second copy is stored alone, and checkp
   const records = (buf: Buffer): Chunk => ({ kind: 'records', dataset: DS, batchId: id, count: buf.length / RS, recordSize: RS, buf });
   input.next(records(first));
   await until(() => filesOn(cluster.sns[0], DS).partials.length === 1);
-  input.next({ kind: 'bbn', dataset: DS, batchId: id, reason: `${REWIND_REASON} (generation 2)` });
+  input.next({ kind: 'bbn', dataset: DS, batchId: id, reason: `${REWIND_REASON} (generation 2)`, cause: 'rewind' });
   input.next(records(second));
   await flow.whenAtMost(0);
   let durable = false;

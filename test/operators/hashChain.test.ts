@@ -173,3 +173,31 @@ life('empty input, upstream error, wrong elements, bad settings', async () => {
   assert.throws(() => hashChain({ recordSize: RS, maxQueueBytes: 1, algorithm: 'md5' as HashAlgorithmName }), /unknown hash algorithm/);
 });
 life.run();
+
+const twice = suite('hashChain: state per subscription');
+twice('two subscriptions at once each chain their own copy of the batch', async () => {
+  // Per-application state (issue #16) put both subscriptions' records into one chain: an eob counting
+  // 40 records met 80 (or 0), and the batch was refused.
+  const b = id(77);
+  const data = bytes(40, 9);
+  const want = await direct(b, data);
+  const chained = of(...chunks(b, data, [7, 13]), { kind: 'eob', dataset: 'ds', batchId: b, recordCount: 40 } as Chunk).pipe(hashChain({ recordSize: RS, maxQueueBytes: 4 << 20 }));
+  const [x, y] = await Promise.all([lastValueFrom(chained.pipe(toArray())), lastValueFrom(chained.pipe(toArray()))]);
+  for (const out of [x, y]) {
+    const last = out[out.length - 1];
+    assert.is(last.kind, 'eob', 'the batch closes in each subscription');
+    assert.ok(last.kind === 'eob' && last.closingHash && Buffer.from(last.closingHash).equals(want));
+  }
+  // And one after the other, as a retry would.
+  const again = await lastValueFrom(chained.pipe(toArray()));
+  const last = again[again.length - 1];
+  assert.ok(last.kind === 'eob' && last.closingHash && Buffer.from(last.closingHash).equals(want));
+});
+twice('queue figures are per subscription when no stats object is given', async () => {
+  const b = id(78);
+  const data = bytes(10, 4);
+  const chained = of(...chunks(b, data, [10]), { kind: 'eob', dataset: 'ds', batchId: b, recordCount: 10 } as Chunk).pipe(hashChain({ recordSize: RS, maxQueueBytes: RS * 10 }));
+  const [x, y] = await Promise.all([lastValueFrom(chained.pipe(toArray())), lastValueFrom(chained.pipe(toArray()))]);
+  assert.equal([x.map((c) => c.kind), y.map((c) => c.kind)], [['records', 'eob'], ['records', 'eob']]);
+});
+twice.run();

@@ -127,3 +127,35 @@ p('early unsubscribe stops parsing', async () => {
   assert.is(src.observed, false);
 });
 p.run();
+
+const twice = suite('parse: state per subscription');
+twice('two subscriptions to one parsed stream each start at line 1, skip the header and carry nothing over', async () => {
+  // Per-application state (issue #16) made the second run start at line 9 with the header already skipped.
+  const parsed = from(bytes('n\n1\n2\nx\n\n30\nbad line\n400', 5)).pipe(parse({ parser, dataset: 'd', recordSize: 4, skipLines: 1 }));
+  const runOnce = async () => {
+    const problems: string[] = [];
+    const counters = new StageCounters('records');
+    const out = await lastValueFrom(
+      from(bytes('n\n1\n2\nx\n\n30\nbad line\n400', 5)).pipe(parse({ parser, dataset: 'd', recordSize: 4, skipLines: 1, counters, onProblem: (m) => problems.push(m) }), toArray()),
+    );
+    return { values: values(out), problems };
+  };
+  const want = await runOnce();
+  assert.equal(want, { values: [1, 2, 30, 400], problems: ["line 4, field 'n': not a number: x", "line 7, field 'n': not a number: bad line"] });
+  const first = values(await lastValueFrom(parsed.pipe(toArray())));
+  const second = values(await lastValueFrom(parsed.pipe(toArray())));
+  assert.equal(first, want.values);
+  assert.equal(second, want.values, 'the second subscription skips its own header line');
+  // Both at once: a line cut across blocks in one subscription is not completed by the other's bytes.
+  const [a, b] = await Promise.all([lastValueFrom(parsed.pipe(toArray())), lastValueFrom(parsed.pipe(toArray()))]);
+  assert.equal(values(a), want.values);
+  assert.equal(values(b), want.values);
+});
+twice('line numbers of problems restart for every subscription', async () => {
+  const problems: string[] = [];
+  const parsed = from(bytes('1\nx\n2', 3)).pipe(parse({ parser, dataset: 'd', recordSize: 4, onProblem: (m) => problems.push(m) }));
+  await lastValueFrom(parsed.pipe(toArray()));
+  await lastValueFrom(parsed.pipe(toArray()));
+  assert.equal(problems, ["line 2, field 'n': not a number: x", "line 2, field 'n': not a number: x"]);
+});
+twice.run();

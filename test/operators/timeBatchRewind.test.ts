@@ -6,7 +6,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Subject, VirtualTimeScheduler } from 'rxjs';
-import { Flow } from '../../stream/flow';
 import { recordChunk, type Chunk, type RecordChunk } from '../../stream/chunk';
 import { StageCounters } from '../../stream/stageCounters';
 import { timeBatch, type WindowGroup, type WindowKeeper } from '../../operators/timeBatch';
@@ -39,7 +38,7 @@ function setup(opts: { maxOpenBatches?: number; batchTimeoutMs?: number } = {}) 
   const scheduler = new VirtualTimeScheduler(undefined, 100_000);
   const src = new Subject<Chunk>();
   const got: Chunk[] = [];
-  const rewind = WindowRewind.of(new Flow());
+  const rewind = new WindowRewind();
   const counters = new StageCounters('records');
   const problems: string[] = [];
   const sub = src
@@ -83,7 +82,7 @@ t('a held timeout does not close idle windows; release restarts it from then', (
 
 t('a timeBatch attached while the source holds starts held; detached at teardown', () => {
   const scheduler = new VirtualTimeScheduler(undefined, 100_000);
-  const rewind = WindowRewind.of(new Flow());
+  const rewind = new WindowRewind();
   rewind.hold();
   const src = new Subject<Chunk>();
   const got: Chunk[] = [];
@@ -106,12 +105,6 @@ t('a rewind waits for chunks still being split (they were read before it)', asyn
   keeper?.rewind('rebalance');
   await new Promise((r) => setTimeout(r, 20));
   assert.equal(trace(got), ['r 0:1', 'bbn 0']);
-});
-
-t('the same run finds the same coordinator through its Flow', () => {
-  const flow = new Flow();
-  assert.ok(WindowRewind.of(flow) === WindowRewind.of(flow));
-  assert.ok(WindowRewind.of(flow) !== WindowRewind.of(new Flow()));
 });
 
 t.run();

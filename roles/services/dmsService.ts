@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { DmsServer } from '../../control/dms/dmsServer';
 import { dmsSettings, DEFAULT_CERT_LIFETIME_S, MIN_CERT_LIFETIME_S } from '../../control/dms/settings';
-import type { SinkType } from '../../pipelines/registry';
+import type { ServiceType } from '../../pipelines/registry';
 import { int, oneOf, str } from '../../pipelines/settings';
-import { list, publicKeyFile, wrapKeySetting } from './controlSettings';
-import { serviceSink } from './serviceSink';
+import { list, publicKeyFile, wrapKeySetting } from '../stages/controlSettings';
+import { serve } from './serve';
 
 const settings = {
   node_name: str({ doc: 'the DMS node name: logs and its own certificate — NODE_NAME', default: 'dms-core' }),
@@ -32,15 +32,13 @@ const settings = {
 };
 
 /** `dmsService`: DMS-Core and DMS-CA on the control plane (docs/control-plane.md). */
-export const dmsServiceStage: SinkType<typeof settings> = {
+export const dmsServiceType: ServiceType<typeof settings, Record<string, never>, undefined> = {
   name: 'dmsService',
-  kind: 'sink',
-  standalone: true,
+  kind: 'service',
+  server: true,
   doc: 'DMS-Core with its embedded DMS-CA: topology, schemas, registration v2 and certificates over HTTPS on the control plane, until the run stops.',
-  unit: 'records',
-  input: 'batched-records',
   settings,
-  create: (c, ctx) => {
+  start: async (c) => {
     if ((c.k8s_issuer === '') !== (c.k8s_issuer_key_file === undefined)) {
       throw new Error('k8s_issuer (DMS_K8S_ISSUER) and k8s_issuer_key_file (DMS_K8S_ISSUER_KEY_FILE) must be set together');
     }
@@ -62,6 +60,6 @@ export const dmsServiceStage: SinkType<typeof settings> = {
       healthIntervalMs: c.health_interval_ms,
       healthMissedReports: c.health_missed_reports,
     });
-    return serviceSink(() => DmsServer.start(s), ctx);
+    return serve(() => DmsServer.start(s));
   },
 };

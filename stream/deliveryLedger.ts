@@ -8,7 +8,7 @@
  * to the sink), and then takes the set of batches the sink has records of and has not resolved yet.
  * Those batches hold every record emitted so far; once each is acknowledged, the position is safe.
  */
-import type { Flow } from '../stream/flow';
+import type { Flow } from './flow';
 
 /** What a sink that makes records durable tells the ledger. */
 export interface DurabilityTracker {
@@ -25,27 +25,17 @@ export interface Checkpoint<T> {
   readonly taken: T;
 }
 
-const ledgers = new WeakMap<Flow, DeliveryLedger>();
-
 /**
- * One per pipeline run, found through the run's {@link Flow} (every stage of a run shares it).
- * Without a tracker (a pipeline whose sink acknowledges nothing, such as `hdwpFileSink`), a
- * checkpoint is durable once the pipeline has drained: the sink has written what was emitted.
+ * One per pipeline (the `deliveryLedger` service its sources and its sink use), over the run's
+ * {@link Flow}. Without a tracker (a pipeline whose sink acknowledges nothing, such as
+ * `hdwpFileSink`), a checkpoint is durable once the pipeline has drained: the sink has written what
+ * was emitted.
  */
 export class DeliveryLedger {
   private tracker: DurabilityTracker | undefined;
 
-  private constructor(private readonly flow: Flow) {}
-
-  /** The ledger of the run that `flow` belongs to. */
-  static of(flow: Flow): DeliveryLedger {
-    let l = ledgers.get(flow);
-    if (!l) {
-      l = new DeliveryLedger(flow);
-      ledgers.set(flow, l);
-    }
-    return l;
-  }
+  /** @param flow the run's pending-work accounting, shared by the source and the sink */
+  constructor(private readonly flow: Flow) {}
 
   /** True when a sink tracks durability (sources then wait for acknowledgements before committing). */
   get tracked(): boolean {

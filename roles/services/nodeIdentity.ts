@@ -4,14 +4,12 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { reportFromHealthUrl } from '../../net/healthReporter';
 import { NodeIdentity, type NodeIdentityOptions } from '../../net/nodeIdentity';
-import { publishNodeIdentity } from '../../net/nodeIdentityRegistry';
 import type { NodeAddresses } from '../../control/api';
 import type { StorageNodeConfig } from '../../nodes/storageNode/config';
-import type { SinkType } from '../../pipelines/registry';
+import { mayUse, type RunningService, type ServiceType } from '../../pipelines/registry';
 import { int, oneOf, str, type Setting } from '../../pipelines/settings';
-import { credentialSettings, credentialsOf } from './controlSettings';
-import { storageNodeConfigFile } from './segmentStore';
-import { serviceSink } from './serviceSink';
+import { credentialSettings, credentialsOf } from '../stages/controlSettings';
+import { storageNodeConfigFile } from '../stages/storageNodeConfig';
 
 /** PLATFORM_CA_CERT_PEM, optional here: without DMS_URL no registration happens. */
 const optionalCaBundle: Setting<string> = {
@@ -74,20 +72,24 @@ const settings = {
 };
 
 /**
- * `nodeIdentity`: the node's DMS registration and mutual-TLS identity (docs/control-plane.md, "Node
- * identity"). The stages that open node-to-node links find it by node name; without dms_url it does
- * nothing and every link stays plain TCP.
+ * How a stage or service uses the node's identity: optional in the file; the value is undefined
+ * without one, and also when the identity service runs without dms_url (no DMS: plain TCP).
  */
-export const nodeIdentityStage: SinkType<typeof settings> = {
+export const usesIdentity = mayUse<NodeIdentity | undefined>('nodeIdentity', "the node's DMS identity: mutual TLS on its links, plain TCP without one");
+
+/**
+ * `nodeIdentity`: the node's DMS registration and mutual-TLS identity (docs/control-plane.md, "Node
+ * identity"), a service: registered before the stages that use it start (they get the
+ * {@link NodeIdentity}), stopped after them. Without dms_url it registers nothing and gives
+ * undefined: every link stays plain TCP.
+ */
+export const nodeIdentityType: ServiceType<typeof settings, Record<string, never>, NodeIdentity | undefined> = {
   name: 'nodeIdentity',
-  kind: 'sink',
-  standalone: true,
+  kind: 'service',
   doc: "Registers an SCC or Storage Node with the DMS (stored certificate first, then the configured credential), keeps the certificate in the state directory and renews it; the node's links use it for mutual TLS.",
-  unit: 'records',
-  input: 'batched-records',
   settings,
-  create: (c, ctx) => {
-    if (c.dms_url === '') return serviceSink(() => Promise.resolve({ close: () => Promise.resolve() }), ctx);
+  start: async (c): Promise<RunningService<NodeIdentity | undefined>> => {
+    if (c.dms_url === '') return { value: undefined, stop: () => Promise.resolve() };
     if (c.ca_cert_pem === '') throw new Error('dms_url (DMS_URL) is set but ca_cert_pem (PLATFORM_CA_CERT_PEM) is not: the node cannot verify the DMS without the CA bundle');
     const sn = c.config?.config;
     const nodeName = sn ? sn.nodeName : c.node_name !== '' ? c.node_name : os.hostname();
@@ -127,23 +129,7 @@ export const nodeIdentityStage: SinkType<typeof settings> = {
           ? () => reportFromHealthUrl(`http://${localHost(obsBind)}:${ports.observability}/health`, 2000, Date.now() - createdAt < 60_000 ? 'initializing' : 'degraded')
           : () => Promise.resolve({ status: 'ok', detail: { health: 'no /health port to read (observability off)' } }),
     };
-    let started: Promise<NodeIdentity> | undefined;
-    const get = (): Promise<NodeIdentity> => (started ??= NodeIdentity.start(opts));
-    // Published under the resolved name and as written (an SCC's empty NODE_NAME), for the stages that read either.
-    const withdraw = [publishNodeIdentity(nodeName, get), ...(c.node_name !== nodeName ? [publishNodeIdentity(c.node_name, get)] : [])];
-    return serviceSink(async () => {
-      try {
-        const id = await get();
-        return {
-          close: async () => {
-            for (const w of withdraw) w();
-            await id.stop();
-          },
-        };
-      } catch (err) {
-        for (const w of withdraw) w();
-        throw err;
-      }
-    }, ctx);
+    const id = await NodeIdentity.start(opts);
+    return { value: id, stop: () => id.stop() };
   },
 };

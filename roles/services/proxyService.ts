@@ -4,10 +4,10 @@ import { NODE_ROLES } from '../../control/api';
 import { DEFAULT_INGRESS_ROLES, MIN_INGRESS_SECRET } from '../../control/proxy/identity';
 import { ProxyServer } from '../../control/proxy/proxyServer';
 import type { ProxySettings } from '../../control/proxy/settings';
-import type { SinkType } from '../../pipelines/registry';
+import type { ServiceType } from '../../pipelines/registry';
 import { bool, int, str, type Setting } from '../../pipelines/settings';
-import { caBundleSetting, credentialSettings, credentialsOf, publicKeyFile } from './controlSettings';
-import { serviceSink } from './serviceSink';
+import { caBundleSetting, credentialSettings, credentialsOf, publicKeyFile } from '../stages/controlSettings';
+import { serve } from './serve';
 
 /** Certificate roles a DMS-CA certificate may carry (the DMS's node roles, and its administrators). */
 const CERT_ROLES: readonly string[] = [...NODE_ROLES, 'admin'];
@@ -70,15 +70,13 @@ const settings = {
 };
 
 /** `proxyService`: the HD Proxy (docs/proxy.md). */
-export const proxyServiceStage: SinkType<typeof settings> = {
+export const proxyServiceType: ServiceType<typeof settings, Record<string, never>, undefined> = {
   name: 'proxyService',
-  kind: 'sink',
-  standalone: true,
+  kind: 'service',
+  server: true,
   doc: 'The HD Proxy: registers with the DMS, then evaluates the Rego policy, rewrites, names batches and dispatches queries to the SCCs over HTTPS, until the run stops.',
-  unit: 'records',
-  input: 'batched-records',
   settings,
-  create: (c, ctx) => {
+  start: async (c) => {
     if ((c.jwt_issuer === '') !== (c.jwt_key_file === undefined)) throw new Error('jwt_issuer (PROXY_JWT_ISSUER) and jwt_key_file (PROXY_JWT_KEY_FILE) must be set together');
     const credentials = credentialsOf(c);
     const s: ProxySettings = {
@@ -100,6 +98,6 @@ export const proxyServiceStage: SinkType<typeof settings> = {
       batchFilterTimeoutMs: c.batch_filter_timeout_ms,
       dispatchTls: c.dispatch_tls,
     };
-    return serviceSink(() => ProxyServer.start(s), ctx);
+    return serve(() => ProxyServer.start(s));
   },
 };

@@ -7,10 +7,10 @@ import type { Schema } from '../../engine-rs/schema';
 import { dmsTls, fetchDmsSchemas, fetchProxySchemas, type DmsSchemaSource } from '../../sql/schemaSources';
 import { loadSchemaDir, parseListenAddress, parseSccTargetList, readPasswordFile, returnAddress, type ListenAddress } from '../../sql/serverSettings';
 import { describeUpstream, upstreamReachable, type SqlUpstream } from '../../sql/upstream';
-import type { SinkType } from '../../pipelines/registry';
+import type { ServiceType } from '../../pipelines/registry';
 import { bool, int, str } from '../../pipelines/settings';
-import { schemaDirSetting } from './schemaDirSetting';
-import { serviceSink } from './serviceSink';
+import { schemaDirSetting } from '../stages/schemaDirSetting';
+import { serve } from './serve';
 
 const settings = {
   node_name: str({ doc: 'the SQL server node name (/health) — NODE_NAME', default: 'hd-sql' }),
@@ -34,6 +34,8 @@ const settings = {
   result_tls: bool({ doc: "receive results over mutual TLS with the HD_DMS_* certificate (the cluster's nodes registered with the DMS) — HD_SQL_RESULT_TLS", default: false }),
   strict: bool({ doc: 'fail a statement whose answer would carry a notice (default lookback applied, rows cut, batches absent) instead of answering it — HD_SQL_STRICT', default: false }),
   query_qos: int({ doc: 'priority weight sent to Storage Nodes — HD_SQL_QUERY_QOS', default: 1, min: 1, max: 255 }),
+  aggregate_pushdown: bool({ doc: 'compute the aggregates of statements that split on the Storage Nodes (docs/sql.md, "Aggregate pushdown") — HD_SQL_AGGREGATE_PUSHDOWN', default: true }),
+  explain_pushdown: bool({ doc: 'every answer carries an informational notice saying what was pushed down (never fails a statement under HD_SQL_STRICT) — HD_SQL_EXPLAIN_PUSHDOWN', default: false }),
   pgwire_enabled: bool({ doc: 'serve the PostgreSQL wire door — HD_SQL_PGWIRE_ENABLED', default: true }),
   pgwire_address: str({ doc: 'PostgreSQL wire listener [host]:port (loopback unless set) — HD_SQL_PGWIRE_ADDRESS', default: '127.0.0.1:5432' }),
   pgwire_password_file: str({ doc: 'file whose first line is the password of every door (any user name); empty: none — HD_SQL_PGWIRE_PASSWORD_FILE', default: '', allowEmpty: true }),
@@ -61,15 +63,13 @@ const settings = {
 };
 
 /** `sqlServer`: hd_sql, the read-only SQL server (docs/sql.md). */
-export const sqlServerStage: SinkType<typeof settings> = {
+export const sqlServerType: ServiceType<typeof settings, Record<string, never>, undefined> = {
   name: 'sqlServer',
-  kind: 'sink',
-  standalone: true,
+  kind: 'service',
+  server: true,
   doc: 'hd_sql: the read-only SQL server (PostgreSQL wire, HTTP, Arrow Flight SQL) over the datasets of a schema directory or the DMS, querying through the HD Proxy or the SCCs directly, until the run stops.',
-  unit: 'records',
-  input: 'batched-records',
   settings,
-  create: (c, ctx) => {
+  start: async (c) => {
     const log = (line: string): void => void process.stderr.write(`hd_sql: ${line}\n`);
     const dms = dmsSource(c);
     if (c.result_tls && !dms) throw new Error('HD_SQL_RESULT_TLS=true needs the certificate the listener presents: set HD_DMS_ENDPOINT, HD_DMS_CA_FILE, HD_DMS_CLIENT_CERT_FILE and HD_DMS_CLIENT_KEY_FILE');
@@ -102,7 +102,7 @@ export const sqlServerStage: SinkType<typeof settings> = {
           upstream: service ? { ...upstream, tls: service.tls } : upstream,
           returnHost: ret.host,
           returnPort: c.return_port,
-          engine: { lookbackSec: c.default_lookback_sec, timeoutMs: c.query_timeout_ms, maxRows: c.max_rows, qos: c.query_qos, strict: c.strict },
+          engine: { lookbackSec: c.default_lookback_sec, timeoutMs: c.query_timeout_ms, maxRows: c.max_rows, qos: c.query_qos, strict: c.strict, aggregatePushdown: c.aggregate_pushdown, explainPushdown: c.explain_pushdown },
           concurrentReads: c.concurrent_reads,
           ...(c.threads > 0 ? { threads: c.threads } : {}),
           security: withIdentityTls(doorSecurity, c.tls_from_identity, service?.tls),
@@ -139,11 +139,11 @@ export const sqlServerStage: SinkType<typeof settings> = {
         },
       };
     };
-    return serviceSink(start, ctx);
+    return serve(start);
   },
 };
 
-type StageConfig = Parameters<(typeof sqlServerStage)['create']>[0];
+type StageConfig = Parameters<(typeof sqlServerType)['start']>[0];
 
 /** The DMS as schema source when HD_DMS_ENDPOINT is set; every file it needs, or an error naming the missing one. */
 function dmsSource(c: StageConfig): DmsSchemaSource | undefined {

@@ -1,0 +1,51 @@
+/**
+ * `storageNode`: the Storage Node of a storage-node pipeline, a service (docs/storage-node.md). It
+ * recovers the node's devices and builds the batch index before any stage starts; `segmentStore`
+ * writes batches into its store, `scan` reads them, and the listeners take their addresses from its
+ * config.json. Stopped after every stage: open batches aborted, /health and /metrics closed.
+ */
+import { HASH_ALGORITHMS, zoneFieldsOf } from '../../engine-rs/index';
+import { StorageNode } from '../../nodes/storageNode/node';
+import { QuerySchemas } from '../../nodes/storageNode/querySchemas';
+import { needs, type ServiceType } from '../../pipelines/registry';
+import { bool, int, oneOf } from '../../pipelines/settings';
+import { schemaDirSetting } from '../stages/schemaDirSetting';
+import { storageNodeConfigFile } from '../stages/storageNodeConfig';
+import { usesIdentity } from './nodeIdentity';
+
+const settings = {
+  config: storageNodeConfigFile("the node's config.json: node name, devices, drive strategy, OCF, ports (hd run --config <file> passes it as ${CONFIG_FILE})"),
+  hash_algorithm: oneOf(HASH_ALGORITHMS, { doc: "hash chain algorithm — HASH_ALGORITHM; must be the SCC's", default: 'sha512' }),
+  hash_chain_block_size: int({ doc: "record hashes per chain block — HASH_CHAIN_BLOCK_SIZE; must be the SCC's", default: 64, min: 1, max: 1 << 20 }),
+  schema_dir: schemaDirSetting('dataset schemas (*.json, by schema id): new segments of a dataset with one keep zone maps of its fields, so queries skip blocks; empty: none'),
+  verify_on_start: bool({ doc: "recompute every stored segment's hash chain at start-up (false: header, footer and layout only)", default: true }),
+};
+
+/** How a stage uses the Storage Node. */
+export const usesStorageNode = needs<StorageNode>('storageNode', 'the Storage Node whose batches it writes or reads, and whose config.json gives its addresses');
+
+/** `storageNode`: the Storage Node's devices, batch index and store, /health and /metrics. */
+export const storageNodeType: ServiceType<typeof settings, { identity: typeof usesIdentity }, StorageNode> = {
+  name: 'storageNode',
+  kind: 'service',
+  doc: "The Storage Node of config.json: recovers its devices and builds the batch index at start, serves /health and /metrics; segmentStore writes into it and scan reads from it.",
+  settings,
+  uses: { identity: usesIdentity },
+  start: async (c, ctx) => {
+    const schemas = new QuerySchemas(c.schema_dir);
+    const zoneFields = (dataset: string, recordSize: number): ReturnType<typeof zoneFieldsOf> => {
+      const s = schemas.get(dataset);
+      return s && s.recordSize === recordSize ? zoneFieldsOf(s) : [];
+    };
+    const node = new StorageNode({ config: c.config, algorithm: c.hash_algorithm, blockSize: c.hash_chain_block_size, verifyOnStart: c.verify_on_start, zoneFields });
+    await node.start();
+    const id = ctx.services.identity;
+    if (id) {
+      // Registered with the DMS: /health shows the certificate and the peers seen.
+      node.observability.addHealthPart('identity', () => id.health());
+      // Batch filters: over mutual TLS with the node's certificate, to the Proxy only.
+      node.useIdentity(id);
+    }
+    return { value: node, stop: async () => void (await node.stop()) };
+  },
+};
