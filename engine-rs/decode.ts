@@ -132,6 +132,14 @@ function toBatch(c: Compiled, cols: NativeColumns): arrow.RecordBatch {
 }
 
 /**
+ * Native columns (the decoder's, or a checked columnar body's: `engine-rs/columnar.ts`) as a
+ * RecordBatch of exactly the Arrow schema `decodeRecords` gives for the same options.
+ */
+export function recordBatchOf(schema: Schema, cols: NativeColumns, opts?: DecodeOptions): arrow.RecordBatch {
+  return toBatch(compiledFor(schema, addressesOf(opts), opts), cols);
+}
+
+/**
  * The Arrow schema a dataset decodes to: one field per schema field, in order (with `fields`: those,
  * in their order), each with
  * metadata naming its HD type (`hd.type`, and where they apply `hd.enum`, `hd.time_reference`,

@@ -51,6 +51,10 @@ export function encodeFrame(frame: Frame): Buffer {
         return native.hdwpEncodeError(frame.code, frame.message, ...authArgs(frame.auth));
       case 'credit':
         return native.hdwpEncodeCredit(frame.bytes, ...authArgs(frame.auth));
+      case 'aggregate':
+        return native.hdwpEncodeAggregate(frame.batchId.bytes, frame.json, ...authArgs(frame.auth));
+      case 'columns':
+        return native.hdwpEncodeColumns(frame.batchId.bytes, frame.rows, frame.body, ...authArgs(frame.auth));
       default: {
         const unknown: never = frame;
         throw new HdwpError('ERR_HDWP_UNKNOWN_KIND', `unknown frame kind ${String((unknown as { kind?: unknown }).kind)}`);

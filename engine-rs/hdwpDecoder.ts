@@ -74,6 +74,10 @@ function frameAt(buf: Buffer, d: Float64Array, i: number): Frame {
       return withAuth({ kind, code: a, message: buf.toString('utf8', b, c) });
     case 'credit':
       return withAuth({ kind, bytes: a });
+    case 'aggregate':
+      return withAuth({ kind, batchId: batchId(a), json: buf.toString('utf8', b, c) });
+    case 'columns':
+      return withAuth({ kind, batchId: batchId(a), rows: b, body: buf.subarray(c, e) });
     default:
       throw new HdwpError('ERR_HDWP_UNKNOWN_KIND', `scan returned kind ${d[at]}`);
   }

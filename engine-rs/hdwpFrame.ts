@@ -132,11 +132,37 @@ export interface CreditFrame {
   auth?: QueryAuth;
 }
 
+/**
+ * A batch's partial aggregate (HDQuery `aggregate`, docs/query.md "Aggregates"), sent by a Storage
+ * Node in place of the batch's records frames; the batch still ends with its eob or bbn.
+ */
+export interface AggregateFrame {
+  kind: 'aggregate';
+  batchId: BatchID;
+  /** The partial as UTF-8 JSON: `{ "v": 1, "groups": [{ "k": [...], "m": [...] }] }`, decimal strings. */
+  json: string;
+  auth?: QueryAuth;
+}
+
+/**
+ * A run of a batch's matching rows as Arrow-layout columns (HDQuery `result_format: "columns"`,
+ * docs/hdwp.md "columns"), sent by a Storage Node in place of records frames; the batch still ends
+ * with its eob or bbn. `body` is the columnar body (`engine-rs/columnar.ts` checks and reads it).
+ */
+export interface ColumnsFrame {
+  kind: 'columns';
+  batchId: BatchID;
+  /** Rows in the body, at least 1. */
+  rows: number;
+  body: Uint8Array;
+  auth?: QueryAuth;
+}
+
 /** One HDWP frame, discriminated on `kind`. */
-export type Frame = HelloFrame | RecordsFrame | EobFrame | BbnFrame | QueryFrame | CancelFrame | ErrorFrame | CreditFrame;
+export type Frame = HelloFrame | RecordsFrame | EobFrame | BbnFrame | QueryFrame | CancelFrame | ErrorFrame | CreditFrame | AggregateFrame | ColumnsFrame;
 
 /** The kinds, indexed by wire code - 1. */
-export const HDWP_KINDS: readonly Frame['kind'][] = ['hello', 'records', 'eob', 'bbn', 'query', 'cancel', 'error', 'credit'];
+export const HDWP_KINDS: readonly Frame['kind'][] = ['hello', 'records', 'eob', 'bbn', 'query', 'cancel', 'error', 'credit', 'aggregate', 'columns'];
 
 /** Assigned error frame codes (docs/hdwp.md); any 0..65535 is accepted on the wire. */
 export const HDWP_ERROR_FRAME_CODES = {

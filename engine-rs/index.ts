@@ -4,13 +4,15 @@
  */
 export { BatchID, generateBatchIdString, generateBatchIdNumber, generateBatchIdTime, generateBatchIdsTime } from './batchId';
 export { encodeFrame, encodeRecords, splitRecordsForMtu, FrameDecoder, decodeDatagram, HdwpError, HDWP_ERROR_CODES, HDWP_VERSION, HDWP_HEADER_LEN, HDWP_DEFAULT_MAX_PAYLOAD, HDWP_DEFAULT_MAX_FRAME, HDWP_ERROR_FRAME_CODES, MTU_STANDARD, MTU_JUMBO } from './hdwp';
-export type { Frame, HelloFrame, RecordsFrame, EobFrame, BbnFrame, QueryFrame, CancelFrame, ErrorFrame, CreditFrame, QueryAuth, HdwpRole, HdwpErrorCode, FrameDecoderOptions, EncodeRecordsOptions } from './hdwp';
+export type { Frame, HelloFrame, RecordsFrame, EobFrame, BbnFrame, QueryFrame, CancelFrame, ErrorFrame, CreditFrame, AggregateFrame, QueryAuth, HdwpRole, HdwpErrorCode, FrameDecoderOptions, EncodeRecordsOptions } from './hdwp';
 export { Schema, SchemaError } from './schema';
 export type { FieldInfo, FieldTypeName, TimeUnitName, EnumInfo, SchemaJson, SchemaIssue } from './schema';
 export { RecordCodec } from './codec';
 export type { FieldError, LineError, ParsedBlock, TimeWindow, CsvOptions } from './codec';
 export { decodeRecords, decodeRecordsSync, arrowSchemaFor, RecordDecodeError } from './decode';
 export type { DecodeOptions, AddressPresentation, DecodeErrorCode } from './decode';
+export { encodeColumnar, readColumnar, ColumnarFrameError } from './columnar';
+export type { ColumnarErrorCode, ColumnarOptions } from './columnar';
 export { encodeArrowBatch, encodeArrowBatchAsync, ArrowEncodeError } from './encodeArrow';
 export type { EncodeArrowOptions, UnknownColumns, ArrowEncodeErrorCode } from './encodeArrow';
 export { HashChain, BatchDigest, HASH_ALGORITHMS, DEFAULT_HASH_CHAIN_BLOCK_SIZE, DEFAULT_HASH_RECORD_SIZE, isHashAlgorithm } from './hashChain';
@@ -22,7 +24,7 @@ export { SegmentError, SEGMENT_ERROR_CODES } from './segmentError';
 export type { SegmentErrorCode } from './segmentError';
 export { zoneKeyValue } from './segmentZones';
 export type { ZoneField, ZoneKind, Zone, ZoneValue } from './segmentZones';
-export { ScanFilter, SegmentScanner, evaluateFilter, zoneFieldsOf, memoryReadBaseline, DEFAULT_SCAN_BLOCKS } from './scan';
+export { AggregatePlan, ScanFilter, SegmentScanner, evaluateFilter, zoneFieldsOf, memoryReadBaseline, DEFAULT_SCAN_BLOCKS } from './scan';
 export type { ScanStep, SegmentScanOptions } from './scan';
 export { QueryError, ScanError, SCAN_ERROR_CODES } from './scanError';
 export type { ScanErrorCode } from './scanError';

@@ -42,6 +42,8 @@ export type SegmentReaderHandle = { readonly __brand: 'SegmentReaderHandle' };
 export type ScanFilterHandle = { readonly __brand: 'ScanFilterHandle' };
 /** A scan in progress over one segment (a boxed `SegmentScanner`); made by `scanOpen`. */
 export type SegmentScannerHandle = { readonly __brand: 'SegmentScannerHandle' };
+/** A compiled HDQuery `aggregate` (a boxed `AggregatePlan`); made by `scanAggregateCompile`. */
+export type AggregatePlanHandle = { readonly __brand: 'AggregatePlanHandle' };
 
 /** What `scanNext` resolves. */
 export interface NativeScanStep {
@@ -51,6 +53,8 @@ export interface NativeScanStep {
   blocksSkipped: number;
   done: boolean;
   hashOk?: boolean;
+  /** With an aggregate set, on the last step: the batch's partial as aggregate frame JSON. */
+  partial?: string;
 }
 
 /** What `segmentInfo` returns. */
@@ -111,6 +115,14 @@ export interface Native {
   /** `decodeRecords` as a Neon task off the event loop (the records are copied first). */
   decodeRecordsAsync(handle: SchemaHandle, records: Buffer, rawAddresses: boolean, fields?: readonly string[]): Promise<NativeColumns>;
 
+  // --- columnar.rs ---------------------------------------------------------------------------
+  /** Records (a copy ANDed with `mask` when given) → the columnar body of field indices `fields`, off the event loop. */
+  columnarEncodeAsync(handle: SchemaHandle, records: Buffer, fields: readonly number[], rawAddresses: boolean, mask: Buffer | null): Promise<Buffer>;
+  /** Checks a columnar body against `fields` and `rows` (negative: any); throws `ERR_COLUMNAR_*`. */
+  columnarRead(handle: SchemaHandle, fields: readonly number[], rawAddresses: boolean, rows: number, body: Uint8Array): NativeColumns;
+  /** `columnarRead` off the event loop (the body is copied). */
+  columnarReadAsync(handle: SchemaHandle, fields: readonly number[], rawAddresses: boolean, rows: number, body: Uint8Array): Promise<NativeColumns>;
+
   // --- encode_arrow.rs -----------------------------------------------------------------------
   /**
    * Arrow columns → records: `plan` is the JSON `EncodePlan` (engine-rs/encodeArrow.ts) whose
@@ -127,7 +139,7 @@ export interface Native {
    * none), then by kind — hello: datasetStart, datasetEnd, version, role, recordSize; records:
    * batchIdOffset, recordSize, count, payloadStart, payloadEnd; eob: batchIdOffset, recordCount,
    * hashStart, hashEnd, digest (1: a 32-byte batch digest at hashEnd + 1, 0: none); bbn: batchIdOffset, reasonStart, reasonEnd; query: jsonStart, jsonEnd;
-   * error: code, messageStart, messageEnd; credit: bytes. Offsets index `buf`. `consumed` is the
+   * error: code, messageStart, messageEnd; credit: bytes; aggregate: batchIdOffset, jsonStart, jsonEnd. Offsets index `buf`. `consumed` is the
    * bytes of those frames, `need` the total bytes the next incomplete frame requires, and
    * `code`/`message` the error of a bad frame at `consumed` (null when none).
    */
@@ -153,6 +165,10 @@ export interface Native {
   hdwpEncodeError(code: number, message: string, queryId: number, token: Uint8Array | null): Buffer;
   /** Credit frame. */
   hdwpEncodeCredit(bytes: number, queryId: number, token: Uint8Array | null): Buffer;
+  /** Aggregate frame (a batch's partial aggregate as JSON). */
+  hdwpEncodeAggregate(batchId: Uint8Array, json: string, queryId: number, token: Uint8Array | null): Buffer;
+  /** Columns frame (a batch's rows as a columnar body, `columnarEncodeAsync`). */
+  hdwpEncodeColumns(batchId: Uint8Array, rows: number, body: Uint8Array, queryId: number, token: Uint8Array | null): Buffer;
 
   // --- hash.rs -------------------------------------------------------------------------------
   /** Starts a batch's hash chain (algorithm sha512 | sha256 | blake3; batchId 64 bytes). */
@@ -203,6 +219,10 @@ export interface Native {
   scanNext(handle: SegmentScannerHandle, maxBlocks: number): Promise<NativeScanStep>;
   /** Closes a scanner; a step in flight finishes first. */
   scanClose(handle: SegmentScannerHandle): void;
+  /** Compiles an HDQuery `aggregate` (JSON) against a schema and a field mask (one record, or null); throws ERR_QUERY with path. */
+  scanAggregateCompile(schema: SchemaHandle, json: string, fieldMask: Uint8Array | null): AggregatePlanHandle;
+  /** Makes an open scanner fold its matches into the aggregate; the last step then carries `partial`. */
+  scanSetAggregate(handle: SegmentScannerHandle, plan: AggregatePlanHandle): void;
   /** Zone fields for segments of a schema, 4 numbers each as `segmentWriterCreate` takes them. */
   scanZoneFields(schema: SchemaHandle): Uint32Array;
   /** Reads every byte of `buf` once (a benchmark baseline); returns a fold of them. */

@@ -5,7 +5,7 @@
  * JavaScript runs per record.
  */
 import { BatchID } from './batchId';
-import { native, type ScanFilterHandle, type SegmentScannerHandle } from './native';
+import { native, type AggregatePlanHandle, type ScanFilterHandle, type SegmentScannerHandle } from './native';
 import type { Schema } from './schema';
 import { ScanError, toScanError } from './scanError';
 import { decodeZoneFields, type ZoneField } from './segmentZones';
@@ -57,6 +57,30 @@ export class ScanFilter {
 }
 
 /**
+ * An HDQuery `aggregate` compiled against a dataset schema and the caller's field mask (hidden bits
+ * read as zeros): a `SegmentScanner` given it with `setAggregate` folds its matches into one
+ * partial per batch instead of returning records (docs/query.md, "Aggregates").
+ */
+export class AggregatePlan {
+  private constructor(
+    /** The native plan. Not public API. */
+    readonly handle: AggregatePlanHandle,
+  ) {}
+
+  /**
+   * Compiles `aggregate` JSON against `schema`; `fieldMask` is one record long when given.
+   * @throws QueryError naming the JSON path (`aggregate.measures[1].field: ...`).
+   */
+  static compile(schema: Schema, aggregateJson: string, fieldMask?: Uint8Array): AggregatePlan {
+    try {
+      return new AggregatePlan(native.scanAggregateCompile(schema.handle, aggregateJson, fieldMask ?? null));
+    } catch (err) {
+      throw toScanError(err);
+    }
+  }
+}
+
+/**
  * The kernel over records in memory, on the calling thread: the records of `records` (whole
  * records of the filter's size) that match, back to back, in their order.
  * @throws ScanError `ERR_SCAN_LENGTH` when `records` is not a whole number of records.
@@ -82,6 +106,8 @@ export interface ScanStep {
   readonly done: boolean;
   /** With `verifyHash`, on the last step: whether every block hash and the closing hash matched. */
   readonly hashOk?: boolean;
+  /** With `setAggregate`, on the last step: the batch's partial (aggregate frame JSON); `records` stays empty. */
+  readonly partial?: string;
 }
 
 /** Options of `SegmentScanner.open`. */
@@ -158,6 +184,20 @@ export class SegmentScanner {
       throw toScanError(err);
     } finally {
       this.busy = false;
+    }
+  }
+
+  /**
+   * Folds the matching records into `plan` instead of returning them; the last step carries the
+   * batch's partial. Call before the first `next()`. A batch with more groups than the plan's
+   * `max_groups` rejects its last step with ScanError `ERR_SCAN_TOO_MANY_GROUPS`.
+   */
+  setAggregate(plan: AggregatePlan): void {
+    if (this.closed) throw new ScanError('ERR_SCAN_CLOSED', `the scanner of ${this.path} is closed`);
+    try {
+      native.scanSetAggregate(this.handle, plan.handle);
+    } catch (err) {
+      throw toScanError(err);
     }
   }
 

@@ -195,6 +195,24 @@ export class HdwpClient {
   }
 
   /**
+   * Sends `rows` rows of one batch as one columns frame (`body`: a columnar body, engine-rs/columnar.ts),
+   * written once credit allows (it is charged like records frames, its full length). Resolves once
+   * handed to the socket; rejects when the stream fails first.
+   */
+  sendColumns(batchId: BatchID, rows: number, body: Uint8Array): Promise<void> {
+    if (rows === 0) return this.failure ? Promise.reject(this.failure) : Promise.resolve();
+    return this.serial(async () => ({ done: this.enqueueFrames(encodeFrame({ kind: 'columns', batchId, rows, body, auth: this.opts.auth })) }));
+  }
+
+  /**
+   * Sends one batch's partial aggregate (an aggregate frame, `json`: `{ "v": 1, "groups": [...] }`),
+   * in order with the batch's other frames and charged like them. Resolves once handed to the socket.
+   */
+  sendAggregate(batchId: BatchID, json: string): Promise<void> {
+    return this.serial(async () => ({ done: this.enqueueFrames(encodeFrame({ kind: 'aggregate', batchId, json, auth: this.opts.auth })) }));
+  }
+
+  /**
    * Closes a batch: sends eob with the record count (and the closing hash, when the sender has
    * one, and the sender's batch digest of every record of the batch, `BatchDigest`) and resolves with
    * the server's acknowledging eob once the batch is durable. Rejects with an HdwpStreamError on an

@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 import { FrameDecoder } from '../engine-rs/hdwpDecoder';
 import { HdwpError } from '../engine-rs/hdwpError';
 import { HDWP_HEADER_LEN, HDWP_VERSION } from '../engine-rs/hdwpFrame';
-import type { Frame, HdwpRole, HelloFrame, RecordsFrame } from '../engine-rs/hdwpFrame';
+import type { AggregateFrame, ColumnsFrame, Frame, HdwpRole, HelloFrame, RecordsFrame } from '../engine-rs/hdwpFrame';
 import { encodeFrame } from '../engine-rs/hdwp';
 import { HdwpStreamError, STREAM_ERROR_CODES, batchOfError, streamErrorFrame } from './hdwpStreamError';
 
@@ -56,6 +56,16 @@ const LINGER_MS = 2000;
 /** Frame bytes a records frame spends in credit: header, optional query block, fixed fields, records. */
 export function recordsFrameCost(f: RecordsFrame): number {
   return HDWP_HEADER_LEN + (f.auth ? 20 : 0) + 70 + f.payload.length;
+}
+
+/** Frame bytes a columns frame spends in credit, as a records frame does: its whole length. */
+export function columnsFrameCost(f: ColumnsFrame): number {
+  return HDWP_HEADER_LEN + (f.auth ? 20 : 0) + 68 + f.body.length;
+}
+
+/** Frame bytes an aggregate frame spends in credit (the sender charges it like records): its whole length. */
+export function aggregateFrameCost(f: AggregateFrame): number {
+  return HDWP_HEADER_LEN + (f.auth ? 20 : 0) + 64 + Buffer.byteLength(f.json);
 }
 
 /** Server side of one HDWP ingest connection. */
@@ -209,6 +219,30 @@ export class HdwpConnection {
         this.queuedBytes += cost;
         return true;
       }
+      case 'columns': {
+        // Query results only: a columns frame on an ingest stream is a protocol error.
+        if (this.settings.role !== 'queryClient') return this.refuse(STREAM_ERROR_CODES.protocol, `unexpected ${f.kind} frame on an ingest stream`);
+        const cost = columnsFrameCost(f);
+        this.spent += cost;
+        if (this.spent > this.granted) {
+          return this.refuse(STREAM_ERROR_CODES.creditExceeded, `sent ${this.spent} bytes of records frames, granted ${this.granted}`);
+        }
+        this.queue.push(f);
+        this.queuedBytes += cost;
+        return true;
+      }
+      case 'aggregate': {
+        // Query results only (a batch's partial aggregate), charged like records frames.
+        if (this.settings.role !== 'queryClient') return this.refuse(STREAM_ERROR_CODES.protocol, `unexpected ${f.kind} frame on an ingest stream`);
+        const cost = aggregateFrameCost(f);
+        this.spent += cost;
+        if (this.spent > this.granted) {
+          return this.refuse(STREAM_ERROR_CODES.creditExceeded, `sent ${this.spent} bytes of records frames, granted ${this.granted}`);
+        }
+        this.queue.push(f);
+        this.queuedBytes += cost;
+        return true;
+      }
       case 'eob':
       case 'bbn':
         this.queue.push(f);
@@ -273,7 +307,7 @@ export class HdwpConnection {
     this.busy = true;
     while (this.queue.length > 0 && this.state === 'open' && this.handler) {
       const f = this.queue.shift() as Frame;
-      const cost = f.kind === 'records' ? recordsFrameCost(f) : 0;
+      const cost = f.kind === 'records' ? recordsFrameCost(f) : f.kind === 'columns' ? columnsFrameCost(f) : f.kind === 'aggregate' ? aggregateFrameCost(f) : 0;
       this.queuedBytes -= cost;
       if (!this.failure && this.socket.isPaused() && this.queuedBytes <= this.settings.creditWindow && this.queue.length <= MAX_QUEUED_FRAMES) this.socket.resume();
       if (f.kind === 'eob' || f.kind === 'bbn') this.awaitingAnswers++;

@@ -10,6 +10,7 @@ import type tls from 'node:tls';
 import type { BatchID } from '../engine-rs/batchId';
 import type { Frame, HdwpRole, QueryAuth } from '../engine-rs/hdwpFrame';
 import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
+import { parseAggregatePartial, type AggregatePartial } from '../query/aggregate';
 import { parseBbnReason } from '../query/batchNotice';
 import type { BatchError } from '../query/hdQuery';
 import { sameToken } from '../query/token';
@@ -29,8 +30,25 @@ export interface BatchResult {
   readonly declaredCount: number;
   /** The records, in arrival order, as views of the received frames (no copies). */
   readonly records: readonly Buffer[];
+  /**
+   * Columnar bodies (HDQuery `result_format: "columns"`, docs/hdwp.md "columns"), in arrival order,
+   * as views of the received frames; `count` includes their rows. Absent when none came.
+   */
+  readonly columns?: readonly ColumnarPart[];
+  /**
+   * The batch's partial aggregate (HDQuery `aggregate`, docs/query.md "Aggregates"), decoded from its
+   * aggregate frame and held until the eob like records; `count` is then 0 and `declaredCount` the
+   * number of records that matched. Absent when the batch sent none.
+   */
+  readonly aggregate?: AggregatePartial;
   /** The sender, `ip:port`. */
   readonly node: string;
+}
+
+/** One columns frame's rows: `rows` rows as a columnar body (engine-rs/columnar.ts reads it). */
+export interface ColumnarPart {
+  readonly rows: number;
+  readonly body: Buffer;
 }
 
 /** One batch a node (or the SCC) gave up on with a bbn. */
@@ -113,6 +131,10 @@ interface QueryState {
 interface HeldBatch {
   readonly batchId: BatchID;
   readonly records: Buffer[];
+  columns?: ColumnarPart[];
+  aggregate?: AggregatePartial;
+  /** The batch's aggregate frame did not parse: its eob fails the batch instead. */
+  aggregateError?: string;
   count: number;
   bytes: number;
 }
@@ -219,7 +241,7 @@ export class ResultListener {
     };
     return {
       onFrame: async (f: Frame) => {
-        if (dropped || (f.kind !== 'records' && f.kind !== 'eob' && f.kind !== 'bbn')) return;
+        if (dropped || (f.kind !== 'records' && f.kind !== 'columns' && f.kind !== 'aggregate' && f.kind !== 'eob' && f.kind !== 'bbn')) return;
         const q = this.lookup(f.auth);
         if (!q) {
           drop(f.auth ? `${f.kind} frame for query ${f.auth.queryId}, which is not open here or whose token does not match` : `${f.kind} frame without the query block`);
@@ -227,12 +249,28 @@ export class ResultListener {
         }
         const key = `${q.queryId}:${f.batchId.toHex()}`;
         const hex = f.batchId.toHex();
-        if (f.kind === 'records') {
+        if (f.kind === 'aggregate') {
           const b = held.get(key) ?? { batchId: f.batchId, records: [], count: 0, bytes: 0 };
           held.set(key, b);
-          b.records.push(Buffer.from(f.payload.buffer, f.payload.byteOffset, f.payload.byteLength));
-          b.count += f.count;
-          b.bytes += f.payload.byteLength;
+          try {
+            b.aggregate = parseAggregatePartial(f.json);
+          } catch (err) {
+            b.aggregateError = `batch ${hex}: ${(err as Error).message}`;
+          }
+          return;
+        }
+        if (f.kind === 'records' || f.kind === 'columns') {
+          const b = held.get(key) ?? { batchId: f.batchId, records: [], count: 0, bytes: 0 };
+          held.set(key, b);
+          if (f.kind === 'records') {
+            b.records.push(Buffer.from(f.payload.buffer, f.payload.byteOffset, f.payload.byteLength));
+            b.count += f.count;
+            b.bytes += f.payload.byteLength;
+          } else {
+            (b.columns ??= []).push({ rows: f.rows, body: Buffer.from(f.body.buffer, f.body.byteOffset, f.body.byteLength) });
+            b.count += f.rows;
+            b.bytes += f.body.byteLength;
+          }
           if (b.bytes > this.maxBatchBytes) {
             held.delete(key);
             const message = `batch ${hex} holds more than ${this.maxBatchBytes} bytes before its eob, the listener's limit`;
@@ -252,11 +290,15 @@ export class ResultListener {
           await this.fail(q, { batchId: hex, code, message, node: conn.remote });
           return;
         }
+        if (b?.aggregateError !== undefined) {
+          await this.fail(q, { batchId: hex, code: HDWP_ERROR_FRAME_CODES.protocol, message: b.aggregateError, node: conn.remote });
+          return;
+        }
         q.completed.add(hex);
         q.errors.delete(hex);
         this.counts.batches++;
         this.counts.records += b?.count ?? 0;
-        await q.handler({ kind: 'batch', queryId: q.queryId, batchId: f.batchId, recordSize, count: b?.count ?? 0, declaredCount: f.recordCount, records: b?.records ?? [], node: conn.remote });
+        await q.handler({ kind: 'batch', queryId: q.queryId, batchId: f.batchId, recordSize, count: b?.count ?? 0, declaredCount: f.recordCount, records: b?.records ?? [], ...(b?.columns ? { columns: b.columns } : {}), ...(b?.aggregate ? { aggregate: b.aggregate } : {}), node: conn.remote });
       },
       onClose: (err) => {
         this.counts.partialBatchesDropped += held.size;

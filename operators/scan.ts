@@ -14,6 +14,9 @@ import { MAX_CHUNK_BYTES, type Chunk } from '../stream/chunk';
 import { Flow } from '../stream/flow';
 import type { QueryResultElement, QueryResults, QuerySpec, QueryStop, RunningQuery } from '../stream/queryElement';
 import type { ReadScheduler } from './readScheduler';
+
+/** The partial of a batch in which no record matched (docs/query.md, "Aggregates"). */
+const EMPTY_PARTIAL = '{"v":1,"groups":[]}';
 import { StageCounters } from '../stream/stageCounters';
 
 /** What one read step of a batch produced. */
@@ -31,6 +34,8 @@ export interface BatchScanStep {
   readonly done: boolean;
   /** With verify_hash, on the last step: whether the recomputed chain matched the stored closing hash. */
   readonly hashOk?: boolean;
+  /** For an aggregate query, on the last step: the batch's partial (aggregate frame JSON); `records` is then empty. */
+  readonly partial?: string;
 }
 
 /** One batch being read with a query's filter. */
@@ -46,10 +51,26 @@ export interface BatchUnreadable {
   readonly message: string;
 }
 
+/** Rows of a step as one columnar body (engine-rs/columnar.ts), for one columns frame. */
+export interface ColumnarPiece {
+  readonly rows: number;
+  readonly body: Buffer;
+}
+
 /** A query's filters compiled for its dataset. */
 export interface CompiledQuery {
   /** Record size of the results (the dataset's). */
   readonly recordSize: number;
+  /**
+   * Present when the query asked for columnar results (`result_format: "columns"`): a step's
+   * matching records, already masked, as columnar bodies (in record order), sent instead of records.
+   */
+  readonly encodeColumns?: (records: Buffer) => Promise<ColumnarPiece[]>;
+  /**
+   * The query carries an `aggregate`: steps fold their matches natively and the last one carries the
+   * batch's partial, sent as one aggregate frame right before the batch's eob (none on a bbn).
+   */
+  readonly aggregate?: boolean;
   /** Opens one batch for reading, or says why it cannot be read. */
   open(batchId: BatchID, verifyHash: boolean): Promise<BatchScan | BatchUnreadable>;
 }
@@ -73,6 +94,11 @@ export interface ScanMeter {
 export interface ScanOptions {
   readonly source: ScanSource;
   readonly scheduler: ReadScheduler;
+  /**
+   * Batches of one query read at once (default 1): each batch's read steps are native tasks on
+   * libuv's pool, so several batches scan on several cores. The Storage Node's `query_threads`.
+   */
+  readonly queryThreads?: number;
   /** Result chunks of one query waiting at the sink before that query's scan pauses (default 4). */
   readonly maxPendingChunks?: number;
   /** `received`: records scanned; `sent`: records matched and emitted; `dropped`: records the filters left out; `controls`: eob + bbn; `errors`: bbn. */
@@ -98,6 +124,7 @@ function isUnreadable(x: BatchScan | BatchUnreadable): x is BatchUnreadable {
 export function scan(opts: ScanOptions): OperatorFunction<Chunk, Chunk> {
   const counters = opts.counters ?? new StageCounters('records');
   const maxPending = opts.maxPendingChunks ?? 4;
+  const queryThreads = opts.queryThreads ?? 1;
   const report = opts.report ?? (() => undefined);
   return (input) =>
     new Observable<Chunk>((subscriber) => {
@@ -152,8 +179,14 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, Chunk> {
           emitted++;
           emit({ kind: 'bbn', dataset: spec.dataset, batchId, reason: bbnReason(code, message), code, results });
         };
-        try {
-          for (const batchId of spec.batchIds) {
+        // The query's batches are read by up to `queryThreads` workers at once, each taking the next
+        // batch not yet started: their steps (Neon tasks) run on several pool threads, frames of
+        // different batches interleave on the result stream, and each worker still waits on the
+        // query's flow before every step, so the client's pace bounds what is in flight.
+        let nextBatch = 0;
+        const worker = async (): Promise<void> => {
+          while (nextBatch < spec.batchIds.length) {
+            const batchId = spec.batchIds[nextBatch++] as BatchID;
             if (q.signal.aborted) break;
             if (limitReached()) {
               // The query has what it asked for: the batches left are closed unread.
@@ -166,6 +199,7 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, Chunk> {
               continue;
             }
             let sent = 0;
+            let partial: string | undefined;
             let last: BatchScanStep | undefined;
             try {
               while (!last?.done) {
@@ -178,8 +212,18 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, Chunk> {
                   slot.release();
                 }
                 opts.meter?.step(last);
-                counters.received += last.scanned;
-                counters.dropped += last.scanned - last.matched;
+                // A batch answered from its summary matched records the kernel never read: they count as received.
+                const seen = Math.max(last.scanned, last.matched);
+                counters.received += seen;
+                counters.dropped += seen - last.matched;
+                if (compiled.aggregate) {
+                  // The step's matches were folded into the batch's partial natively; it comes with the last step.
+                  counters.sent += last.matched;
+                  sent += last.matched;
+                  matchedTotal += last.matched;
+                  if (last.partial !== undefined) partial = last.partial;
+                  continue;
+                }
                 if (last.matched === 0) continue;
                 if (q.signal.aborted) {
                   counters.dropped += last.matched;
@@ -187,6 +231,17 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, Chunk> {
                 }
                 // Hidden fields are zeroed after filtering (filters see the stored values), one native call per step; the step's buffer is ours.
                 if (spec.fieldMask !== undefined) applyFieldMask(last.records, spec.fieldMask);
+                if (compiled.encodeColumns) {
+                  // Columnar results: decoded after the mask, so a hidden field's column holds zeros' presentation.
+                  for (const p of await compiled.encodeColumns(last.records)) {
+                    counters.sent += p.rows;
+                    emitted++;
+                    emit({ kind: 'columns', dataset: spec.dataset, batchId, rows: p.rows, body: p.body, results });
+                  }
+                  sent += last.matched;
+                  matchedTotal += last.matched;
+                  continue;
+                }
                 for (const c of chunksOf(last.records, compiled.recordSize)) {
                   const count = c.length / compiled.recordSize;
                   counters.sent += count;
@@ -198,6 +253,15 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, Chunk> {
               }
             } catch (err) {
               if (q.signal.aborted) break;
+              if ((err as { code?: unknown }).code === 'ERR_SCAN_TOO_MANY_GROUPS') {
+                // The query cannot be aggregated here: refused as a bad query (the client falls back to records).
+                const message = `${(err as Error).message} (batch ${batchId.toHex()} of '${spec.dataset}')`;
+                counters.errors++;
+                report(`query ${spec.queryId}: ${message}`);
+                q.reply({ kind: 'error', code: CODES.badQuery, message });
+                q.stop({ code: CODES.badQuery, message });
+                break;
+              }
               fail(batchId, CODES.batchUnreadable, `batch ${batchId.toHex()} of '${spec.dataset}' could not be read: ${(err as Error).message}`);
               continue;
             } finally {
@@ -207,9 +271,17 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, Chunk> {
             if (spec.verifyHash && last?.done && last.hashOk === false) {
               fail(batchId, CODES.hashMismatch, `batch ${batchId.toHex()} of '${spec.dataset}': the recomputed hash chain does not match the closing hash stored at ingest`);
             } else {
+              if (compiled.aggregate) {
+                emitted++;
+                emit({ kind: 'aggregate', dataset: spec.dataset, batchId, json: partial ?? EMPTY_PARTIAL, results });
+              }
               end(batchId, sent);
             }
           }
+        };
+        try {
+          const workers = Math.max(1, Math.min(queryThreads, spec.batchIds.length));
+          await Promise.all(Array.from({ length: workers }, worker));
         } finally {
           queue.leave();
           // Nothing went to the sink: no stream was opened, so the query ends here.

@@ -7,6 +7,7 @@
  * so a client learns of a bad query before sending it.
  */
 import { HDWP_MAX_DATASET_ID_LEN, HDWP_MAX_JSON_LEN } from '../engine-rs/hdwpFrame';
+import { checkAggregate, type AggregateSpec } from './aggregate';
 import { checkSubQueries, filterJson, isObject, jsonType, refuseUnknownKeys, type SubQuery } from './filter';
 import { QueryError } from './queryError';
 import { isZeroToken, TOKEN_LEN } from './token';
@@ -14,6 +15,7 @@ import { isZeroToken, TOKEN_LEN } from './token';
 export { FILTER_OPS, MAX_BRANCHES, MAX_FILTERS_PER_SUB_QUERY, MAX_IN_VALUES } from './filter';
 export type { Filter, FilterOp, SubQuery } from './filter';
 export { QueryError } from './queryError';
+export type { AggregateSpec, AggregateKey, AggregateMeasure, AggregateFn, AggregatePartial, AggregateGroup } from './aggregate';
 
 /** One SCC on the data plane: `host`/`port` its PRODUCTION_IP/PORT, `grpcPort` its QUERY_GRPC_PORT. */
 export interface SccAddress {
@@ -70,6 +72,37 @@ export interface HdQuery {
    * every record it streams, after filtering: the HD Proxy's hidden fields (docs/proxy.md).
    */
   readonly fieldMask?: Uint8Array;
+  /**
+   * Ours (docs/query.md, "Columnar results"): `'columns'` asks the Storage Nodes for columns frames
+   * (Arrow-layout columns decoded on the node, after the field mask) instead of records frames.
+   * Absent or `'records'`: raw records, the reference's contract.
+   */
+  readonly resultFormat?: ResultFormat;
+  /** With `resultFormat: 'columns'`: the fields to send, in column order (absent: every field). */
+  readonly columns?: readonly string[];
+  /**
+   * Ours (docs/query.md, "Aggregates"): the Storage Nodes send one partial aggregate per batch
+   * (an HDWP aggregate frame) instead of its records. `limit` must be absent.
+   */
+  readonly aggregate?: AggregateSpec;
+}
+
+/** How a Storage Node sends a query's matching records. */
+export type ResultFormat = 'records' | 'columns';
+
+/** At most this many names in `columns`. */
+export const MAX_RESULT_COLUMNS = 4096;
+
+function resultColumns(raw: unknown): string[] {
+  if (!Array.isArray(raw)) throw new QueryError('columns', `expected an array of field names, got ${jsonType(raw)}`);
+  if (raw.length > MAX_RESULT_COLUMNS) throw new QueryError('columns', `${raw.length} names, the limit is ${MAX_RESULT_COLUMNS}`);
+  const seen = new Set<string>();
+  return raw.map((c, i) => {
+    if (typeof c !== 'string' || c === '' || c.length > 255) throw new QueryError(`columns[${i}]`, `expected a field name (1..255 characters), got ${jsonType(c)}`);
+    if (seen.has(c)) throw new QueryError(`columns[${i}]`, `'${c}' is named twice`);
+    seen.add(c);
+    return c;
+  });
 }
 
 /** Lowest and highest query_qos. */
@@ -83,7 +116,7 @@ export const MAX_QUERY_JSON_BYTES = HDWP_MAX_JSON_LEN;
 /** Largest `field_mask`, in bytes (a record is never larger). */
 export const MAX_FIELD_MASK_BYTES = 1024 * 1024;
 
-const KEYS = ['query_id', 'dataset', 'batch_ids', 'sub_queries', 'targets', 'verify_hash', 'query_qos', 'return_address', 'token', 'limit', 'field_mask'] as const;
+const KEYS = ['query_id', 'dataset', 'batch_ids', 'sub_queries', 'targets', 'verify_hash', 'query_qos', 'return_address', 'token', 'limit', 'field_mask', 'result_format', 'columns', 'aggregate'] as const;
 const BATCH_HEX = /^[0-9a-fA-F]{128}$/;
 const TOKEN_HEX = new RegExp(`^[0-9a-fA-F]{${TOKEN_LEN * 2}}$`);
 
@@ -174,7 +207,22 @@ export function hdQueryFromJson(raw: unknown): HdQuery {
     ...q,
     ...(raw.limit === undefined ? {} : { limit: int(raw.limit, 'limit', 0, Number.MAX_SAFE_INTEGER) }),
     ...(raw.field_mask === undefined ? {} : { fieldMask: fieldMask(raw.field_mask) }),
+    ...resultShape(raw.result_format, raw.columns),
+    ...aggregateOf(raw.aggregate, raw.limit, raw.result_format),
   };
+}
+
+function aggregateOf(raw: unknown, limit: unknown, format: unknown): { aggregate?: AggregateSpec } {
+  if (raw === undefined) return {};
+  if (limit !== undefined) throw new QueryError('limit', 'not with aggregate (a partial aggregate covers every matching record)');
+  if (format !== undefined && format !== 'records') throw new QueryError('result_format', 'not with aggregate (its results are partial aggregates)');
+  return { aggregate: checkAggregate(raw) };
+}
+
+function resultShape(format: unknown, columns: unknown): { resultFormat?: ResultFormat; columns?: string[] } {
+  if (format !== undefined && format !== 'records' && format !== 'columns') throw new QueryError('result_format', `expected "records" or "columns", got ${jsonType(format)}`);
+  if (columns !== undefined && format !== 'columns') throw new QueryError('columns', 'only with result_format "columns"');
+  return { ...(format === undefined ? {} : { resultFormat: format }), ...(columns === undefined ? {} : { columns: resultColumns(columns) }) };
 }
 
 /**
@@ -209,6 +257,9 @@ function toJson(q: HdQuery): Record<string, unknown> {
     token: Buffer.from(q.token.buffer, q.token.byteOffset, q.token.byteLength).toString('hex'),
     ...(q.limit !== undefined ? { limit: q.limit } : {}),
     ...(q.fieldMask !== undefined ? { field_mask: Buffer.from(q.fieldMask.buffer, q.fieldMask.byteOffset, q.fieldMask.byteLength).toString('hex') } : {}),
+    ...(q.resultFormat !== undefined ? { result_format: q.resultFormat } : {}),
+    ...(q.columns !== undefined ? { columns: [...q.columns] } : {}),
+    ...(q.aggregate !== undefined ? { aggregate: q.aggregate } : {}),
   };
 }
 

@@ -10,7 +10,7 @@ import { RecordCodec } from '../engine-rs/codec';
 import { arrowSchemaFor } from '../engine-rs/decode';
 import type { Schema, SchemaJson } from '../engine-rs/schema';
 import { DEFAULT_QUERY_GRPC_PORT } from '../query/dispatch/dispatchService';
-import { serializeHdQuery, type BatchError, type HdQuery } from '../query/hdQuery';
+import { serializeHdQuery, type AggregatePartial, type AggregateSpec, type BatchError, type HdQuery } from '../query/hdQuery';
 import type { RegistrationResult } from '../net/registerWithDms';
 import { ResultListener } from '../hdwp/resultListener';
 import { runGraph } from '../local/graph';
@@ -323,7 +323,7 @@ export class PlatformQueryClient {
    * name rejects with RecordDecodeError `ERR_DECODE_SCHEMA` before the query is placed.
    */
   async executeStream(query: string | Record<string, unknown>, onBatch: BatchCallback, opts: ExecuteStreamOptions = {}): Promise<void> {
-    await this.execute(query, onBatch, opts.columns);
+    await this.execute(query, onBatch, opts.columns, opts.columnar === true, opts.aggregate && { spec: opts.aggregate, ...(opts.onPartial && { onPartial: opts.onPartial }) });
   }
 
   /**
@@ -428,12 +428,12 @@ export class PlatformQueryClient {
     this.listenerCert = m.cert;
   }
 
-  private async build(input: string | Record<string, unknown>, schema = this.needSchema()): Promise<{ query: HdQuery; window: { start: number; end: number } | undefined }> {
+  private async build(input: string | Record<string, unknown>, schema = this.needSchema(), upstreamNamesBatches = false): Promise<{ query: HdQuery; window: { start: number; end: number } | undefined }> {
     if (!this.proxyUrl && this.targets.length === 0) throw new Error('no SCC targets are set (setSccTargets), and no proxyUrl was given');
     const bound = await this.listening;
     this.refreshListenerTls();
     const host = await this.returnHost();
-    const built = buildQueryInput(input, { schema, returnAddress: { host, port: bound.port, ...(this.listenerTls && { tls: true }) }, targets: this.targets, ...(this.preparedId !== undefined ? { queryId: this.preparedId } : {}) });
+    const built = buildQueryInput(input, { schema, returnAddress: { host, port: bound.port, ...(this.listenerTls && { tls: true }) }, targets: this.targets, upstreamNamesBatches, ...(this.preparedId !== undefined ? { queryId: this.preparedId } : {}) });
     const pushed = pushableSubQueries(schema, built.query.subQueries);
     for (const note of pushed.notes) this.log(`query ${built.query.queryId}: ${note}`);
     return pushed.notes.length === 0 ? built : { ...built, query: { ...built.query, subQueries: pushed.subQueries } };
@@ -466,7 +466,13 @@ export class PlatformQueryClient {
   }
 
   /** Places the query (at the first SCC, or the Proxy), feeds each arriving batch to `onBatch` and waits for every expected batch. */
-  private async execute(input: string | Record<string, unknown>, onBatch: BatchCallback, columns?: readonly string[]): Promise<RunOutcome> {
+  private async execute(
+    input: string | Record<string, unknown>,
+    onBatch: BatchCallback,
+    columns?: readonly string[],
+    columnar = false,
+    aggregate?: { readonly spec: AggregateSpec; readonly onPartial?: (partial: AggregatePartial, batchId: string) => void | Promise<void> },
+  ): Promise<RunOutcome> {
     if (this.stopped) throw new Error('the query client is stopped');
     if (this.running) throw new Error(`query ${this.running.query.queryId} is still running on this client; one query at a time`);
     const prepared = this.preparedId !== undefined;
@@ -474,7 +480,12 @@ export class PlatformQueryClient {
     const schema = this.needSchema();
     // A bad column list fails here, before anything is placed, not on the first batch.
     if (columns !== undefined) arrowSchemaFor(schema, { fields: columns });
-    const { query, window } = await this.build(input, schema);
+    // In Proxy mode a window goes to the Proxy as it is: the Proxy names the batches that exist in it.
+    const { query: built, window } = await this.build(input, schema, this.proxyUrl !== '');
+    // Columnar results (ours): the nodes decode and send only the asked columns.
+    const shaped: HdQuery = columnar ? { ...built, resultFormat: 'columns', ...(columns !== undefined && { columns }) } : built;
+    // Pushed aggregates (ours): one partial per batch instead of its records.
+    const query: HdQuery = aggregate ? { ...shaped, aggregate: aggregate.spec } : shaped;
     this.preparedId = undefined;
     if (!prepared) this.accounting.reset();
     const route = this.proxyUrl
@@ -493,6 +504,7 @@ export class PlatformQueryClient {
           counters: this.counters,
           schema,
           ...(columns !== undefined ? { columns } : {}),
+          ...(aggregate?.onPartial && { onPartial: aggregate.onPartial }),
           timeoutMs: this.timeoutMs,
           log: this.log,
           onStart: (release) => (this.running = { query, release }),

@@ -20,6 +20,12 @@ export interface BuildContext {
   readonly targets: readonly SccAddress[];
   /** Query id to use when the input has none (prepareQuery's). */
   readonly queryId?: number;
+  /**
+   * The upstream names a window's batches (Proxy mode: the Proxy resolves the window against the
+   * batches the Storage Nodes hold, docs/proxy.md), so the window is not enumerated here and the
+   * query's `batch_ids` stay empty until the result event names them.
+   */
+  readonly upstreamNamesBatches?: boolean;
 }
 
 /**
@@ -51,7 +57,7 @@ export function buildQueryInput(input: string | Record<string, unknown>, ctx: Bu
     if (o.batch_ids !== undefined) throw new QueryError('start_time', 'give batch_ids or a start_time/end_time window, not both');
     if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end)) throw new QueryError('start_time', 'start_time and end_time are Unix seconds (integers), both given');
     if ((end as number) < (start as number)) throw new QueryError('end_time', 'is before start_time');
-    o.batch_ids = generateBatchIdsTime(start as number, end as number, ctx.schema.timeIndexInterval).map((b) => b.toHex());
+    if (!ctx.upstreamNamesBatches) o.batch_ids = generateBatchIdsTime(start as number, end as number, ctx.schema.timeIndexInterval).map((b) => b.toHex());
   }
   o.dataset ??= ctx.schema.id;
   o.query_id ??= ctx.queryId ?? newQueryId();

@@ -5,9 +5,10 @@
  * or the caller cancelled — then tell the SCCs to stop.
  */
 import type * as arrow from 'apache-arrow';
+import { ColumnarFrameError, readColumnar } from '../engine-rs/columnar';
 import { decodeRecords } from '../engine-rs/decode';
 import type { Schema } from '../engine-rs/schema';
-import type { HdQuery } from '../query/hdQuery';
+import type { AggregatePartial, AggregateSpec, HdQuery } from '../query/hdQuery';
 import type { QueryResult, ResultListener } from '../hdwp/resultListener';
 import type { QueryAccounting } from './queryAccounting';
 
@@ -24,6 +25,21 @@ export interface ExecuteStreamOptions {
    * order. The others are never decoded (engine-rs/decode.ts `DecodeOptions.fields`).
    */
   readonly columns?: readonly string[];
+  /**
+   * Ours: ask the Storage Nodes for columnar results (HDQuery `result_format: "columns"`, docs/query.md
+   * "Columnar results"): they decode `columns` (or every field) after the field mask and send only
+   * those, and each batch arrives as ready columns instead of raw records. Default false: records.
+   */
+  readonly columnar?: boolean;
+  /**
+   * Ours: push these partial aggregates to the Storage Nodes (HDQuery `aggregate`, docs/query.md
+   * "Aggregates"): each batch then answers with one partial, given to `onPartial`, instead of its
+   * records (`onBatch` is not called). A node that cannot compute it refuses the query with code 11
+   * (every batch ends as a batch error with that code): take the record path then.
+   */
+  readonly aggregate?: AggregateSpec;
+  /** With `aggregate`: receives each complete batch's partial (exact decimal strings), one at a time. */
+  readonly onPartial?: (partial: AggregatePartial, batchId: string) => void | Promise<void>;
 }
 
 /** The client's counters a run adds to. */
@@ -56,6 +72,8 @@ export interface RunContext {
   readonly schema: Schema;
   /** Only these fields are decoded (ExecuteStreamOptions.columns); absent: all. */
   readonly columns?: readonly string[];
+  /** With an `aggregate` query: each batch's partial. */
+  readonly onPartial?: (partial: AggregatePartial, batchId: string) => void | Promise<void>;
   /** 0: no timeout. */
   readonly timeoutMs: number;
   readonly log: (line: string) => void;
@@ -74,9 +92,24 @@ export async function runQuery(ctx: RunContext, query: HdQuery, route: QueryRout
   const handleOne = async (r: QueryResult): Promise<void> => {
     if (r.kind === 'batch') {
       const hex = r.batchId.toHex();
-      if (r.count > 0) {
+      if (r.records.length > 0) {
         const rb = await decodeRecords(schema, r.records.length === 1 ? (r.records[0] as Buffer) : Buffer.concat(r.records), decodeOpts);
         await onBatch(rb, hex);
+      }
+      if (r.aggregate) await ctx.onPartial?.(r.aggregate, hex);
+      if (r.columns) {
+        // Columnar results: checked against the columns asked for, then handed on as they are (no decode here).
+        const fields = ctx.columns ?? schema.fields.map((f) => f.name);
+        const batches: arrow.RecordBatch[] = [];
+        try {
+          for (const part of r.columns) batches.push(await readColumnar(schema, part.body, { fields, rows: part.rows }));
+        } catch (err) {
+          if (!(err instanceof ColumnarFrameError)) throw err;
+          counters.batchErrors++;
+          accounting.batchFailed({ batchId: hex, code: 1, message: `columns from ${r.node} refused: ${err.code}: ${err.message}`, node: r.node });
+          return;
+        }
+        for (const rb of batches) await onBatch(rb, hex);
       }
       counters.batches++;
       counters.records += r.count;

@@ -82,6 +82,10 @@ export function hdwpFileSink(opts: HdwpFileSinkOptions): (input: Observable<Chun
             throw new TypeError("hdwpFileSink takes batched records, got a 'bytes' element");
           case 'query':
             throw new TypeError("hdwpFileSink takes batched records, got a 'query' element");
+          case 'columns':
+            throw new TypeError("hdwpFileSink takes batched records, got a 'columns' element");
+          case 'aggregate':
+            throw new TypeError("hdwpFileSink takes batched records, got an 'aggregate' element");
         }
       };
 

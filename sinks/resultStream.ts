@@ -125,6 +125,7 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
         const q = s.results.query;
         if (s.stopped) {
           if (el.kind === 'records') counters.dropped += el.count;
+          if (el.kind === 'columns') counters.dropped += el.rows;
           return;
         }
         if (el.kind === 'bbn' && el.code === CODES.batchUnreadable && !s.client) {
@@ -146,12 +147,20 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
         }
         if (s.stopped) {
           if (el.kind === 'records') counters.dropped += el.count;
+          if (el.kind === 'columns') counters.dropped += el.rows;
           return;
         }
         switch (el.kind) {
           case 'records':
             await client.sendRecords(el.batchId, el.buf);
             counters.sent += el.count;
+            return;
+          case 'columns':
+            await client.sendColumns(el.batchId, el.rows, el.body);
+            counters.sent += el.rows;
+            return;
+          case 'aggregate':
+            await client.sendAggregate(el.batchId, el.json);
             return;
           case 'eob':
             await client.sendEob(el.batchId, el.recordCount);
@@ -192,10 +201,12 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
           const flow = el.results.flow;
           flow.begin();
           if (el.kind === 'records') counters.received += el.count;
+          if (el.kind === 'columns') counters.received += el.rows;
           s.chain = s.chain
             .then(() => write(s, el))
             .catch((err: unknown) => {
               if (el.kind === 'records') counters.dropped += el.count;
+              if (el.kind === 'columns') counters.dropped += el.rows;
               if (s.stopped) return;
               counters.errors++;
               const message = err instanceof StreamFailure ? err.message : `query ${s.results.query.spec.queryId}: the result stream failed: ${(err as Error).message}`;

@@ -8,6 +8,8 @@ import type * as arrow from 'apache-arrow';
 import type { Schema } from '../engine-rs/schema';
 import type { BatchError } from '../query/hdQuery';
 import type { PlatformQueryClient } from '../sdk/platformQueryClient';
+import type { AggregatePartial } from './aggregateMerge';
+import type { AggregateSpec } from './aggregatePushdown';
 import type { DatasetRead } from './planner';
 import { SqlError } from './sqlError';
 import { currentSqlUser } from './sqlUser';
@@ -19,6 +21,12 @@ export interface QueryClientFetcherOptions {
    * Proxy mode); a read with no user is refused rather than sent with whoever asked last.
    */
   readonly forwardSqlUser?: boolean;
+  /**
+   * How the Storage Nodes send the rows: `'columns'` (default) — decoded on the nodes, only the
+   * columns the statement reads (docs/query.md, "Columnar results"); `'records'` — raw records,
+   * decoded here (HD_SQL_RESULT_FORMAT=records, e.g. for nodes older than columnar results).
+   */
+  readonly resultFormat?: 'records' | 'columns';
 }
 
 /** How a fetch ended. */
@@ -37,6 +45,13 @@ export interface DatasetFetcher {
    * cannot be reached; aborting `signal` cancels the query.
    */
   fetch(read: DatasetRead, onBatch: (b: arrow.RecordBatch) => Promise<void>, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome>;
+  /**
+   * Runs the read with the HDQuery `aggregate` extension (docs/query.md): each batch's partial
+   * goes to `onPartial` instead of its records; batch accounting as for `fetch`. Rejects like
+   * `fetch`, and also when a node refuses the aggregate (code 11): the engine then takes the record
+   * path (docs/sql.md, "Aggregate pushdown"). Optional: a fetcher without it never pushes aggregates.
+   */
+  fetchAggregate?(read: DatasetRead, aggregate: AggregateSpec, onPartial: (p: AggregatePartial) => void, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome>;
 }
 
 /**
@@ -123,7 +138,7 @@ export class QueryClientFetcher implements DatasetFetcher {
         async (b) => {
           if (!why) await onBatch(b);
         },
-        read.columns ? { columns: read.columns } : {},
+        { ...(read.columns ? { columns: read.columns } : {}), columnar: this.options.resultFormat !== 'records' },
       );
     } catch (err) {
       const msg = err instanceof Error ? err.message : String(err);

@@ -7,6 +7,7 @@
 import type { Schema } from '../engine-rs/schema';
 import type { SubQuery } from '../query/filter';
 import { parseBigJson, stringifyBigJson, type BigJsonValue } from './bigJson';
+import { aggregatePlanOf, type AggregatePlan } from './aggregatePushdown';
 import type { Catalog } from './catalog';
 import { columnUse, fieldsToRead } from './columnUse';
 import { isNode, pushdownOf, type Node, type Pushdown } from './pushdown';
@@ -45,6 +46,12 @@ export interface Plan {
   readonly volatile: boolean;
   /** Why the answer may not be exactly what was asked (e.g. the default lookback applied). */
   readonly notices: string[];
+  /**
+   * The statement's split into aggregates the Storage Nodes compute and an outer statement over the
+   * merged groups (sql/aggregatePushdown.ts); absent when it does not split (`noAggregate` says why).
+   */
+  readonly aggregate?: AggregatePlan;
+  readonly noAggregate?: string;
 }
 
 /** Settings of planning. */
@@ -55,6 +62,11 @@ export interface PlanOptions {
   readonly lookbackSec: number;
   /** Bound values of `$n` placeholders, when known: they push down like literals. */
   readonly params?: readonly unknown[];
+  /**
+   * Lower-cased names of DuckDB's aggregate functions and macros: given, a statement over one
+   * dataset is considered for aggregate pushdown (sql/aggregatePushdown.ts).
+   */
+  readonly aggregateFunctions?: ReadonlySet<string>;
 }
 
 /** The tree's statement nodes, or the SqlError the parse result stands for. */
@@ -153,7 +165,9 @@ export function planStatement(serialized: string, catalog: Catalog, opts: PlanOp
     const columns = fieldsToRead(s, use);
     reads.push({ schema: s, startTime: start === Infinity ? 1 : start, endTime: end === -Infinity ? 0 : end, subQueries: groups.length <= 16 ? groups : [], ...(columns ? { columns } : {}) });
   }
-  return { ...(rewritten ? { rewrittenTree: stringifyBigJson({ error: false, statements: [root] }) } : {}), reads, usesCatalog: rewritten, notices, volatile };
+  const split = !opts.aggregateFunctions ? undefined : rewritten || refs.size !== 1 || reads.length !== 1 ? { reason: 'not one reference to one dataset' } : aggregatePlanOf(root, reads[0]!.schema, { aggregateFunctions: opts.aggregateFunctions, ...(opts.params ? { params: opts.params } : {}) });
+  const aggregate = split === undefined ? {} : 'reason' in split ? { noAggregate: split.reason } : { aggregate: split };
+  return { ...(rewritten ? { rewrittenTree: stringifyBigJson({ error: false, statements: [root] }) } : {}), reads, usesCatalog: rewritten, notices, volatile, ...aggregate };
 }
 
 function baseTable(name: string): Node {

@@ -4,7 +4,7 @@
  * on PLATFORM_DATA_RETURN_PORT), behind the PostgreSQL wire, HTTP and Arrow Flight SQL doors, with
  * /health and /metrics on the observability port. The doors share one security configuration
  * (sql/doorSecurity.ts: credentials, TLS, Host allow-list, identity). The settings come validated
- * from the `sqlServer` pipeline stage (roles/stages/sqlServer.ts).
+ * from the `sqlServer` pipeline service (roles/services/sqlServer.ts).
  */
 import type net from 'node:net';
 import { Counter, Gauge, Histogram } from 'prom-client';
@@ -114,7 +114,7 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
     });
     const local = new LocalSql(s.threads !== undefined ? { threads: s.threads } : {});
     closers.push(() => local.close());
-    const engine = new MeteredSqlEngine(new Catalog(s.schemas), local, new QueryClientFetcher(clients, { forwardSqlUser: security.identity === 'user' }), s.engine);
+    const engine = new MeteredSqlEngine(new Catalog(s.schemas), local, new QueryClientFetcher(clients, { forwardSqlUser: security.identity === 'user', resultFormat: process.env.HD_SQL_RESULT_FORMAT === 'records' ? 'records' : 'columns' }), s.engine);
     // DuckDB and the chess functions are ready before the doors open, not paid by the first statement.
     await engine.warmUp().catch((err: unknown) => s.log(`warming up the local engine failed (the first statement will try again): ${(err as Error).message}`));
     const out: { -readonly [K in keyof RunningSqlServer]?: RunningSqlServer[K] } = { returnAddress: ret };

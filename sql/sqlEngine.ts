@@ -11,10 +11,14 @@ import type { Schema } from '../engine-rs/schema';
 import { enumDictionaries, type LocalSql } from '../local/localSql';
 import { LocalSqlError } from '../local/localSqlError';
 import type { LocalSqlSession, SqlParam } from '../local/localSqlSession';
+import { AggregateMerger } from './aggregateMerge';
+import { MERGED_TABLE, type AggregatePlan } from './aggregatePushdown';
+import { stringifyBigJson } from './bigJson';
 import type { Catalog } from './catalog';
 import { ensureChessFunctions } from './chessFunctions';
-import type { DatasetFetcher } from './datasetFetcher';
-import { CATALOG_TABLES, planStatement, type DatasetRead, type Plan } from './planner';
+import type { DatasetFetcher, FetchOutcome } from './datasetFetcher';
+import { CATALOG_TABLES, planStatement, statementsOf, type DatasetRead, type Plan } from './planner';
+import { isNode } from './pushdown';
 import { SessionPool } from './sessionPool';
 import { SqlError } from './sqlError';
 import { READS_DATASETS_ONLY } from './statementGuard';
@@ -36,6 +40,17 @@ export interface SqlEngineSettings {
    * False loads every column (tests compare both).
    */
   readonly projectColumns?: boolean;
+  /**
+   * HD_SQL_AGGREGATE_PUSHDOWN (ours, default true): statements that split compute their
+   * aggregates on the Storage Nodes (docs/sql.md, "Aggregate pushdown"). False: the record path always.
+   */
+  readonly aggregatePushdown?: boolean;
+  /**
+   * HD_SQL_EXPLAIN_PUSHDOWN (ours, default false): every answer carries an informational notice
+   * saying what was pushed down (filters, aggregate, or why the aggregate was not). Such a notice
+   * never makes HD_SQL_STRICT fail a statement.
+   */
+  readonly explainPushdown?: boolean;
 }
 
 /** The answer to one statement. */
@@ -44,6 +59,8 @@ export interface SqlResult {
   readonly notices: string[];
   /** The plan it ran (for EXPLAIN-like diagnostics and tests). */
   readonly plan: Plan;
+  /** True when the Storage Nodes computed the aggregates (the plan split and no fallback was needed). */
+  readonly aggregatePushed?: boolean;
 }
 
 /** Options of one execution. */
@@ -80,6 +97,8 @@ export class SqlEngine {
   private readonly trees = new BoundedMap<string, string>(PARSED_STATEMENTS);
   /** Plans by statement text (LRU), for plans that are not `volatile`. */
   private readonly plans = new BoundedMap<string, Plan>(PARSED_STATEMENTS);
+  /** DuckDB's aggregate functions and macros (lower case), read once: the aggregate pushdown's refusals. */
+  private aggregateNames: Set<string> | undefined;
 
   /**
    * Does before the first statement what it would otherwise pay for: starts DuckDB, installs the
@@ -153,6 +172,12 @@ export class SqlEngine {
     // Fetched rows are loaded in a transaction the pool rolls back afterwards: no commit per batch,
     // and the rows (and their memory) are gone before the session serves another statement.
     await session.begin();
+    const info: string[] = [];
+    if (this.settings.explainPushdown) info.push(...plan.reads.map(pushdownNotice));
+    if (plan.aggregate && this.fetcher.fetchAggregate) {
+      const pushed = await this.aggregateIn(session, sql, plan, plan.aggregate, opts, deadline, notices, info);
+      if (pushed) return pushed;
+    } else if (plan.noAggregate !== undefined && this.settings.explainPushdown) info.push(`${plan.reads[0]?.schema.id ?? 'statement'}: aggregate not pushed down: ${plan.noAggregate}`);
     for (const read of plan.reads) {
       const s = read.schema;
       if (read.startTime > read.endTime) continue;
@@ -175,10 +200,94 @@ export class SqlEngine {
       notices.push(`the result was cut to ${max} rows (HD_SQL_MAX_ROWS): the statement stopped producing rows there, more were left`);
       table = table.slice(0, max);
     }
+    this.checkStrict(notices);
+    return { table, notices: [...notices, ...info], plan };
+  }
+
+  private checkStrict(notices: readonly string[]): void {
     if (this.settings.strict && notices.length > 0) {
       throw new SqlError('incomplete_result', `HD_SQL_STRICT is on and the answer would not be exactly what was asked: ${notices.join('; ')}. Bound the time field, narrow the query, or retry once the batches are readable`);
     }
-    return { table, notices, plan };
+  }
+
+  /**
+   * The aggregate path (docs/sql.md, "Aggregate pushdown"): the nodes' partials merged exactly,
+   * loaded as a small table, and the outer statement run over it. Undefined when the statement must
+   * take the record path instead — a node refused the aggregate, a partial did not fit, or the
+   * outer statement's columns would differ from the normal path's (names and types are checked
+   * against the statement run over the empty dataset table). Timeouts and cancels are not fallbacks.
+   */
+  private async aggregateIn(session: LocalSqlSession, sql: string, plan: Plan, agg: AggregatePlan, opts: ExecuteOptions, deadline: number, notices: string[], info: string[]): Promise<SqlResult | undefined> {
+    const read = plan.reads[0] as DatasetRead;
+    const s = read.schema;
+    const run = { deadline, ...(opts.signal ? { signal: opts.signal } : {}) };
+    const params = opts.params && opts.params.length > 0 ? { params: opts.params } : {};
+    const fallback = (why: string): undefined => {
+      if (this.settings.explainPushdown) info.push(`${s.id}: aggregate pushdown fell back to the record path: ${why}`);
+      return undefined;
+    };
+    // What the normal path answers with: the statement over the (still empty) dataset table.
+    let expected: arrow.Schema;
+    try {
+      expected = (await session.query(sql, { ...run, ...params })).schema;
+    } catch {
+      return fallback('the statement does not run over the dataset table as written'); // the record path reports DuckDB's error
+    }
+    const merger = new AggregateMerger(agg, s);
+    let mergeError: Error | undefined;
+    let partials = 0;
+    let out: FetchOutcome = { batchErrors: [], missingBatches: 0 };
+    const started = Date.now();
+    if (read.startTime <= read.endTime) {
+      try {
+        out = await this.fetcher.fetchAggregate!(read, agg.spec, (p) => {
+          if (mergeError) return;
+          partials++;
+          try {
+            merger.add(p);
+          } catch (err) {
+            mergeError = err instanceof Error ? err : new Error(String(err));
+          }
+        }, { ...run, qos: this.settings.qos });
+      } catch (err) {
+        if (err instanceof SqlError && (err.kind === 'query_timeout' || err.kind === 'upstream_unavailable')) throw err;
+        return fallback(err instanceof Error ? err.message : String(err));
+      }
+    }
+    if (mergeError) return fallback(mergeError.message);
+    let outerSql: string;
+    try {
+      await session.register(MERGED_TABLE, merger.table(), { ...run, dictionaries: merger.keyDictionaries });
+      const top = statementsOf(agg.outerTree)[0]!;
+      const items = isNode(top.node) && Array.isArray(top.node.select_list) ? top.node.select_list : [];
+      for (const i of agg.renamedItems) {
+        const item = items[i];
+        const name = expected.fields[i]?.name;
+        if (isNode(item) && item.alias === '' && name !== undefined) item.alias = name;
+      }
+      outerSql = await this.deserialize(session, stringifyBigJson({ error: false, statements: [top] }));
+    } catch (err) {
+      return fallback(err instanceof Error ? err.message : String(err));
+    }
+    const max = this.settings.maxRows;
+    let table: arrow.Table;
+    try {
+      table = await session.query(outerSql, { ...run, ...(max > 0 ? { maxRows: max } : {}) });
+    } catch (err) {
+      if (err instanceof LocalSqlError && err.code === 'ERR_SQL_INTERRUPTED') throw err;
+      return fallback(`the outer statement failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    const got = table.schema.fields.map((f) => `${f.name}:${String(f.type)}`).join(', ');
+    const want = expected.fields.map((f) => `${f.name}:${String(f.type)}`).join(', ');
+    if (got !== want) return fallback(`the outer statement's columns (${got}) differ from the statement's (${want})`);
+    if (out.batchErrors.length > 0) notices.push(`${s.id}: ${out.batchErrors.length} batch(es) failed delivery and are absent from the result${out.batchErrors[0] ? ` (first: ${out.batchErrors[0].message})` : ''}`);
+    if (max > 0 && table.numRows > max) {
+      notices.push(`the result was cut to ${max} rows (HD_SQL_MAX_ROWS): the statement stopped producing rows there, more were left`);
+      table = table.slice(0, max);
+    }
+    this.checkStrict(notices);
+    if (this.settings.explainPushdown) info.push(`${s.id}: ${agg.summary}; ${merger.size} group(s) merged from ${partials} partial(s) in ${Date.now() - started} ms`);
+    return { table, notices: [...notices, ...info], plan, aggregatePushed: true };
   }
 
   private async planIn(session: LocalSqlSession, sql: string, params: readonly unknown[]): Promise<Plan> {
@@ -203,7 +312,18 @@ export class SqlEngine {
       this.trees.set(sql, tree);
     }
     // planStatement parses the text afresh each time (it rewrites its own copy), so a cached tree is never shared.
-    return planStatement(tree, this.catalog, { now: this.now(), lookbackSec: this.settings.lookbackSec, params });
+    const aggregateFunctions = this.settings.aggregatePushdown === false || !this.fetcher.fetchAggregate ? undefined : await this.aggregateFunctions(session);
+    return planStatement(tree, this.catalog, { now: this.now(), lookbackSec: this.settings.lookbackSec, params, ...(aggregateFunctions ? { aggregateFunctions } : {}) });
+  }
+
+  /** DuckDB's aggregate functions and macros, read once per engine (the chess macros included). */
+  private async aggregateFunctions(session: LocalSqlSession): Promise<Set<string>> {
+    if (this.aggregateNames) return this.aggregateNames;
+    const t = await session.query(`SELECT DISTINCT lower(function_name) AS name FROM duckdb_functions() WHERE function_type IN ('aggregate', 'macro', 'table_macro')`);
+    const names = new Set<string>();
+    const col = t.getChildAt(0);
+    for (let i = 0; i < t.numRows; i++) names.add(String(col?.get(i)));
+    return (this.aggregateNames = names);
   }
 
   /** Creates the dataset's table with `columns` (the plan's projection; absent: every field). */
@@ -243,6 +363,12 @@ export class SqlEngine {
       }),
     );
   }
+}
+
+/** The pushdown notice of one read (HD_SQL_EXPLAIN_PUSHDOWN). */
+function pushdownNotice(read: DatasetRead): string {
+  const filters = read.subQueries.map((q) => q.filters.map((f) => `${f.field} ${f.op} ${f.value ?? `[${(f.values ?? []).join(', ')}]`}`).join(' AND ')).join(' OR ');
+  return `${read.schema.id}: pushed down: ${read.startTime <= read.endTime ? `window ${read.startTime}..${read.endTime}` : 'nothing can match'}${filters ? `, filters ${filters}` : ''}${read.columns ? `, columns ${read.columns.join(', ')}` : ''}`;
 }
 
 /** `b`'s columns named `names`, in that order (apache-arrow's `select` misplaces the children). */

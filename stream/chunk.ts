@@ -3,7 +3,7 @@
  * before parsing) and control elements, never one emission per record (DESIGN.md §1.2).
  */
 import type { BatchID } from '../engine-rs/batchId';
-import type { QueryElement, QueryResultElement } from './queryElement';
+import type { QueryAggregateElement, QueryColumnsElement, QueryElement, QueryResultElement } from './queryElement';
 
 /** Upper bound of a chunk's payload. Sources cut blocks at or below it; operators never grow past it. */
 export const MAX_CHUNK_BYTES = 4 * 1024 * 1024;
@@ -67,12 +67,24 @@ export interface EobElement {
   readonly ack?: AckHook;
 }
 
+/**
+ * Why a stage discarded a batch, for the stages after it (the `reason` text is for people and the
+ * wire): `sender` — the sender's own bbn (hdwpSource); `timeout` — a batch timeout with action bbn
+ * (timeBatch, batchTimeout); `rewind` — an open window discarded because its records are read again
+ * after a rebalance (timeBatch, operators/windowRewind.ts); `refused` — an eob refused on the way
+ * (hashChain: count, digest or hash mismatch); `disconnect` — the sender's stream ended with the
+ * batch open (hdwpSource, `on_disconnect: discard`).
+ */
+export type BbnCause = 'sender' | 'timeout' | 'rewind' | 'refused' | 'disconnect';
+
 /** Bad batch notice: the batch is incomplete or corrupt and is to be discarded. */
 export interface BbnElement {
   readonly kind: 'bbn';
   readonly dataset: string;
   readonly batchId: BatchID;
   readonly reason: string;
+  /** Which stage discarded the batch and why (see {@link BbnCause}); absent on a bbn built outside the stages (tests, tools). */
+  readonly cause?: BbnCause;
   /** Present when a remote sender waits for the batch to be discarded (see {@link AckResult}). */
   readonly ack?: AckHook;
 }
@@ -81,7 +93,7 @@ export interface BbnElement {
 export type ControlElement = EobElement | BbnElement;
 
 /** Everything a pipeline stream may carry (a Storage Node's query path adds {@link QueryElement}, docs/query.md). */
-export type Chunk = ByteChunk | RecordChunk | EobElement | BbnElement | QueryElement;
+export type Chunk = ByteChunk | RecordChunk | EobElement | BbnElement | QueryElement | QueryColumnsElement | QueryAggregateElement;
 
 /**
  * The element type of a stream, as the stage registry names it. Connected stages must agree:
@@ -119,6 +131,32 @@ export function recordChunk(dataset: string, recordSize: number, count: number, 
   return batchId === undefined ? { kind: 'records', dataset, count, recordSize, buf } : { kind: 'records', dataset, batchId, count, recordSize, buf };
 }
 
+/**
+ * The key of a batch in a stage's tables: batch ids are unique per dataset only. The one spelling
+ * of it, shared by every stage that keeps state per batch.
+ */
+export function batchKey(dataset: string, batchId: BatchID): string {
+  return `${dataset}\n${batchId.toHex()}`;
+}
+
+/**
+ * `records` (packed records of `recordSize` bytes) cut at whole records into views of at most
+ * {@link MAX_CHUNK_BYTES} each (a single record larger than that stays whole); none for an empty
+ * buffer. The one chunk cutter: sources and operators that make records use it, so no chunk outgrows
+ * the bound.
+ */
+export function cutRecords(records: Buffer, recordSize: number): Buffer[] {
+  const step = Math.max(1, Math.floor(MAX_CHUNK_BYTES / recordSize)) * recordSize;
+  const out: Buffer[] = [];
+  for (let at = 0; at < records.length; at += step) out.push(records.subarray(at, at + step));
+  return out;
+}
+
+/** `count` packed records of `dataset` as record chunks within {@link MAX_CHUNK_BYTES} (see {@link cutRecords}). */
+export function recordChunks(dataset: string, recordSize: number, count: number, records: Buffer, batchId?: BatchID): RecordChunk[] {
+  return cutRecords(records.subarray(0, count * recordSize), recordSize).map((buf) => recordChunk(dataset, recordSize, buf.length / recordSize, buf, batchId));
+}
+
 /** True for a record chunk that carries a batch id. */
 export function isBatched(c: Chunk): c is BatchedRecordChunk {
   return c.kind === 'records' && c.batchId !== undefined;
@@ -131,6 +169,9 @@ export function itemCount(c: Chunk): number {
       return c.buf.length;
     case 'records':
       return c.count;
+    case 'columns':
+      return c.rows;
+    case 'aggregate':
     case 'eob':
     case 'bbn':
     case 'query':

@@ -30,6 +30,10 @@ export interface QuerySpec {
   readonly limit?: number;
   /** HDQuery `field_mask`: one record long (0x00 over hidden fields), ANDed into every record streamed. */
   readonly fieldMask?: Buffer;
+  /** HDQuery `aggregate` as JSON text: one partial per batch instead of records (compiled by the scan against the schema and the field mask). */
+  readonly aggregateJson?: string;
+  /** HDQuery `result_format: "columns"`: send these fields (schema names, column order; absent: every field) as columns frames instead of records. */
+  readonly columnar?: { readonly fields?: readonly string[] };
 }
 
 /** Why a query stopped early: an error frame code (docs/query.md) and a message. */
@@ -89,6 +93,27 @@ export interface QueryRecordsChunk extends BatchedRecordChunk {
   readonly results: QueryResults;
 }
 
+/** Matching rows of one batch of a query as a columnar body (HDQuery `result_format: "columns"`; engine-rs/columnar.ts). */
+export interface QueryColumnsElement {
+  readonly kind: 'columns';
+  readonly dataset: string;
+  readonly batchId: BatchID;
+  /** Rows in `body`, at least 1. */
+  readonly rows: number;
+  readonly body: Buffer;
+  readonly results: QueryResults;
+}
+
+/** One batch's partial aggregate (HDQuery `aggregate`), sent instead of its records, before its eob. */
+export interface QueryAggregateElement {
+  readonly kind: 'aggregate';
+  readonly dataset: string;
+  readonly batchId: BatchID;
+  /** The aggregate frame's JSON: `{ "v": 1, "groups": [...] }`. */
+  readonly json: string;
+  readonly results: QueryResults;
+}
+
 /** The end of one batch of a query: `recordCount` matching records were sent for it. */
 export interface QueryEobElement extends EobElement {
   readonly results: QueryResults;
@@ -101,9 +126,9 @@ export interface QueryBbnElement extends BbnElement {
 }
 
 /** What the scan gives the result stream. */
-export type QueryResultElement = QueryRecordsChunk | QueryEobElement | QueryBbnElement;
+export type QueryResultElement = QueryRecordsChunk | QueryColumnsElement | QueryAggregateElement | QueryEobElement | QueryBbnElement;
 
 /** True for the elements of a query's result stream. */
 export function isQueryResult(c: Chunk): c is QueryResultElement {
-  return (c.kind === 'records' || c.kind === 'eob' || c.kind === 'bbn') && 'results' in c && c.results !== undefined;
+  return (c.kind === 'records' || c.kind === 'columns' || c.kind === 'aggregate' || c.kind === 'eob' || c.kind === 'bbn') && 'results' in c && c.results !== undefined;
 }

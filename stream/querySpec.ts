@@ -27,5 +27,7 @@ export function querySpecOf(frame: QueryFrame): QuerySpec {
     returnAddress: q.returnAddress,
     ...(q.limit === undefined ? {} : { limit: q.limit }),
     ...(q.fieldMask === undefined ? {} : { fieldMask: Buffer.from(q.fieldMask) }),
+    ...(q.aggregate === undefined ? {} : { aggregateJson: JSON.stringify(q.aggregate) }),
+    ...(q.resultFormat === 'columns' ? { columnar: q.columns === undefined ? {} : { fields: q.columns } } : {}),
   };
 }

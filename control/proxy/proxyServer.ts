@@ -23,6 +23,7 @@ import { PolicySlot, readPolicyConfig } from './policySlot';
 import { handleQuery } from './queryRoute';
 import type { ProxySettings } from './settings';
 import { StorageNodeFilters } from './storageNodeFilters';
+import { StorageNodeBatches, type BatchWindowSource } from './storageNodeBatches';
 import type { BatchFilterSource } from './verdict';
 
 /** Largest request body (a query with 100 000 batch ids is about 13 MB; a policy far less). */
@@ -46,6 +47,8 @@ function freePort(host: string): Promise<number> {
 export interface ProxyParts {
   readonly dispatcher?: SccDispatcher;
   readonly batchFilters?: BatchFilterSource;
+  /** Resolves query windows to the batches that exist (default: the Storage Nodes' /v1/batch-ranges). */
+  readonly batchWindows?: BatchWindowSource;
   readonly log?: (message: string) => void;
 }
 
@@ -55,6 +58,8 @@ export class ProxyServer {
   private reporter: HealthReporter | undefined;
   /** The Storage Nodes' batch filters, when this Proxy reads them itself (its connections are closed with it). */
   private ownFilters: StorageNodeFilters | undefined;
+  /** The link the window resolution reads the nodes over, when it is not {@link ownFilters}. */
+  private ownNodeLink: StorageNodeFilters | undefined;
 
   private constructor(
     readonly settings: ProxySettings,
@@ -113,9 +118,11 @@ export class ProxyServer {
 
     let obs: Observability | undefined;
     let queries: Counter<'result'> | undefined;
+    let windowBatches: Counter<'resolved_by'> | undefined;
     if (settings.observabilityPort >= 0) {
       obs = new Observability({ role: 'proxy', nodeName: settings.nodeName, host: settings.observabilityHost, port: settings.observabilityPort, processMetrics: true });
       queries = new Counter({ name: 'hd_proxy_queries_total', help: 'Queries answered, by result (ok or the error code)', labelNames: ['result'] as const, registers: [obs.registry] });
+      windowBatches = new Counter({ name: 'hd_proxy_window_batches_total', help: 'Batch ids named for queries given a time window, by how (batch_index: held by the Storage Nodes; enumeration: every interval)', labelNames: ['resolved_by'] as const, registers: [obs.registry] });
       new Gauge({ name: 'hd_proxy_policy_version', help: 'Version of the active policy (0: none)', registers: [obs.registry], collect() { this.set(slot.current()?.version ?? 0); } });
     }
 
@@ -128,6 +135,10 @@ export class ProxyServer {
     // declared with an observability address: no filter is known and the verdict is `off`).
     const batchFilters =
       parts.batchFilters ?? new StorageNodeFilters({ nodes: () => currentView().storageNodes, schema: (d) => currentView().datasets.get(d), timeoutMs: settings.batchFilterTimeoutMs, log, identity });
+    // A window's batches are the ones the same Storage Nodes hold (storageNodeBatches.ts), read over
+    // the same mutual-TLS connections.
+    const nodeLink = batchFilters instanceof StorageNodeFilters ? batchFilters : new StorageNodeFilters({ nodes: () => currentView().storageNodes, schema: (d) => currentView().datasets.get(d), log, identity });
+    const batchWindows = parts.batchWindows ?? new StorageNodeBatches({ nodes: nodeLink, log });
 
     // The identity of a request: a verified JWT, or forwarded headers from a proven ingress (identity.ts).
     const who = (req: FastifyRequest): Promise<Identity> => identities.read(req.headers, peerIdentity(req.raw.socket as TLSSocket));
@@ -136,8 +147,9 @@ export class ProxyServer {
       try {
         const asker = await who(req);
         const v = currentView();
-        const r = await handleQuery(req.body, asker, { slot, datasets: () => v.datasets, targets: () => v.targets, dispatcher, batchFilters });
+        const r = await handleQuery(req.body, asker, { slot, datasets: () => v.datasets, targets: () => v.targets, dispatcher, batchFilters, batchWindows });
         queries?.inc({ result: 'ok' });
+        if (r.window) windowBatches?.inc({ resolved_by: r.window.resolved_by }, r.batch_ids.length);
         return r;
       } catch (err) {
         queries?.inc({ result: err instanceof HttpError ? err.code : 'internal' });
@@ -191,6 +203,7 @@ export class ProxyServer {
     obs?.setStatus('ok');
     server = new ProxyServer(settings, address, obsAddress, identity, app, obs, renewer, dispatcher, slot, viewFromRegistration(reg, log), log);
     if (batchFilters instanceof StorageNodeFilters) server.ownFilters = batchFilters;
+    else server.ownNodeLink = nodeLink;
     await server.refresh();
     server.scheduleRefresh();
     // Health to the DMS every interval it named: degraded without a policy or without SCC targets.
@@ -238,5 +251,6 @@ export class ProxyServer {
     await this.obs?.close();
     this.dispatcher.close();
     this.ownFilters?.close();
+    this.ownNodeLink?.close();
   }
 }

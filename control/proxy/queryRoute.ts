@@ -5,6 +5,7 @@
  * SCCs, and the result event answered.
  */
 import { generateBatchIdsTime } from '../../engine-rs/batchId';
+import { checkTimeRange, enumeratedCount } from '../../query/timeRange';
 import type { Schema } from '../../engine-rs/schema';
 import { PolicyError } from '../../engine-rs/policy';
 import { hdQueryFromJson, MAX_BATCH_IDS, QueryError, serializeHdQuery, type HdQuery } from '../../query/hdQuery';
@@ -16,6 +17,7 @@ import type { Identity } from './identity';
 import type { PolicySlot } from './policySlot';
 import { rewriteQuery, type RewriteSummary } from './rewrite';
 import { computeVerdict, type BatchFilterSource } from './verdict';
+import type { BatchWindowSource } from './storageNodeBatches';
 
 /** What the route works with. */
 export interface QueryRouteDeps {
@@ -26,6 +28,21 @@ export interface QueryRouteDeps {
   targets(): readonly SccAddress[];
   readonly dispatcher: SccDispatcher;
   readonly batchFilters: BatchFilterSource;
+  /**
+   * Resolves a window to the batches the Storage Nodes hold (storageNodeBatches.ts). Absent, or
+   * when no node answers: the window's intervals are enumerated, as long as they fit MAX_BATCH_IDS.
+   */
+  readonly batchWindows?: BatchWindowSource;
+}
+
+/** How a window's batches were named (the result event's `window`, ours). */
+export interface WindowResolution {
+  readonly start: number;
+  readonly end: number;
+  /** `batch_index`: the batches the Storage Nodes hold; `enumeration`: every interval (no node answered). */
+  readonly resolved_by: 'batch_index' | 'enumeration';
+  readonly nodes_asked: number;
+  readonly nodes_answered: number;
 }
 
 /** The query result event (the reference names would_exclude_batches and bloomrf_mode). */
@@ -40,6 +57,8 @@ export interface QueryResultEvent {
   readonly identity: { readonly role: string; readonly email: string };
   readonly rewrite: RewriteSummary & { readonly field_mask: string | null };
   readonly dispatch: DispatchOutcome;
+  /** Present when the query gave a window instead of batch_ids. */
+  readonly window?: WindowResolution;
 }
 
 /** Keys the route takes besides the HDQuery's. */
@@ -60,12 +79,34 @@ function datasetOf(deps: QueryRouteDeps, name: unknown): Schema {
   return s;
 }
 
-/** Names the batches of [start, end] at the dataset's interval. */
-function nameBatches(schema: Schema, start: number, end: number): string[] {
+/**
+ * Names the batches of [start, end] at the dataset's interval: those the Storage Nodes hold there
+ * (docs/proxy.md, "Naming the batches of a window"); every interval only when no node answered.
+ */
+async function nameBatches(deps: QueryRouteDeps, schema: Schema, body: Record<string, unknown>): Promise<{ ids: string[]; window: WindowResolution }> {
+  const [start, end] = [seconds(body, 'start'), seconds(body, 'end')];
   if (end < start) throw new HttpError('invalid_query', `'end' (${end}) is before 'start' (${start})`);
-  const count = Math.floor(end / schema.timeIndexInterval) - Math.floor(start / schema.timeIndexInterval) + 2;
-  if (count > MAX_BATCH_IDS) throw new HttpError('invalid_query', `the window [${start}, ${end}] spans about ${count} batches of ${schema.timeIndexInterval} s; the limit is ${MAX_BATCH_IDS}`);
-  return generateBatchIdsTime(start, end, schema.timeIndexInterval).map((b) => b.toHex());
+  let r;
+  try {
+    r = checkTimeRange(start, end, schema.timeIndexInterval);
+  } catch (err) {
+    if (err instanceof QueryError) throw new HttpError('invalid_query', `'${err.path}' ${err.message.slice(err.path.length + 2)}`);
+    throw err;
+  }
+  const iv = schema.timeIndexInterval;
+  const found = deps.batchWindows ? await deps.batchWindows.batchesInWindow(schema.id, r, iv, MAX_BATCH_IDS) : undefined;
+  if (found && found.nodesAnswered > 0) {
+    if (found.truncated) throw new HttpError('invalid_query', `the window [${r.start}, ${r.end}] holds more than ${MAX_BATCH_IDS} batches of ${iv} s on the Storage Nodes; the limit is ${MAX_BATCH_IDS}: narrow the window`);
+    return { ids: found.batchIds, window: { start: r.start, end: r.end, resolved_by: 'batch_index', nodes_asked: found.nodesAsked, nodes_answered: found.nodesAnswered } };
+  }
+  const count = enumeratedCount(r, iv);
+  if (count > MAX_BATCH_IDS) {
+    const head = `the window [${r.start}, ${r.end}] spans about ${count} batches of ${iv} s, too many to name one by one (the limit is ${MAX_BATCH_IDS})`;
+    // Nodes that did not answer may answer the next try; a topology without nodes will not.
+    if (found && found.nodesAsked > 0) throw new HttpError('not_ready', `${head}, and none of the ${found.nodesAsked} Storage Nodes answered which batches they hold (GET /v1/batch-ranges); try again, or narrow the window`);
+    throw new HttpError('invalid_query', `${head}, and the Proxy knows no Storage Node to ask which batches exist (none in the topology with an observability address); narrow the window`);
+  }
+  return { ids: generateBatchIdsTime(r.start, r.end, iv).map((b) => b.toHex()), window: { start: r.start, end: r.end, resolved_by: 'enumeration', nodes_asked: found?.nodesAsked ?? 0, nodes_answered: 0 } };
 }
 
 /** Handles one query (see the module doc). */
@@ -78,7 +119,12 @@ export async function handleQuery(raw: unknown, who: Identity, deps: QueryRouteD
   if (hasWindow && body.batch_ids !== undefined) throw new HttpError('invalid_query', "give either 'batch_ids' or a window ('start', 'end'), not both");
   const rest: Record<string, unknown> = { ...body, dataset: schema.id };
   for (const k of WINDOW_KEYS) delete rest[k];
-  if (hasWindow) rest.batch_ids = nameBatches(schema, seconds(body, 'start'), seconds(body, 'end'));
+  let window: WindowResolution | undefined;
+  if (hasWindow) {
+    const named = await nameBatches(deps, schema, body);
+    rest.batch_ids = named.ids;
+    window = named.window;
+  }
   let q: HdQuery;
   try {
     q = hdQueryFromJson(rest);
@@ -86,7 +132,7 @@ export async function handleQuery(raw: unknown, who: Identity, deps: QueryRouteD
     if (err instanceof QueryError) throw new HttpError('invalid_query', err.message);
     throw err;
   }
-  if (q.batchIds.length === 0) throw new HttpError('invalid_query', "the query names no batch: give 'batch_ids' or a window ('start', 'end')");
+  if (q.batchIds.length === 0 && !window) throw new HttpError('invalid_query', "the query names no batch: give 'batch_ids' or a window ('start', 'end')");
 
   let decision;
   try {
@@ -114,7 +160,8 @@ export async function handleQuery(raw: unknown, who: Identity, deps: QueryRouteD
   if (rw.fieldMask !== undefined) json = JSON.stringify({ ...(JSON.parse(json) as object), field_mask: rw.fieldMask });
   // Neither the ranges asked for nor the verdict touch a hidden byte (verdict.ts).
   const verdict = computeVerdict(schema, rw.subQueries, q.batchIds, await deps.batchFilters.filters(schema.id, q.batchIds, rw.hiddenRanges), rw.hiddenRanges);
-  const dispatch = await deps.dispatcher.dispatch(deps.targets(), json);
+  // A window where no batch exists reads nothing: nothing to dispatch, the client completes at once.
+  const dispatch: DispatchOutcome = q.batchIds.length === 0 ? { scc: '', batches: 0, nodes: [], missing_batch_ids: [] } : await deps.dispatcher.dispatch(deps.targets(), json);
   return {
     query_id: q.queryId,
     dataset: schema.id,
@@ -124,5 +171,6 @@ export async function handleQuery(raw: unknown, who: Identity, deps: QueryRouteD
     identity: { role: who.role, email: who.email },
     rewrite: { ...rw.summary, field_mask: rw.fieldMask ?? null },
     dispatch,
+    ...(window && { window }),
   };
 }

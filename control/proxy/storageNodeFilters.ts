@@ -193,6 +193,23 @@ export class StorageNodeFilters implements BatchFilterSource {
     }
   }
 
+  /**
+   * `GET <pathAndQuery>` on a node's observability port over the same connections (mutual TLS with
+   * the Proxy's identity, the node's certificate checked to name it; plain without an identity).
+   * Used by the window resolution (storageNodeBatches.ts).
+   */
+  get(node: StorageNodeAddress, pathAndQuery: string, signal: AbortSignal): Promise<{ status: number; text: string }> {
+    const host = node.host.includes(':') ? `[${node.host}]` : node.host;
+    const id = this.opts.identity;
+    const url = `${id ? 'https' : 'http'}://${host}:${node.port}${pathAndQuery}`;
+    return getText(url, signal, id && { agent: this.agentOf(id), servername: node.name, checkServerIdentity: (_h, cert) => checkServerIdentity(node.name, cert) });
+  }
+
+  /** The Storage Nodes the filters are read from now (the topology's). */
+  nodes(): readonly StorageNodeAddress[] {
+    return this.opts.nodes();
+  }
+
   /** One `GET /v1/batch-filters`; throws on any failure or malformed answer. */
   private async call(node: StorageNodeAddress, dataset: string, ids: readonly string[], hidden: readonly ByteRange[], signal: AbortSignal): Promise<Map<string, WireRange[]>> {
     const host = node.host.includes(':') ? `[${node.host}]` : node.host;

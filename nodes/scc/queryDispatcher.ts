@@ -55,6 +55,8 @@ export interface QueryDispatcherOptions {
   readonly reachTrustMs?: number;
   /** The SCC's TLS client options for clients listening with mutual TLS (`return_address.tls`): its notices, and the return address check. */
   readonly resultTls?: () => tls.ConnectionOptions;
+  /** Mutual TLS of the query legs to a node (the SCC's identity, linkTls.ts); undefined, or no function: plain TCP. */
+  readonly legTls?: (node: SnTarget) => tls.ConnectionOptions | undefined;
   /** Idle query-leg connections kept per node (legConnections.ts); default: kept 10 s, reused up to 60 s after they opened. */
   readonly legConnections?: LegConnectionPoolOptions;
   /** How often running queries look at replica health; default 200 ms. */
@@ -164,6 +166,7 @@ export class QueryDispatcher {
         connectTimeoutMs: this.opts.connectTimeoutMs,
         pool: this.pool,
         ...(this.opts.resultTls && { resultTls: this.opts.resultTls }),
+        ...(this.opts.legTls && { legTls: this.opts.legTls }),
         onEvent: this.opts.onEvent,
         onFinished: (r) => this.finished(r),
       });

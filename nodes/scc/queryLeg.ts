@@ -14,10 +14,10 @@ import { FrameDecoder } from '../../engine-rs/hdwpDecoder';
 import { HdwpError } from '../../engine-rs/hdwpError';
 import { HDWP_ERROR_FRAME_CODES, HDWP_VERSION, type Frame } from '../../engine-rs/hdwpFrame';
 import { parseBbnReason } from '../../query/batchNotice';
+import { isQueryAlreadyRunning } from '../../hdwp/refusals';
 import { serializeHdQuery, type HdQuery } from '../../query/hdQuery';
 import { sameToken } from '../../query/token';
 import { legConnectionKey, type LegConnection, type LegConnectionPool } from './legConnections';
-import { legTlsOf } from './linkTls';
 import type { SnTarget } from './settings';
 
 /** How a leg ended. */
@@ -42,8 +42,6 @@ export interface LegListener {
 
 /** Error frame codes that end a leg without re-routing: another replica would answer the same. */
 const FINAL_CODES: readonly number[] = [HDWP_ERROR_FRAME_CODES.unknownQuery, HDWP_ERROR_FRAME_CODES.cancelled, HDWP_ERROR_FRAME_CODES.badQuery];
-/** The node's refusal of a second leg of a query it still runs (sources/queryListener.ts). */
-const ALREADY_RUNNING = /already running/;
 
 /** Options of one leg. */
 export interface QueryLegOptions {
@@ -56,7 +54,7 @@ export interface QueryLegOptions {
   readonly listener: LegListener;
   /** Time to connect; default 5 s. */
   readonly connectTimeoutMs?: number;
-  /** Mutual TLS to the node; default: what the SCC registered for it (linkTls.ts), else plain TCP. */
+  /** Mutual TLS to the node (the SCC's identity, linkTls.ts); default: plain TCP. */
   readonly tls?: tls.ConnectionOptions;
   /** Idle connections to take from and hand back to; without one, every leg connects and closes. */
   readonly pool?: LegConnectionPool;
@@ -98,7 +96,7 @@ export class QueryLeg {
       this.finish({ kind: 'failed', retry: false, busy: false, code: HDWP_ERROR_FRAME_CODES.internal, message: `cannot encode the query for ${this.where}: ${(err as Error).message}` });
       return;
     }
-    const link = this.opts.tls ?? legTlsOf(this.node);
+    const link = this.opts.tls;
     const key = legConnectionKey(this.node, query.dataset, this.opts.recordSize, link);
     const connectFresh = (): void => this.connect(link, key, Buffer.concat([hello, queryFrame]));
     const pooled = this.opts.pool?.take(key, query.queryId);
@@ -228,7 +226,8 @@ export class QueryLeg {
       }
       case 'error': {
         this.heard = true;
-        const busy = f.code === HDWP_ERROR_FRAME_CODES.badQuery && ALREADY_RUNNING.test(f.message);
+        // The node's refusal of a second leg of a query it still runs (hdwp/refusals.ts).
+        const busy = isQueryAlreadyRunning(f);
         const retry = busy || !FINAL_CODES.includes(f.code);
         this.release(false);
         this.finish({ kind: 'failed', retry, busy, code: f.code, message: `${this.where}: error ${f.code}: ${f.message}` });

@@ -32,6 +32,8 @@ export interface QueryRunOptions {
   readonly connectTimeoutMs?: number;
   /** The SCC's TLS client options for a client listening with mutual TLS (its notices); undefined without a certificate. */
   readonly resultTls?: () => tls.ConnectionOptions;
+  /** Mutual TLS of a leg to a node; undefined, or no function: plain TCP. */
+  readonly legTls?: (node: SnTarget) => tls.ConnectionOptions | undefined;
   /** Idle leg connections to reuse (legConnections.ts); without it every leg connects. */
   readonly pool?: LegConnectionPool;
   readonly maxBatchesPerLeg?: number;
@@ -240,7 +242,8 @@ export class QueryRun implements LegListener {
     this.queues.set(name, queue.slice(max));
     for (const hex of take) this.set(this.batches.get(hex) as BatchState, { status: 'running' });
     const node = this.opts.targets.find((t) => t.name === name) as SnTarget;
-    const leg = new QueryLeg({ node, query: this.query, batchIds: take, recordSize: this.opts.recordSize, listener: this, connectTimeoutMs: this.opts.connectTimeoutMs, ...(this.opts.pool && { pool: this.opts.pool }) });
+    const legTls = this.opts.legTls?.(node);
+    const leg = new QueryLeg({ node, query: this.query, batchIds: take, recordSize: this.opts.recordSize, listener: this, connectTimeoutMs: this.opts.connectTimeoutMs, ...(legTls && { tls: legTls }), ...(this.opts.pool && { pool: this.opts.pool }) });
     this.legs.set(name, leg);
     leg.start();
   }

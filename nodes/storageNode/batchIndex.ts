@@ -67,6 +67,11 @@ export class BatchIndex {
     return [...m.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, e]) => e);
   }
 
+  /** A dataset's batches in no particular order (no sort: for one pass over them, e.g. a time window, nodes/storageNode/batchRanges.ts). */
+  entries(dataset: string): IterableIterator<BatchEntry> {
+    return (this.byDataset.get(dataset) ?? new Map<string, BatchEntry>()).values();
+  }
+
   /** Datasets with at least one batch, sorted. */
   datasets(): string[] {
     return [...this.byDataset.keys()].sort();

@@ -9,6 +9,7 @@ import { serverTlsOptions } from '../../net/mtls';
 import type { NodeIdentity } from '../../net/nodeIdentity';
 import { ingestMetrics, Observability, type IngestMetrics } from '../../lib/observability';
 import { BatchFilterCache, batchFilterRefusal, batchFiltersRoute } from './batchFilters';
+import { batchRangesRoute } from './batchRanges';
 import { BatchIndex } from './batchIndex';
 import { BatchStore } from './batchStore';
 import type { StorageNodeConfig } from './config';
@@ -169,6 +170,8 @@ export class StorageNode {
       }
       return { status: 200, body: { dataset, batches: this.index.list(dataset).map((e) => BatchIndex.toJson(e)) } };
     });
+    // The Proxy resolves a query's time window here (docs/storage-node.md, "Batch ranges").
+    obs.addRoute('/v1/batch-ranges', (q) => (this.recovery ? batchRangesRoute(this.index, q) : { status: 503, body: { error: 'initializing: recovery has not finished' } }));
     // The Proxy's filter verdict reads batch filters here (docs/storage-node.md, "Batch filters"):
     // over mutual TLS, to the proxy role only.
     const filters = new BatchFilterCache(this.index);

@@ -5,13 +5,14 @@
  */
 import type { BatchID } from '../../engine-rs/batchId';
 import { HDWP_ERROR_FRAME_CODES as CODES } from '../../engine-rs/hdwpFrame';
-import { QueryError as KernelQueryError, ScanFilter, SegmentReader, SegmentScanner, verifySegment, type Schema } from '../../engine-rs/index';
+import { AggregatePlan, QueryError as KernelQueryError, ScanFilter, SegmentReader, SegmentScanner, verifySegment, type Schema } from '../../engine-rs/index';
 import type { QuerySpec } from '../../stream/queryElement';
 import type { BatchScan, BatchScanStep, BatchUnreadable, CompiledQuery, ScanSource } from '../../operators/scan';
 import { QueryError } from '../../query/queryError';
 import { NOT_HELD } from '../../query/batchNotice';
 import type { StorageNode } from './node';
 import type { QuerySchemas } from './querySchemas';
+import { columnarEncoder } from './columnarResults';
 
 /** Default record bytes one read step covers: large enough that the native call is cheap beside the scan, small enough that a cancel lands within about a millisecond. */
 export const DEFAULT_STEP_BYTES = 2 * 1024 * 1024;
@@ -45,18 +46,30 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
         throw new QueryError('dataset', `node '${name}' has no schema of dataset '${spec.dataset}' to compile the filters against (the scan stage's schema_dir)`);
       }
       const filter = schema ? compileFilter(schema, spec.subQueriesJson) : undefined;
+      if (spec.columnar && !schema) {
+        throw new QueryError('result_format', `node '${name}' has no schema of dataset '${spec.dataset}' to decode columns with (the scan stage's schema_dir); ask for records`);
+      }
+      const encodeColumns = spec.columnar && schema ? columnarEncoder(schema, spec.columnar.fields) : undefined;
+      if (spec.aggregateJson !== undefined && !schema) {
+        throw new QueryError('aggregate', `node '${name}' has no schema of dataset '${spec.dataset}' to compute aggregates with (the scan stage's schema_dir)`);
+      }
+      const aggregate = spec.aggregateJson !== undefined && schema ? compileAggregate(schema, spec.aggregateJson, spec.fieldMask) : undefined;
       const recordSize = schema?.recordSize ?? helloRecordSize;
       const stepBlocks = Math.max(1, Math.floor(stepBytes / (recordSize * opts.blockSize)));
       const unreadable = (batchId: BatchID, why: string): BatchUnreadable => ({ code: CODES.batchUnreadable, message: `batch ${batchId.toHex()} of '${spec.dataset}' ${why}` });
       return {
         recordSize,
+        ...(encodeColumns && { encodeColumns }),
+        ...(aggregate && { aggregate: true }),
         async open(batchId: BatchID, verifyHash: boolean): Promise<BatchScan | BatchUnreadable> {
           const at = await node.readLocation(spec.dataset, batchId);
           if (!at) return unreadable(batchId, `${NOT_HELD} '${name}'`);
           try {
             if (filter) {
               if (filter.matchesNone && !verifyHash) return NOTHING_MATCHES;
-              return new KernelScan(await SegmentScanner.open(at.path, filter, { verifyHash }), stepBlocks, verifyHash);
+              const scanner = await SegmentScanner.open(at.path, filter, { verifyHash });
+              if (aggregate) scanner.setAggregate(aggregate);
+              return new KernelScan(scanner, stepBlocks, verifyHash);
             }
             const reader = await SegmentReader.open(at.path);
             if (reader.recordSize !== recordSize) return unreadable(batchId, `holds ${reader.recordSize}-byte records on node '${name}', the query's dataset has ${recordSize}`);
@@ -68,6 +81,16 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
       };
     },
   };
+}
+
+/** The query's `aggregate` compiled against the schema and its field mask; a refusal is a bad query naming its path. */
+function compileAggregate(schema: Schema, json: string, fieldMask: Buffer | undefined): AggregatePlan {
+  try {
+    return AggregatePlan.compile(schema, json, fieldMask);
+  } catch (err) {
+    if (err instanceof KernelQueryError) throw new QueryError(err.path, err.reason);
+    throw err;
+  }
 }
 
 /** The kernel's compiled filter; a filter the schema refuses is a bad query naming its path. */
@@ -104,7 +127,16 @@ class KernelScan implements BatchScan {
     this.position += covered;
     // With verify_hash every block is read for the chain, skipped by the zone maps or not.
     const blocksRead = this.verifyHash ? covered : covered - s.blocksSkipped;
-    return { records: s.records, matched: s.matched, scanned: s.scanned, blocksRead, blocksSkipped: s.blocksSkipped, done: s.done, ...(s.hashOk === undefined ? {} : { hashOk: s.hashOk }) };
+    return {
+      records: s.records,
+      matched: s.matched,
+      scanned: s.scanned,
+      blocksRead,
+      blocksSkipped: s.blocksSkipped,
+      done: s.done,
+      ...(s.hashOk === undefined ? {} : { hashOk: s.hashOk }),
+      ...(s.partial === undefined ? {} : { partial: s.partial }),
+    };
   }
 
   close(): void {

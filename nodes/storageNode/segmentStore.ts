@@ -1,14 +1,11 @@
 import { Observable } from 'rxjs';
 import { awaitEach } from '../../stream/awaitEach';
-import type { AckHook, AckResult, Chunk, EobElement } from '../../stream/chunk';
+import { batchKey, type AckHook, type AckResult, type Chunk, type EobElement } from '../../stream/chunk';
+import { HDWP_ERROR_FRAME_CODES } from '../../engine-rs/hdwpFrame';
 import { Flow } from '../../stream/flow';
 import { StageCounters } from '../../stream/stageCounters';
 import { DEFAULT_HASH_RECORD_SIZE } from '../../engine-rs/index';
 import type { BatchStore, CloseOutcome } from './batchStore';
-import type { BatchID } from '../../engine-rs/batchId';
-
-/** Key of a batch: batch ids are unique per dataset only. */
-const keyOf = (dataset: string, batchId: BatchID): string => `${dataset}\n${batchId.toHex()}`;
 
 /** Options of {@link segmentStore}. */
 export interface SegmentStoreSinkOptions {
@@ -85,7 +82,7 @@ export function segmentStore(opts: SegmentStoreSinkOptions): (input: Observable<
         } catch (err) {
           // Not expected (failures come back as outcomes); the sender still gets an answer, and
           // the batch's records stay held until the sink closes.
-          r = { ok: false, code: 7, message: `committing batch ${el.batchId.toHex()} of '${el.dataset}' failed: ${(err as Error).message}`, dropped: 0 };
+          r = { ok: false, code: HDWP_ERROR_FRAME_CODES.internal, message: `committing batch ${el.batchId.toHex()} of '${el.dataset}' failed: ${(err as Error).message}`, dropped: 0 };
         }
         if (r.ok) {
           if (!r.existing) {
@@ -106,7 +103,7 @@ export function segmentStore(opts: SegmentStoreSinkOptions): (input: Observable<
         const store = await opening;
         if (el.kind === 'records' || el.kind === 'eob' || el.kind === 'bbn') {
           // Per batch, elements stay in order: wait for that batch's commit if one is running.
-          const running = el.batchId === undefined ? undefined : committing.get(keyOf(el.dataset, el.batchId));
+          const running = el.batchId === undefined ? undefined : committing.get(batchKey(el.dataset, el.batchId));
           if (running) await running;
         }
         switch (el.kind) {
@@ -123,7 +120,7 @@ export function segmentStore(opts: SegmentStoreSinkOptions): (input: Observable<
           }
           case 'eob': {
             counters.controls++;
-            const key = keyOf(el.dataset, el.batchId);
+            const key = batchKey(el.dataset, el.batchId);
             const running: Promise<void> = commit(store, el).finally(() => {
               if (committing.get(key) === running) committing.delete(key);
             });
@@ -146,6 +143,10 @@ export function segmentStore(opts: SegmentStoreSinkOptions): (input: Observable<
             throw new TypeError("segmentStore takes batched records, got a 'bytes' element");
           case 'query':
             throw new TypeError("segmentStore takes batched records, got a 'query' element");
+          case 'columns':
+            throw new TypeError("segmentStore takes batched records, got a 'columns' element");
+          case 'aggregate':
+            throw new TypeError("segmentStore takes batched records, got an 'aggregate' element");
         }
       };
 

@@ -240,11 +240,14 @@ t('the Proxy excludes exactly the batches whose ranges no branch can match (bloo
   const v = await verdicts(ctx);
   assert.equal(v.excluded, WANT);
   assert.equal(v.mode, Array(WANT.length).fill('minmax'));
-  // A window names batches no node holds: those are unknown, never excluded (partial).
+  // A window names the batches the nodes hold there (GET /v1/batch-ranges), not every interval of
+  // it, so every named batch has a filter (minmax) and the verdict covers exactly those.
   const w = await ctx.px.query({ query_id: 12, dataset: 'flows', start: T0, end: T0 + 3 * 60 - 1, return_address: { host: '127.0.0.1', port: 6989 }, token: TOKEN, sub_queries: [{ filters: [{ field: 'bytes', op: 'ge', value: '1000' }] }] });
-  const ev = w.body as Ev & { batch_ids: string[] };
-  assert.is(ev.bloomrf_mode, 'partial');
-  assert.ok(ev.batch_ids.length > ctx.ids.length);
+  const ev = w.body as Ev & { batch_ids: string[]; window: { resolved_by: string; nodes_answered: number } };
+  assert.is(ev.bloomrf_mode, 'minmax');
+  assert.equal(ev.batch_ids, ctx.ids);
+  assert.is(ev.window.resolved_by, 'batch_index');
+  assert.is(ev.window.nodes_answered, 2);
   assert.equal(ev.would_exclude_batches, [ctx.ids[0]]);
   assert.ok(ctx.scc.queries.length > 0, 'the queries were dispatched');
 });

@@ -63,7 +63,7 @@ const bad = suite('FrameDecoder malformed input');
 const cases: [string, Buffer, string][] = [
   ['bad magic', Buffer.from('XDWP0000000000000000'), 'ERR_HDWP_BAD_MAGIC'],
   ['unsupported version', raw(8, be(1, 8), 0, 2), 'ERR_HDWP_UNSUPPORTED_VERSION'],
-  ['unknown kind', raw(9, Buffer.alloc(0)), 'ERR_HDWP_UNKNOWN_KIND'],
+  ['unknown kind', raw(0xee, Buffer.alloc(0)), 'ERR_HDWP_UNKNOWN_KIND'],
   ['reserved flag', raw(8, be(1, 8), 0x8000), 'ERR_HDWP_BAD_FLAGS'],
   ['auth flag on a query', raw(5, Buffer.alloc(40, 1), 1), 'ERR_HDWP_BAD_FLAGS'],
   ['payload over the limit', Buffer.concat([Buffer.from('HDWP\x01\x02\x00\x00', 'latin1'), be(16 * 1024 * 1024 + 1, 4), Buffer.alloc(4)]), 'ERR_HDWP_TOO_LARGE'],
@@ -98,7 +98,7 @@ for (const [name, bytes, code] of cases) {
 }
 bad('the error closes the stream: later pushes and end throw the same code', () => {
   const d = new FrameDecoder();
-  assert.throws(() => d.push(raw(9, Buffer.alloc(0))), (e: unknown) => e instanceof HdwpError && e.code === 'ERR_HDWP_UNKNOWN_KIND');
+  assert.throws(() => d.push(raw(0xee, Buffer.alloc(0))), (e: unknown) => e instanceof HdwpError && e.code === 'ERR_HDWP_UNKNOWN_KIND');
   const good = encodeFrame({ kind: 'credit', bytes: 1 });
   assert.throws(() => d.push(good), (e: unknown) => e instanceof HdwpError && e.code === 'ERR_HDWP_UNKNOWN_KIND' && e.frames.length === 0);
   assert.throws(() => d.end(), (e: unknown) => e instanceof HdwpError && e.code === 'ERR_HDWP_UNKNOWN_KIND');

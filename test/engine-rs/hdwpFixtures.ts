@@ -22,6 +22,8 @@ export function samples(): Frame[] {
     out.push({ kind: 'bbn', batchId: BATCH, reason: 'hash mismatch at block 3', ...a });
     out.push({ kind: 'error', code: 503, message: 'overloaded', ...a });
     out.push({ kind: 'credit', bytes: Number.MAX_SAFE_INTEGER, ...a });
+    out.push({ kind: 'aggregate', batchId: BATCH, json: '{"v":1,"groups":[{"k":["6"],"m":["3","-18446744073709551616"]}]}', ...a });
+    out.push({ kind: 'columns', batchId: BATCH, rows: 2, body: Buffer.from('01000001000000020000', 'hex'), ...a });
   }
   out.push({ kind: 'query', queryId: 7, token: TOKEN, json: '{"query_id":7,"batch_ids":[]}' });
   out.push({ kind: 'cancel', queryId: 7, token: TOKEN });

@@ -1,6 +1,7 @@
 /**
  * Corrupted segments on a real Storage Node process: one byte flipped (XOR with a random non-zero
- * value) in the header, the records, the block index, the zone maps, the batch filter or the tail
+ * value) in the header, the records, the block index, the zone maps, the batch filter, the batch
+ * summary (format 2) or the tail
  * of a stored segment, the file truncated, or another batch's whole segment in its place, while
  * the node runs. Every such batch must come
  * back as a bad batch notice — never as an eob with rows other than the ones stored — in plain,
@@ -16,7 +17,7 @@ import { mulberry32 } from '../../lib/mulberry32';
 import { batchOf, TestClient, untilOk } from '../nodes/storageNode/queryKit';
 import { filesIn, ingest, queryNode, R, startFaultNode, type BatchAnswer, type FaultNode } from './faultKit';
 
-const REGIONS = ['header', 'records', 'block index', 'zone maps', 'batch filter', 'tail', 'truncate', 'misplaced'] as const;
+const REGIONS = ['header', 'records', 'block index', 'zone maps', 'batch filter', 'batch summary', 'tail', 'truncate', 'misplaced'] as const;
 type Region = (typeof REGIONS)[number];
 
 const SEED = Number(process.env.HD_FAULT_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -31,12 +32,15 @@ function regionOf(s: Buffer, region: Exclude<Region, 'truncate' | 'misplaced'>):
   const f = Number(s.readBigUInt64LE(t + 24));
   const z = Number(s.readBigUInt64LE(t + 32));
   const q = Number(s.readBigUInt64LE(t + 40));
+  // The batch filter holds 16 bytes per zone field; format 2's batch summary follows it up to the tail.
+  const s0 = q + 16 * s.readUInt16LE(20);
   const ranges: Record<typeof region, [number, number]> = {
     header: [0, h],
     records: [h, f],
     'block index': [f, z],
     'zone maps': [z, q],
-    'batch filter': [q, t],
+    'batch filter': [q, s0],
+    'batch summary': [s0, t],
     tail: [t, s.length],
   };
   return ranges[region];

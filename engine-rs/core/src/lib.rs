@@ -4,6 +4,7 @@
 //! over byte buffers; fuzz targets and `cargo test` exercise it directly.
 
 pub mod batch_id;
+pub mod columnar;
 pub mod decode;
 pub mod encode;
 pub mod hash;

@@ -9,6 +9,7 @@
 //! This file and its modules use only `hd_engine_core` and `crc32c`, both dependencies of the core
 //! crate, so the core's test can include them.
 
+pub mod columnar_body;
 pub mod filter_json;
 pub mod hdwp_eob;
 pub mod hdwp_frame;
@@ -22,7 +23,7 @@ pub mod segment_read;
 pub type Target = fn(&[u8]);
 
 /// Every target by name, as `seeds/<name>/` and `fuzz_targets/<name>.rs` call it.
-pub const TARGETS: [(&str, Target); 7] = [
+pub const TARGETS: [(&str, Target); 8] = [
     ("hdwp_frame", hdwp_frame::run),
     ("hdwp_eob", hdwp_eob::run),
     ("schema_json", schema_json::run),
@@ -30,4 +31,5 @@ pub const TARGETS: [(&str, Target); 7] = [
     ("segment_read", segment_read::run),
     ("filter_json", filter_json::run),
     ("rego_policy", rego_policy::run),
+    ("columnar_body", columnar_body::run),
 ];

@@ -91,7 +91,7 @@ fn column<'cx, C: Context<'cx>>(cx: &mut C, c: &Column) -> JsResult<'cx, JsObjec
     Ok(obj)
 }
 
-fn columns<'cx, C: Context<'cx>>(cx: &mut C, cols: &Columns) -> JsResult<'cx, JsObject> {
+pub(crate) fn columns<'cx, C: Context<'cx>>(cx: &mut C, cols: &Columns) -> JsResult<'cx, JsObject> {
     let obj = cx.empty_object();
     let rows = cx.number(cols.rows as f64);
     obj.set(cx, "rows", rows)?;

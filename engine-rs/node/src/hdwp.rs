@@ -8,9 +8,9 @@
 
 use hd_engine_core::batch_id::{BatchId, BATCH_ID_LEN};
 use hd_engine_core::hdwp::{
-    check_mtu, decode_frame, encode_frame, peek_frame, BadBatch, Cancel, Credit, EndOfBatch,
-    ErrorFrame, Frame, HdwpError, Hello, Peek, Query, QueryAuth, Records, RecordsPlan, Role,
-    AUTH_LEN, HEADER_LEN, MAX_PAYLOAD_CEILING, TOKEN_LEN,
+    check_mtu, decode_frame, encode_frame, peek_frame, AggregatePartial, BadBatch, Cancel,
+    ColumnsFrame, Credit, EndOfBatch, ErrorFrame, Frame, HdwpError, Hello, Peek, Query, QueryAuth,
+    Records, RecordsPlan, Role, AUTH_LEN, HEADER_LEN, MAX_PAYLOAD_CEILING, TOKEN_LEN,
 };
 use neon::prelude::*;
 use neon::types::buffer::TypedArray;
@@ -160,6 +160,14 @@ fn describe(buf: &[u8], start: usize, len: usize, f: &Frame<'_>, out: &mut Vec<f
             [e.code as f64, m, m + e.message.len() as f64, 0.0, 0.0]
         }
         Frame::Credit(c) => [c.bytes as f64, 0.0, 0.0, 0.0, 0.0],
+        Frame::Aggregate(g) => {
+            let j = offset_in(buf, g.json.as_bytes());
+            [body as f64, j, j + g.json.len() as f64, 0.0, 0.0]
+        }
+        Frame::Columns(c) => {
+            let p = offset_in(buf, c.body);
+            [body as f64, c.rows as f64, p, p + c.body.len() as f64, 0.0]
+        }
     };
     out.extend_from_slice(&[
         f.kind() as u8 as f64,
@@ -430,4 +438,54 @@ fn hdwp_encode_credit<'cx>(
     let bytes = int(cx, bytes, u64::MAX, "credit")?;
     let auth = auth(cx, query_id, token.as_deref())?;
     emit(cx, &Frame::Credit(Credit { auth, bytes }))
+}
+
+#[neon::export(name = "hdwpEncodeAggregate")]
+fn hdwp_encode_aggregate<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    id: Vec<u8>,
+    json: String,
+    query_id: f64,
+    token: Option<Vec<u8>>,
+) -> JsResult<'cx, JsBuffer> {
+    let batch_id = batch_id(cx, &id)?;
+    let auth = auth(cx, query_id, token.as_deref())?;
+    emit(
+        cx,
+        &Frame::Aggregate(AggregatePartial {
+            auth,
+            batch_id,
+            json: &json,
+        }),
+    )
+}
+
+/// One columns frame: a batch's rows as a columnar body (`columnarEncode`), `rows` of them.
+#[neon::export(name = "hdwpEncodeColumns")]
+fn hdwp_encode_columns<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    id: Vec<u8>,
+    rows: f64,
+    body: Handle<'cx, JsTypedArray<u8>>,
+    query_id: f64,
+    token: Option<Vec<u8>>,
+) -> JsResult<'cx, JsBuffer> {
+    let batch_id = batch_id(cx, &id)?;
+    let rows = int(cx, rows, u32::MAX as u64, "row count")? as u32;
+    let auth = auth(cx, query_id, token.as_deref())?;
+    let mut out = Vec::new();
+    let res = {
+        let body = body.as_slice(cx);
+        let f = Frame::Columns(ColumnsFrame {
+            auth,
+            batch_id,
+            rows,
+            body,
+        });
+        encode_frame(&f, &mut out, MAX_PAYLOAD_CEILING)
+    };
+    match res {
+        Ok(()) => JsBuffer::from_slice(cx, &out),
+        Err(e) => throw_hdwp(cx, &e),
+    }
 }

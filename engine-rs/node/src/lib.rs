@@ -4,6 +4,7 @@
 
 mod batch_id;
 mod codec;
+mod columnar;
 mod decode;
 mod encode_arrow;
 mod hash;

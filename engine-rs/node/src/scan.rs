@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use hd_engine_core::scan::aggregate::AggregatePlan;
 use hd_engine_core::scan::{read_baseline, ScanFilter, ScanStep, SegmentScanner};
 use hd_engine_core::segment::zone_fields_from_schema;
 use neon::prelude::*;
@@ -175,6 +176,10 @@ fn step_object<'cx>(cx: &mut TaskContext<'cx>, s: ScanStep) -> JsResult<'cx, JsO
         let v = cx.boolean(ok);
         o.set(cx, "hashOk", v)?;
     }
+    if let Some(p) = &s.partial {
+        let v = cx.string(p);
+        o.set(cx, "partial", v)?;
+    }
     Ok(o)
 }
 
@@ -258,4 +263,63 @@ fn scan_read_baseline<'cx>(
     buf: Handle<'cx, JsTypedArray<u8>>,
 ) -> NeonResult<f64> {
     Ok((read_baseline(buf.as_slice(cx)) & 0xffff_ffff) as f64)
+}
+
+/// The boxed state behind an `AggregatePlanHandle`.
+pub struct AggregateBox(Arc<AggregatePlan>);
+impl Finalize for AggregateBox {}
+
+/// Compiles an HDQuery `aggregate` (JSON) against a schema and the caller's field mask (one
+/// record of bytes, or null). Throws `code: 'ERR_QUERY'` with `path` and `reason`.
+#[neon::export(name = "scanAggregateCompile")]
+fn scan_aggregate_compile<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    schema: Handle<'cx, JsValue>,
+    json: String,
+    mask: Option<Vec<u8>>,
+) -> JsResult<'cx, JsBox<AggregateBox>> {
+    let schema = unbox(cx, schema)?;
+    match AggregatePlan::compile(&schema, &json, mask.as_deref()) {
+        Ok(p) => Ok(cx.boxed(AggregateBox(Arc::new(p)))),
+        Err(e) => {
+            let err = cx.error(e.to_string())?;
+            let code = cx.string(e.code());
+            err.set(cx, "code", code)?;
+            let path = cx.string(&e.path);
+            err.set(cx, "path", path)?;
+            let reason = cx.string(&e.message);
+            err.set(cx, "reason", reason)?;
+            cx.throw(err)
+        }
+    }
+}
+
+/// Makes an open scanner accumulate `aggregate` instead of returning records (before its first step).
+#[neon::export(name = "scanSetAggregate")]
+fn scan_set_aggregate<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    handle: Handle<'cx, JsValue>,
+    aggregate: Handle<'cx, JsValue>,
+) -> NeonResult<()> {
+    let b = unbox_scanner(cx, handle)?;
+    let plan = match aggregate.downcast::<JsBox<AggregateBox>, _>(cx) {
+        Ok(p) => Arc::clone(&p.0),
+        Err(_) => {
+            return throw_coded(
+                cx,
+                "ERR_SCAN_HANDLE",
+                "expected an AggregatePlanHandle from scanAggregateCompile",
+            )
+        }
+    };
+    let Ok(mut guard) = b.scanner.try_lock() else {
+        return throw_coded(cx, "ERR_SCAN_BUSY", "a step of the scanner is running");
+    };
+    match guard.as_mut() {
+        Some(s) => {
+            s.set_aggregate(plan);
+            Ok(())
+        }
+        None => throw_coded(cx, "ERR_SCAN_CLOSED", "the segment scanner is closed"),
+    }
 }

@@ -3,7 +3,6 @@
  * batches ingested through its production port, queries on its command port from an SCC-side
  * control connection, results at the client's ResultListener. Real sockets, real segments.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { suite } from 'uvu';
@@ -11,9 +10,7 @@ import * as assert from 'uvu/assert';
 import { encodeRecords, generateBatchIdNumber } from '../../../engine-rs/index';
 import { builtinRegistry } from '../../../roles/builtins';
 import { parsePipeline } from '../../../pipelines/load';
-import { runPipeline } from '../../../pipelines/run';
 import { parseBbnReason } from '../../../query/batchNotice';
-import { freePort } from '../../support/hdProcess';
 import { batchOf, ControlPeer, R, recordsByBatch, startNode, TestClient, untilOk, type TestNode } from './queryKit';
 
 const BATCHES = [batchOf(1, 700), batchOf(2, 33), batchOf(3, 0), batchOf(4, 1500)];
@@ -167,20 +164,14 @@ wiring('the query stages find the node wherever the segmentStore stage is writte
   }
 });
 
-wiring('a scan stage without the segmentStore stage of its node fails the run, naming the node', async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'hd-snquery-alone-'));
-  try {
-    const config = path.join(dir, 'config.json');
-    writeFileSync(config, JSON.stringify({ node_name: 'sn-alone', production_ip: '127.0.0.1', production_port: await freePort(), command_port: await freePort(), observability_port: 0, storage_devices: [{ name: 'd0', address: 'd0', type: 'dir' }] }));
-    const text = ['pipeline: queries-alone', 'stages:', '  queries:', '    type: queryListener', `    config: ${config}`, '  scan:', '    type: scan', '    inputs: [queries]', `    config: ${config}`, '  results:', '    type: resultStream', '    inputs: [scan]', `    config: ${config}`, ''].join('\n');
-    const loaded = parsePipeline(text, path.join(dir, 'alone.yaml'), { registry: builtinRegistry(), env: {} });
-    assert.ok(loaded.ok);
-    const r = await runPipeline(loaded.pipeline);
-    assert.is(r.status, 'failed');
-    assert.match(String(r.error?.message), /stage 'scan': no Storage Node 'sn-alone' runs in this pipeline: the scan stage reads the batches of a segmentStore stage with the same config/);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+wiring('query stages without the storageNode service they read fail at load, naming the line and the service (issue #16: no longer at run)', async () => {
+  const text = ['pipeline: queries-alone', 'stages:', '  queries:', '    type: queryListener', '  scan:', '    type: scan', '    inputs: [queries]', '  results:', '    type: resultStream', '    inputs: [scan]', ''].join('\n');
+  const loaded = parsePipeline(text, path.join(os.tmpdir(), 'alone.yaml'), { registry: builtinRegistry(), env: {} });
+  assert.not.ok(loaded.ok);
+  if (loaded.ok) return;
+  const scanProblem = loaded.problems.find((p) => p.line === 5);
+  assert.match(String(scanProblem?.message), /stage 'scan' \(scan\) needs a 'storageNode' service .*declare one under services: \(type: storageNode\)/);
+  assert.equal(loaded.problems.map((p) => p.line), [3, 5, 8]);
 });
 
 wiring.run();

@@ -119,6 +119,8 @@ export async function startNode(opts: { schemas?: boolean; dir?: string; /** Rew
     HASH_CHAIN_BLOCK_SIZE: String(BLOCK),
     RECORD_SIZE: String(R),
     SCHEMA_DIR: schemaDir,
+    // One batch at a time, so batch ends come back in query order (queryColumnar.test.ts covers more threads).
+    QUERY_THREADS: '1',
   };
   let file2 = yaml;
   if (opts.edit) {

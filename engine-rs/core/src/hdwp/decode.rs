@@ -4,7 +4,8 @@
 use super::encode::check_mtu;
 use super::error::HdwpError;
 use super::frame::{
-    BadBatch, Cancel, Credit, EndOfBatch, ErrorFrame, Frame, Hello, Query, QueryAuth, Records,
+    AggregatePartial, BadBatch, Cancel, ColumnsFrame, Credit, EndOfBatch, ErrorFrame, Frame, Hello,
+    Query, QueryAuth, Records,
 };
 use super::header::{check_header, frame_checksum, Header};
 use super::kind::{FrameKind, Role};
@@ -175,6 +176,24 @@ pub(crate) fn parse_frame<'a>(frame: &'a [u8], h: &Header) -> Result<Frame<'a>, 
             let bytes = r.u64("credit")?;
             r.end()?;
             Frame::Credit(Credit { auth, bytes })
+        }
+        FrameKind::Aggregate => {
+            let batch_id = r.batch_id()?;
+            Frame::Aggregate(AggregatePartial {
+                auth,
+                batch_id,
+                json: r.rest_str("aggregate JSON", usize::MAX)?,
+            })
+        }
+        FrameKind::Columns => {
+            let batch_id = r.batch_id()?;
+            let rows = r.u32("row count")?;
+            Frame::Columns(ColumnsFrame {
+                auth,
+                batch_id,
+                rows,
+                body: r.rest(),
+            })
         }
     };
     f.validate()?;

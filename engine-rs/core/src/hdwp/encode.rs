@@ -67,6 +67,16 @@ pub fn encode_frame(
             out.extend_from_slice(f.message.as_bytes());
         }
         Frame::Credit(f) => out.extend_from_slice(&f.bytes.to_be_bytes()),
+        Frame::Aggregate(f) => {
+            out.extend_from_slice(&f.batch_id.0);
+            out.extend_from_slice(f.json.as_bytes());
+        }
+        Frame::Columns(f) => {
+            out.reserve(BATCH_ID_LEN + 4 + f.body.len());
+            out.extend_from_slice(&f.batch_id.0);
+            out.extend_from_slice(&f.rows.to_be_bytes());
+            out.extend_from_slice(f.body);
+        }
     }
     seal_frame(out, start, max_payload)
 }

@@ -116,6 +116,32 @@ pub struct Credit {
     pub bytes: u64,
 }
 
+/// A batch's partial aggregate, sent by a Storage Node in place of the batch's records frames when
+/// the query carries an `aggregate` (docs/query.md, "Aggregates"); the batch still ends with eob.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AggregatePartial<'a> {
+    /// Query binding for a result stream.
+    pub auth: Option<QueryAuth>,
+    /// The batch the partial covers.
+    pub batch_id: BatchId,
+    /// The partial as UTF-8 JSON: an object `{ "v": 1, "groups": [...] }` (bounded by the payload limit).
+    pub json: &'a str,
+}
+
+/// A run of a batch's matching records as columns (docs/hdwp.md, "columns"): the columnar body
+/// (`crate::columnar`) is checked by the client against the columns it asked for, not here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnsFrame<'a> {
+    /// Query binding for a result stream.
+    pub auth: Option<QueryAuth>,
+    /// The batch the rows belong to.
+    pub batch_id: BatchId,
+    /// Rows the body holds, at least 1.
+    pub rows: u32,
+    /// The columnar body, not empty.
+    pub body: &'a [u8],
+}
+
 /// One HDWP frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
@@ -135,6 +161,10 @@ pub enum Frame<'a> {
     Error(ErrorFrame<'a>),
     /// See [`Credit`].
     Credit(Credit),
+    /// See [`AggregatePartial`].
+    Aggregate(AggregatePartial<'a>),
+    /// See [`ColumnsFrame`].
+    Columns(ColumnsFrame<'a>),
 }
 
 impl Frame<'_> {
@@ -149,6 +179,8 @@ impl Frame<'_> {
             Frame::Cancel(_) => FrameKind::Cancel,
             Frame::Error(_) => FrameKind::Error,
             Frame::Credit(_) => FrameKind::Credit,
+            Frame::Aggregate(_) => FrameKind::Aggregate,
+            Frame::Columns(_) => FrameKind::Columns,
         }
     }
 
@@ -162,6 +194,8 @@ impl Frame<'_> {
             Frame::Bbn(f) => f.auth,
             Frame::Error(f) => f.auth,
             Frame::Credit(f) => f.auth,
+            Frame::Aggregate(f) => f.auth,
+            Frame::Columns(f) => f.auth,
             Frame::Query(_) | Frame::Cancel(_) => None,
         }
     }
@@ -234,6 +268,22 @@ impl Frame<'_> {
                     ));
                 }
                 check_exact("credit", f.bytes)
+            }
+            Frame::Aggregate(f) => check_json_object(f.json),
+            Frame::Columns(f) => {
+                if f.rows == 0 {
+                    return Err(HdwpError::invalid(
+                        "row count",
+                        "a columns frame carries at least one row",
+                    ));
+                }
+                if f.body.is_empty() {
+                    return Err(HdwpError::invalid(
+                        "columnar body",
+                        "a columns frame carries a body",
+                    ));
+                }
+                Ok(())
             }
         }
     }

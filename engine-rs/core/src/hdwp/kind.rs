@@ -20,11 +20,15 @@ pub enum FrameKind {
     Error = 0x07,
     /// Flow-control credit: bytes the receiver grants the sender.
     Credit = 0x08,
+    /// A batch's partial aggregate (HDQuery `aggregate`): JSON groups in place of its records.
+    Aggregate = 0x09,
+    /// A batch's matching records as Arrow-layout columns (HDQuery `result_format: "columns"`).
+    Columns = 0x0A,
 }
 
 impl FrameKind {
     /// Every kind, in code order.
-    pub const ALL: [FrameKind; 8] = [
+    pub const ALL: [FrameKind; 10] = [
         FrameKind::Hello,
         FrameKind::Records,
         FrameKind::Eob,
@@ -33,6 +37,8 @@ impl FrameKind {
         FrameKind::Cancel,
         FrameKind::Error,
         FrameKind::Credit,
+        FrameKind::Aggregate,
+        FrameKind::Columns,
     ];
 
     /// The kind for a header byte, if this version defines one.
@@ -51,6 +57,8 @@ impl FrameKind {
             FrameKind::Cancel => "cancel",
             FrameKind::Error => "error",
             FrameKind::Credit => "credit",
+            FrameKind::Aggregate => "aggregate",
+            FrameKind::Columns => "columns",
         }
     }
 
@@ -109,7 +117,7 @@ mod tests {
             assert_eq!(Role::from_u8(r as u8), Some(r));
         }
         assert_eq!(FrameKind::from_u8(0), None);
-        assert_eq!(FrameKind::from_u8(9), None);
+        assert_eq!(FrameKind::from_u8(FrameKind::ALL.len() as u8 + 1), None);
         assert_eq!(FrameKind::from_u8(255), None);
         assert_eq!(Role::from_u8(0), None);
         assert_eq!(Role::from_u8(7), None);

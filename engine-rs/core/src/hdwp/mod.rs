@@ -34,8 +34,8 @@ pub use encode::{
 };
 pub use error::HdwpError;
 pub use frame::{
-    error_codes, BadBatch, Cancel, Credit, EndOfBatch, ErrorFrame, Frame, Hello, Query, QueryAuth,
-    Records,
+    error_codes, AggregatePartial, BadBatch, Cancel, ColumnsFrame, Credit, EndOfBatch, ErrorFrame,
+    Frame, Hello, Query, QueryAuth, Records,
 };
 pub use header::Header;
 pub use kind::{FrameKind, Role};

@@ -71,6 +71,17 @@ pub(super) fn samples(records: &[u8], hash: &[u8]) -> Vec<Frame<'static>> {
             auth,
             bytes: MAX_EXACT_INT,
         }));
+        v.push(Frame::Aggregate(AggregatePartial {
+            auth,
+            batch_id: id,
+            json: r#"{"v":1,"groups":[{"k":["6"],"m":["12","-340282366920938463463374607431768211456"]}]}"#,
+        }));
+        v.push(Frame::Columns(super::ColumnsFrame {
+            auth,
+            batch_id: id,
+            rows: 2,
+            body: records,
+        }));
     }
     v.push(Frame::Query(Query {
         auth: AUTH,

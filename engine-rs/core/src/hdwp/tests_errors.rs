@@ -47,7 +47,7 @@ fn header_errors() {
         "ERR_HDWP_UNSUPPORTED_VERSION"
     );
     assert_eq!(code_of(&raw(1, 0, 0, &[])), "ERR_HDWP_UNKNOWN_KIND");
-    assert_eq!(code_of(&raw(1, 9, 0, &[])), "ERR_HDWP_UNKNOWN_KIND");
+    assert_eq!(code_of(&raw(1, 0xee, 0, &[])), "ERR_HDWP_UNKNOWN_KIND");
     assert_eq!(code_of(&raw(1, 8, 0x0002, &[0; 8])), "ERR_HDWP_BAD_FLAGS");
     assert_eq!(
         code_of(&raw(1, 5, FLAG_AUTH, &[0; 40])),
@@ -353,4 +353,19 @@ fn text_and_json_errors() {
     let huge = format!("{{\"a\":\"{}\"}}", "x".repeat(MAX_JSON_LEN));
     assert_eq!(code_of(&query(huge.as_bytes())), "ERR_HDWP_TOO_LARGE");
     assert!(decode_frame(&query(b" {\"q\": [1, {}]} "), DEFAULT_MAX_PAYLOAD).is_ok());
+}
+
+#[test]
+fn aggregate_frame_refuses_json_that_is_not_an_object() {
+    let id = crate::batch_id::BatchId::from_number(1);
+    for json in ["[1]", "{", "\"x\""] {
+        let f = Frame::Aggregate(AggregatePartial {
+            auth: None,
+            batch_id: id,
+            json,
+        });
+        let mut out = Vec::new();
+        let e = encode_frame(&f, &mut out, DEFAULT_MAX_PAYLOAD).unwrap_err();
+        assert_eq!(e.code(), "ERR_HDWP_BAD_JSON", "{json}");
+    }
 }

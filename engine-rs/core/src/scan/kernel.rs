@@ -377,3 +377,69 @@ pub fn read_baseline(data: &[u8]) -> u64 {
         .fold(0u64, |x, &b| x.rotate_left(8) ^ u64::from(b));
     acc[0] ^ acc[1] ^ acc[2] ^ acc[3] ^ tail
 }
+
+impl ScanFilter {
+    /// Calls `visit(chunk, selection)` for every chunk of up to `CHUNK` records of `data` that
+    /// holds a match, `selection` the indices of its matching records in order (the selection
+    /// vector the aggregates accumulate from). Returns how many records matched.
+    pub fn select_chunks<F: FnMut(&[u8], &[u32])>(&self, data: &[u8], mut visit: F) -> u64 {
+        let rs = self.record_size();
+        let n_all = data.len() / rs;
+        let data = &data[..n_all * rs];
+        let subs = self.subs();
+        if !self.matches_all() && subs.is_empty() {
+            return 0;
+        }
+        let mut sel = vec![0u32; CHUNK];
+        let mut cand = vec![0u32; CHUNK];
+        let mut hit = vec![false; CHUNK];
+        let mut matched = 0u64;
+        for chunk in data.chunks(CHUNK * rs) {
+            let n = chunk.len() / rs;
+            let len = if self.matches_all() {
+                for (i, s) in sel[..n].iter_mut().enumerate() {
+                    *s = i as u32;
+                }
+                n
+            } else if let [only] = subs {
+                eval_sub(only, chunk, rs, Input::All(n), &mut sel)
+            } else {
+                hit[..n].fill(false);
+                let mut left = n;
+                for (s, sub) in subs.iter().enumerate() {
+                    let input = if s == 0 {
+                        Input::All(n)
+                    } else {
+                        sel[..left].copy_from_slice(&cand[..left]);
+                        Input::Selected(left)
+                    };
+                    let len = eval_sub(sub, chunk, rs, input, &mut sel);
+                    for &i in &sel[..len] {
+                        hit[i as usize] = true;
+                    }
+                    if s + 1 < subs.len() {
+                        left = 0;
+                        for (i, &h) in hit[..n].iter().enumerate() {
+                            cand[left] = i as u32;
+                            left += usize::from(!h);
+                        }
+                        if left == 0 {
+                            break;
+                        }
+                    }
+                }
+                let mut m = 0;
+                for (i, &h) in hit[..n].iter().enumerate() {
+                    sel[m] = i as u32;
+                    m += usize::from(h);
+                }
+                m
+            };
+            if len > 0 {
+                visit(chunk, &sel[..len]);
+                matched += len as u64;
+            }
+        }
+        matched
+    }
+}

@@ -9,6 +9,7 @@
 //! - `filter`: the compiled program; `kernel`: its evaluation; `zones`: block skipping;
 //! - `scanner`: a segment read block range by block range, with optional hash verification.
 
+pub mod aggregate;
 mod compile;
 mod compile_bytes;
 mod error;

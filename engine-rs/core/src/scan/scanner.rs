@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
+use super::aggregate::{partial_from_stats, AggregatePlan, AggregateState};
 use super::filter::ScanFilter;
 use super::zones::ZonePlan;
 use crate::hash::ChainState;
@@ -34,6 +35,9 @@ pub enum ScanError {
         segment: u32,
         filter: usize,
     },
+    /// The query's aggregate found more groups in the batch than its `max_groups`.
+    #[error("aggregate.max_groups: more than {max} groups in one batch")]
+    TooManyGroups { max: usize },
 }
 
 impl ScanError {
@@ -42,6 +46,7 @@ impl ScanError {
         match self {
             ScanError::Segment(e) => e.code(),
             ScanError::RecordSize { .. } => "ERR_SCAN_RECORD_SIZE",
+            ScanError::TooManyGroups { .. } => "ERR_SCAN_TOO_MANY_GROUPS",
         }
     }
 }
@@ -54,12 +59,16 @@ pub struct ScanStep {
     pub matched: u64,
     /// Records the kernel evaluated (those of blocks the zones did not rule out).
     pub scanned: u64,
-    /// Blocks the zone maps ruled out in this step.
+    /// Blocks the zone maps ruled out in this step (or, for an aggregate answered from the batch
+    /// summary, every block).
     pub blocks_skipped: u64,
     /// No blocks are left.
     pub done: bool,
     /// With verify_hash, on the step that finishes: whether the chain matched the footer.
     pub hash_ok: Option<bool>,
+    /// With an aggregate, on the step that finishes: the batch's partial (aggregate frame JSON);
+    /// `records` stays empty.
+    pub partial: Option<String>,
 }
 
 /// A scan in progress over one segment.
@@ -74,6 +83,10 @@ pub struct SegmentScanner {
     chain: Option<ChainState>,
     hash_ok: Option<bool>,
     buf: Vec<u8>,
+    /// The partial aggregate of the batch, when the query has one.
+    aggregate: Option<AggregateState>,
+    /// The batch's partial answered from its summary (no record is read).
+    summary_partial: Option<String>,
 }
 
 impl SegmentScanner {
@@ -116,12 +129,63 @@ impl SegmentScanner {
             chain,
             hash_ok: None,
             buf: Vec::new(),
+            aggregate: None,
+            summary_partial: None,
         })
     }
 
     /// The open segment (header, counts, closing hash, zones).
     pub fn reader(&self) -> &SegmentReader {
         &self.reader
+    }
+
+    /// Accumulates `plan` over the matching records instead of returning them; the step that
+    /// finishes carries the partial. Call before the first `next`.
+    /// A whole batch that the segment's summary can answer (no filter, no hash to verify, see
+    /// `aggregate::partial_from_stats`) is answered from it: no block is read.
+    pub fn set_aggregate(&mut self, plan: Arc<AggregatePlan>) {
+        if self.chain.is_none() && self.filter.matches_all() && self.next_block == 0 {
+            if let Some(stats) = self.reader.stats() {
+                self.summary_partial = partial_from_stats(
+                    &plan,
+                    &self.reader.header().fields,
+                    self.reader.batch_filter(),
+                    stats,
+                    self.reader.records(),
+                );
+                if self.summary_partial.is_some() {
+                    self.next_block = self.reader.blocks();
+                }
+            }
+        }
+        self.aggregate = Some(AggregateState::new(plan));
+    }
+
+    /// Whether the batch's aggregate was answered from its summary.
+    pub fn answered_from_summary(&self) -> bool {
+        self.summary_partial.is_some()
+    }
+
+    /// The finishing step's partial; an overflow of `max_groups` is an error.
+    fn finish_aggregate(&mut self, step: &mut ScanStep) -> Result<(), ScanError> {
+        if let Some(j) = self.summary_partial.clone() {
+            // Every record of the batch counts (no filter); no block was read.
+            step.matched = self.reader.records();
+            step.blocks_skipped = self.reader.blocks();
+            step.partial = Some(j);
+            return Ok(());
+        }
+        if let Some(a) = self.aggregate.as_ref() {
+            match a.to_json() {
+                Some(j) => step.partial = Some(j),
+                None => {
+                    return Err(ScanError::TooManyGroups {
+                        max: a.max_groups(),
+                    })
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Whether every block has been scanned.
@@ -180,6 +244,7 @@ impl SegmentScanner {
             self.finish_chain();
             step.done = true;
             step.hash_ok = self.hash_ok;
+            self.finish_aggregate(&mut step)?;
             return Ok(step);
         }
         let first = self.next_block;
@@ -187,6 +252,7 @@ impl SegmentScanner {
             step.blocks_skipped = total - first;
             self.next_block = total;
             step.done = true;
+            self.finish_aggregate(&mut step)?;
             return Ok(step);
         }
         let rs = u64::from(self.reader.header().record_size);
@@ -245,7 +311,12 @@ impl SegmentScanner {
                     .map(|x| u64::from(x.records))
                     .sum();
                 let range = at..at + (n * rs) as usize;
-                step.matched += self.filter.filter_into(&self.buf[range], &mut step.records);
+                step.matched += match self.aggregate.as_mut() {
+                    Some(agg) => self
+                        .filter
+                        .select_chunks(&self.buf[range], |c, sel| agg.add(c, sel)),
+                    None => self.filter.filter_into(&self.buf[range], &mut step.records),
+                };
                 step.scanned += n;
                 k = j;
             }
@@ -256,6 +327,7 @@ impl SegmentScanner {
             self.finish_chain();
             step.done = true;
             step.hash_ok = self.hash_ok;
+            self.finish_aggregate(&mut step)?;
         }
         Ok(step)
     }

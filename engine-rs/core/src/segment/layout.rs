@@ -10,8 +10,10 @@ use crate::hash::{Digest, HashAlgorithm, MAX_BLOCK_SIZE, MAX_DIGEST_LEN, MAX_REC
 pub const MAGIC: [u8; 8] = *b"HDSEG\r\n\x1a";
 /// Last 8 bytes of every complete segment.
 pub const TRAILER_MAGIC: [u8; 8] = *b"HDSEGEND";
-/// Format version written by this code.
-pub const VERSION: u16 = 1;
+/// Format version written by this code: 2 adds the batch summary to the footer (stats.rs).
+pub const VERSION: u16 = 2;
+/// The oldest format version still read (1: no batch summary; scanned as before).
+pub const MIN_VERSION: u16 = 1;
 /// Fixed part of the header before the dataset id.
 pub const HEADER_FIXED_LEN: usize = 32 + BATCH_ID_LEN;
 /// Fixed tail at the end of the file.
@@ -82,7 +84,7 @@ impl SegmentHeader {
             return Err(SegmentError::Magic("header"));
         }
         let version = le16(fixed, 8);
-        if version != VERSION {
+        if !(MIN_VERSION..=VERSION).contains(&version) {
             return Err(SegmentError::Version(version));
         }
         let d = usize::from(fixed[11]);

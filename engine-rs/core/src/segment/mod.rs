@@ -6,6 +6,7 @@ mod error;
 mod layout;
 mod reader;
 mod recover;
+mod stats;
 #[cfg(test)]
 mod tests;
 mod writer;
@@ -17,6 +18,7 @@ pub use reader::{SegmentReader, MAX_READ_BYTES};
 pub use recover::{
     recover_dir, verify_segment, Quarantined, RecoverOptions, Recovery, Verified, QUARANTINE_DIR,
 };
+pub use stats::{BatchStats, CodeField, CodeStats, StatsBuilder, MAX_CODE_FIELDS, STATS_VERSION};
 pub use writer::{segment_file_name, sync_dir, SegmentConfig, SegmentSummary, SegmentWriter};
 pub use zone::{zone_fields_from_schema, Zone, ZoneField, ZoneKind, MAX_ZONE_FIELDS};
 

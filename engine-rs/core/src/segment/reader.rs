@@ -12,6 +12,7 @@ use super::layout::{
     block_entry_len, BlockEntry, SegmentHeader, Tail, HEADER_FIXED_LEN, TAIL_CRC_AT, TAIL_LEN,
     TAIL_MAGIC_AT, TRAILER_MAGIC,
 };
+use super::stats::BatchStats;
 use super::writer::segment_file_name;
 use super::zone::{Zone, ZONE_LEN};
 use super::SEGMENT_EXT;
@@ -32,6 +33,8 @@ pub struct SegmentReader {
     index: Vec<BlockEntry>,
     zones: Vec<Zone>,
     filter: Vec<Zone>,
+    /// The batch summary (format 2; `None` for a format-1 segment).
+    stats: Option<BatchStats>,
 }
 
 fn corrupt<T>(m: impl Into<String>) -> Result<T, SegmentError> {
@@ -116,8 +119,15 @@ impl SegmentReader {
                 tail_offset,
             ))
         })();
-        let Some((blocks, index_offset, zone_offset, filter_offset, tail_offset)) = expect else {
+        let Some((blocks, index_offset, zone_offset, filter_offset, filter_end)) = expect else {
             return corrupt(format!("record count {} overflows", tail.records));
+        };
+        // Format 2: the batch summary lies between the batch filter and the tail (its own layout
+        // is checked exactly below, and the footer checksum covers it).
+        let tail_offset = if header.version >= 2 {
+            filter_end.max(tail_at)
+        } else {
+            filter_end
         };
         if tail_offset != tail_at {
             return if tail_offset > tail_at {
@@ -182,10 +192,20 @@ impl SegmentReader {
             .chunks_exact(ZONE_LEN)
             .map(Zone::decode)
             .collect();
-        let filter = footer[fs..footer.len() - TAIL_LEN]
+        let ss = (filter_end - index_offset) as usize;
+        let filter = footer[fs..ss]
             .chunks_exact(ZONE_LEN)
             .map(Zone::decode)
             .collect();
+        let stats = if header.version >= 2 {
+            Some(BatchStats::decode(
+                &footer[ss..footer.len() - TAIL_LEN],
+                &header.fields,
+                tail.records,
+            )?)
+        } else {
+            None
+        };
         Ok(SegmentReader {
             file,
             path: path.to_path_buf(),
@@ -195,6 +215,7 @@ impl SegmentReader {
             index,
             zones,
             filter,
+            stats,
         })
     }
 
@@ -247,6 +268,11 @@ impl SegmentReader {
     /// Every block's zones, block-major (`blocks * fields` entries).
     pub fn zones(&self) -> &[Zone] {
         &self.zones
+    }
+
+    /// The batch summary kept at ingest (format 2 and later), verified with the footer.
+    pub fn stats(&self) -> Option<&BatchStats> {
+        self.stats.as_ref()
     }
 
     /// The batch filter: one zone per field over the whole batch.

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::{io, SegmentError};
 use super::layout::{BlockEntry, SegmentHeader, Tail, TAIL_CRC_AT, TRAILER_MAGIC, VERSION};
+use super::stats::StatsBuilder;
 use super::zone::{accumulate, Zone, ZoneField, MAX_ZONE_FIELDS};
 use super::{PARTIAL_SUFFIX, SEGMENT_EXT};
 use crate::batch_id::BATCH_ID_LEN;
@@ -97,6 +98,8 @@ pub struct SegmentWriter {
     /// Per closed block: offset, records, crc.
     index: Vec<(u64, u32, u32)>,
     zones: Vec<Zone>,
+    /// The batch summary (sums, per-code counts) kept as records arrive.
+    stats: StatsBuilder,
 }
 
 impl SegmentWriter {
@@ -153,6 +156,7 @@ impl SegmentWriter {
             batch_zones: vec![Zone::EMPTY; nf],
             index: Vec::new(),
             zones: Vec::new(),
+            stats: StatsBuilder::new(&cfg.fields),
             cfg,
         };
         w.write(&header)?;
@@ -213,6 +217,7 @@ impl SegmentWriter {
             let (span, rest) = recs.split_at(take * r);
             self.block_crc = crc32c::crc32c_append(self.block_crc, span);
             accumulate(&self.cfg.fields, &mut self.block_zones, span, r);
+            self.stats.add(span, r);
             self.in_block += take as u32;
             self.records += take as u64;
             if self.in_block == self.cfg.block_size {
@@ -312,6 +317,9 @@ impl SegmentWriter {
         for z in &self.batch_zones {
             z.encode(&mut out);
         }
+        let stats_at = out.len();
+        self.stats.finish().encode(&mut out);
+        let stats_len = (out.len() - stats_at) as u64;
         let tail = Tail {
             records: self.records,
             blocks: self.index.len() as u64,
@@ -323,7 +331,10 @@ impl SegmentWriter {
         };
         tail.encode_without_crc(&mut out);
         debug_assert_eq!(
-            out.len() as u64 - (filter_offset - index_offset) - self.batch_zones.len() as u64 * 16,
+            out.len() as u64
+                - (filter_offset - index_offset)
+                - self.batch_zones.len() as u64 * 16
+                - stats_len,
             TAIL_CRC_AT as u64
         );
         let crc = crc32c::crc32c(&out);

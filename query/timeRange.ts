@@ -1,0 +1,155 @@
+/**
+ * Open and long time ranges (docs/query.md, "Time ranges"): the batches a window reads are the
+ * time-form batch ids the Storage Nodes hold in it, not every interval the window could hold.
+ *
+ * A window `[start, end]` (Unix seconds, inclusive) at a dataset's interval `iv` names exactly the
+ * ids `generateBatchIdsTime(start, end, iv)` would name — `[t, t + iv)` for every multiple `t` of
+ * `iv` from floor(start) to ceil(end) inclusive — that some node holds. So resolving a window gives
+ * the same batches as enumerating it, minus the ones nobody ingested, at a cost in proportion to the
+ * batches that exist.
+ *
+ * Nodes answer a window as runs of consecutive intervals (`[first start, count]`), so a dense
+ * year of one-minute batches is a few numbers on the wire, and a sparse one a run per batch.
+ */
+import { BATCH_ID_LEN } from '../engine-rs/batchId';
+import { QueryError } from './queryError';
+
+/** Largest |seconds| a window bound may take: 2^53 − 1 (JSON-safe), far beyond any interval's reach of i64. */
+export const MAX_TIME_SECONDS = Number.MAX_SAFE_INTEGER;
+
+/** An inclusive window in Unix seconds. */
+export interface TimeRange {
+  readonly start: number;
+  readonly end: number;
+}
+
+/** A run of `count` consecutive batches of one interval, the first covering `[start, start + interval)`. */
+export type BatchRun = readonly [start: number, count: number];
+
+/** One node's (or the union of several nodes') held batches in a window. */
+export interface HeldRuns {
+  readonly runs: BatchRun[];
+  /** Batches in `runs`. */
+  readonly batches: number;
+  /** More batches were held than the asked limit: `runs` stops at the limit. */
+  readonly truncated: boolean;
+}
+
+/**
+ * Checks a window and an interval, naming the key at fault: integers, |value| ≤ 2^53 − 1, start ≤ end,
+ * interval 1 .. 2^32 − 1 (docs/schema.md). Throws QueryError.
+ */
+export function checkTimeRange(start: unknown, end: unknown, interval: unknown, keys: { start: string; end: string } = { start: 'start', end: 'end' }): TimeRange & { interval: number } {
+  const int = (v: unknown, key: string): number => {
+    if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new QueryError(key, `must be Unix seconds (an integer of at most 2^53 - 1), got ${JSON.stringify(v)}`);
+    return v;
+  };
+  const s = int(start, keys.start);
+  const e = int(end, keys.end);
+  if (e < s) throw new QueryError(keys.end, `${e} is before ${keys.start} ${s}`);
+  if (typeof interval !== 'number' || !Number.isInteger(interval) || interval < 1 || interval > 0xffff_ffff) throw new QueryError('interval', `must be 1 .. 2^32 - 1 seconds, got ${JSON.stringify(interval)}`);
+  return { start: s, end: e, interval };
+}
+
+const floorTo = (t: number, iv: number): number => Math.floor(t / iv) * iv;
+const ceilTo = (t: number, iv: number): number => Math.ceil(t / iv) * iv;
+
+/**
+ * The start of the window of `id` when it is a time-form id of width `interval` (bytes 0..48 zero,
+ * start a multiple of the interval, end = start + interval): the ids the enumeration makes.
+ * Undefined for every other id (string or number form, another interval, a window out of range).
+ */
+export function timeFormStart(id: Uint8Array, interval: number): number | undefined {
+  if (id.length !== BATCH_ID_LEN) return undefined;
+  for (let i = 0; i < 48; i++) if (id[i] !== 0) return undefined;
+  const dv = new DataView(id.buffer, id.byteOffset, id.byteLength);
+  const s = dv.getBigInt64(48);
+  const e = dv.getBigInt64(56);
+  const iv = BigInt(interval);
+  if (s % iv !== 0n || e - s !== iv) return undefined;
+  if (s > BigInt(MAX_TIME_SECONDS) || s < -BigInt(MAX_TIME_SECONDS)) return undefined;
+  return Number(s);
+}
+
+/** The time-form id `[start, start + interval)` as 128 lower-case hex digits (as `generateBatchIdTime` makes it). */
+export function timeFormHex(start: number, interval: number): string {
+  const b = Buffer.alloc(BATCH_ID_LEN);
+  b.writeBigInt64BE(BigInt(start), 48);
+  b.writeBigInt64BE(BigInt(start) + BigInt(interval), 56);
+  return b.toString('hex');
+}
+
+/** First and last window start the enumeration of `[start, end]` names (floor(start) .. ceil(end), inclusive). */
+export function windowStarts(r: TimeRange, interval: number): { first: number; last: number } {
+  return { first: floorTo(r.start, interval), last: ceilTo(r.end, interval) };
+}
+
+/** Sorted, distinct window starts → runs of consecutive intervals. */
+export function runsOf(starts: readonly number[], interval: number): BatchRun[] {
+  const runs: [number, number][] = [];
+  for (const s of starts) {
+    const last = runs[runs.length - 1];
+    if (last && last[0] + last[1] * interval === s) last[1]++;
+    else if (!last || s > last[0] + (last[1] - 1) * interval) runs.push([s, 1]);
+  }
+  return runs;
+}
+
+/**
+ * A node's answer: of the ids it holds (`held`, any forms), the time-form ids of `interval` the
+ * enumeration of `r` names, as runs, at most `limit` batches (then `truncated`). One pass over the
+ * held ids, a sort of the matches.
+ */
+export function heldRuns(held: Iterable<Uint8Array>, r: TimeRange, interval: number, limit: number): HeldRuns {
+  const { first, last } = windowStarts(r, interval);
+  const starts: number[] = [];
+  for (const id of held) {
+    const s = timeFormStart(id, interval);
+    if (s !== undefined && s >= first && s <= last) starts.push(s);
+  }
+  starts.sort((a, b) => a - b);
+  const truncated = starts.length > limit;
+  const kept = truncated ? starts.slice(0, limit) : starts;
+  return { runs: runsOf(kept, interval), batches: kept.length, truncated };
+}
+
+/**
+ * Checks a node's `runs` (JSON) against the window asked: pairs of integers, count ≥ 1, starts on the
+ * interval and inside the window's enumeration, ascending without overlap. Undefined when malformed
+ * (a node that answers so is not trusted at all).
+ */
+export function readRuns(v: unknown, r: TimeRange, interval: number): BatchRun[] | undefined {
+  if (!Array.isArray(v)) return undefined;
+  const { first, last } = windowStarts(r, interval);
+  const out: BatchRun[] = [];
+  let next = -Infinity;
+  for (const run of v) {
+    if (!Array.isArray(run) || run.length !== 2) return undefined;
+    const [s, n] = run as unknown[];
+    if (typeof s !== 'number' || !Number.isSafeInteger(s) || typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) return undefined;
+    if (s % interval !== 0 || s < first || s < next || s + (n - 1) * interval > last) return undefined;
+    out.push([s, n]);
+    next = s + n * interval;
+  }
+  return out;
+}
+
+/** The union of several nodes' runs (replicas hold the same batches; a lagging one fewer), as sorted distinct starts. */
+export function unionStarts(answers: readonly (readonly BatchRun[])[], interval: number, limit: number): { starts: number[]; truncated: boolean } {
+  const all = new Set<number>();
+  for (const runs of answers) {
+    for (const [s, n] of runs) {
+      for (let i = 0; i < n; i++) {
+        all.add(s + i * interval);
+        if (all.size > limit) return { starts: [...all].sort((a, b) => a - b).slice(0, limit), truncated: true };
+      }
+    }
+  }
+  return { starts: [...all].sort((a, b) => a - b), truncated: false };
+}
+
+/** How many ids the enumeration of `r` names at `interval` (as a float: it may pass 2^53 for absurd windows). */
+export function enumeratedCount(r: TimeRange, interval: number): number {
+  const { first, last } = windowStarts(r, interval);
+  return (last - first) / interval + 1;
+}
