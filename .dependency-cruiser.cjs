@@ -7,11 +7,12 @@
  * between folders can exist. test/, bench/, scripts/ and pipelines/examples/ may import anything.
  */
 const LAYERS = [
-  // rank 0-1: no project imports / the native face
+  // rank 0-1: no project imports / the native face and the roles/addresses contract (no project
+  // imports either; below the query contract, whose HDQuery targets are its SCC addresses)
   { rank: 0, units: { lib: '^lib/' } },
-  { rank: 1, units: { 'engine-rs': '^engine-rs/[^/]+\\.ts$' } },
-  // rank 2: contracts (plain data and checks): the query contract, the roles/addresses contract
-  { rank: 2, units: { query: '^query/[^/]+$', 'control/api': '^control/api\\.ts$' } },
+  { rank: 1, units: { 'engine-rs': '^engine-rs/[^/]+\\.ts$', 'control/api': '^control/api\\.ts$' } },
+  // rank 2: the query contract (plain data and checks)
+  { rank: 2, units: { query: '^query/[^/]+$' } },
   // rank 3-4: the stream kernel (element types, Flow, counters, pull) and the pipeline runtime
   { rank: 3, units: { stream: '^stream/' } },
   { rank: 4, units: { pipelines: '^pipelines/(?!examples/)' } },

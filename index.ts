@@ -23,7 +23,8 @@ export type { QueryClientOptions, BatchCallback, ControlTls, ProxyResultEvent } 
 export { parseSccTargets } from './sdk/sccTargets';
 export type { SccTarget } from './sdk/sccTargets';
 export { parseHdQuery, serializeHdQuery, clampQos, QueryError, FILTER_OPS, MAX_BRANCHES } from './query/hdQuery';
-export type { HdQuery, Filter, FilterOp, SubQuery, SccAddress, ReturnAddress, BatchError } from './query/hdQuery';
+export type { HdQuery, Filter, FilterOp, SubQuery, ReturnAddress, BatchError } from './query/hdQuery';
+export type { SccAddress } from './control/api';
 export { newQueryToken, newQueryId } from './query/token';
 export { QueryDispatchClient, DispatchError } from './query/dispatch/dispatchClient';
 export type { DispatchReply, CancelReply } from './query/dispatch/dispatchService';

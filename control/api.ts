@@ -1,6 +1,7 @@
 /**
  * The control plane's contract with its clients (docs/control-plane.md): node roles, the addresses a
- * node is reached at, and an SCC as the DMS hands it out. Plain data only, so the identity library
+ * node is reached at, and an SCC as the DMS hands it out (the one `SccAddress`, and `SccTarget`, its
+ * spelling in the TypeScript API). Plain data only, so the identity library
  * (net/), the roles and the Proxy share it without importing the DMS's store (control/dms/).
  */
 
@@ -21,7 +22,12 @@ export interface NodeAddresses {
   readonly observability?: { host: string; port: number };
 }
 
-/** One SCC on the data plane (docs/query.md, SccAddress). */
+/**
+ * One SCC on the data plane (docs/query.md, SccAddress): `host`/`port` its PRODUCTION_IP/PORT,
+ * `grpc_port` its QUERY_GRPC_PORT. The one SCC address type, in its JSON spelling: the DMS's
+ * registration answer and topology, the Proxy's `/v1/topology`, and an HDQuery's `targets` (which
+ * carry only `host`, `port` and `grpc_port`, see {@link SccTarget}) all write it so.
+ */
 export interface SccAddress {
   readonly host: string;
   readonly port: number;
@@ -30,4 +36,26 @@ export interface SccAddress {
   readonly name: string;
   /** The SCC registered with the DMS (it holds a certificate): its gRPC port is mutual TLS. */
   readonly mtls?: boolean;
+}
+
+/**
+ * An {@link SccAddress} as the TypeScript API holds it (the SDK's `setSccTargets`, a parsed
+ * `HdQuery`'s `targets`, hd_sql's upstream): its data-plane `host`/`port` and `grpc_port` spelled
+ * `grpcPort`. Its JSON form is the SccAddress's (see {@link sccTargetJson}).
+ */
+export interface SccTarget {
+  readonly host: string;
+  readonly port: number;
+  /** {@link SccAddress}'s `grpc_port`. */
+  readonly grpcPort?: number;
+}
+
+/** The {@link SccTarget} of an SCC address (its name and mTLS flag left out). */
+export function sccTargetOf(a: Pick<SccAddress, 'host' | 'port' | 'grpc_port'>): SccTarget {
+  return a.grpc_port === undefined ? { host: a.host, port: a.port } : { host: a.host, port: a.port, grpcPort: a.grpc_port };
+}
+
+/** A target's JSON form (an HDQuery's `targets` entry): the SccAddress fields it has. */
+export function sccTargetJson(t: SccTarget): Pick<SccAddress, 'host' | 'port' | 'grpc_port'> {
+  return { host: t.host, port: t.port, ...(t.grpcPort !== undefined ? { grpc_port: t.grpcPort } : {}) };
 }

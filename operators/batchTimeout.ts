@@ -1,6 +1,6 @@
 import { asyncScheduler, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
 import type { BatchID } from '../engine-rs/batchId';
-import type { AckResult, Chunk, ControlElement, EobElement } from '../stream/chunk';
+import { isBatched, type AckResult, type BatchedRecordChunk, type Chunk, type ControlElement, type EobElement } from '../stream/chunk';
 import { operate } from '../stream/operate';
 import { StageCounters } from '../stream/stageCounters';
 import { BatchStateTable, type BatchEntry, type BatchState } from './batchStateTable';
@@ -51,12 +51,12 @@ export interface BatchTimeoutOptions {
  * @example
  * frames$.pipe(batchTimeout({ timeoutMs: 60_000, action: 'eob' }))
  */
-export function batchTimeout(opts: BatchTimeoutOptions): OperatorFunction<Chunk, Chunk> {
+export function batchTimeout(opts: BatchTimeoutOptions): OperatorFunction<Chunk, BatchedRecordChunk | ControlElement> {
   const { timeoutMs, action } = opts;
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) throw new RangeError(`timeoutMs must be an integer ≥ 0, got ${timeoutMs}`);
   const scheduler = opts.scheduler ?? asyncScheduler;
 
-  return operate<Chunk, Chunk>(({ destination, isActive }) => {
+  return operate<Chunk, BatchedRecordChunk | ControlElement>(({ destination, isActive }) => {
     const counters = opts.counters ?? new StageCounters('records');
     const table = new BatchStateTable({ maxOpenBatches: opts.maxOpenBatches, rememberClosed: opts.rememberClosed, onTransition: opts.onTransition });
     /** The timeout armed for each open batch. */
@@ -104,7 +104,7 @@ export function batchTimeout(opts: BatchTimeoutOptions): OperatorFunction<Chunk,
       next: (el) => {
         switch (el.kind) {
           case 'records': {
-            if (el.batchId === undefined) throw new TypeError('batchTimeout takes batched records; got records without a batch id');
+            if (!isBatched(el)) throw new TypeError('batchTimeout takes batched records; got records without a batch id');
             counters.received += el.count;
             const v = table.records(el.dataset, el.batchId, el.count);
             if (!v.accepted) {

@@ -3,7 +3,7 @@ import type { BatchID } from '../engine-rs/batchId';
 import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
 import { HashChain, type HashAlgorithmName } from '../engine-rs/hashChain';
 import { awaitEachOf } from '../stream/awaitEach';
-import { batchKey, type AckHook, type BbnElement, type Chunk, type EobElement } from '../stream/chunk';
+import { batchKey, isBatched, type AckHook, type BatchedRecordChunk, type BbnElement, type Chunk, type ControlElement, type EobElement } from '../stream/chunk';
 import { Flow } from '../stream/flow';
 import { StageCounters } from '../stream/stageCounters';
 
@@ -67,7 +67,7 @@ interface Batch {
  * @example
  * frames$.pipe(hashChain({ recordSize: 150, maxQueueBytes: 64 << 20, flow }))
  */
-export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chunk, Chunk> {
+export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chunk, BatchedRecordChunk | ControlElement> {
   const cap = opts.maxQueueBytes;
   if (!Number.isSafeInteger(cap) || cap <= 0) throw new RangeError(`maxQueueBytes must be a positive integer, got ${cap}`);
   // Every chain also digests its bytes, so an eob carrying the sender's batch digest can be checked.
@@ -76,7 +76,7 @@ export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chun
   new HashChain(new Uint8Array(64), chainOpts).finish();
 
   // Everything below `init` is per subscription: a second subscription has its own chains and queue.
-  return awaitEachOf<Chunk, Chunk>(() => {
+  return awaitEachOf<Chunk, BatchedRecordChunk | ControlElement>(() => {
     const counters = opts.counters ?? new StageCounters('records');
     const stats: HashQueueStats = opts.stats ?? { queuedBytes: 0, highWater: 0, waits: 0, openChains: 0 };
     const batches = new Map<string, Batch>();
@@ -119,10 +119,10 @@ export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chun
       return { kind: 'bbn', dataset: eob.dataset, batchId: eob.batchId, reason: `refused by the SCC: ${message}`, cause: 'refused', ...(ack ? { ack } : {}) };
     };
 
-    const step = async (el: Chunk): Promise<readonly Chunk[]> => {
+    const step = async (el: Chunk): Promise<readonly (BatchedRecordChunk | ControlElement)[]> => {
       switch (el.kind) {
         case 'records': {
-          if (el.batchId === undefined) throw new TypeError('hashChain takes batched records; got records without a batch id');
+          if (!isBatched(el)) throw new TypeError('hashChain takes batched records; got records without a batch id');
           counters.received += el.count;
           const b = batchOf(el.dataset, el.batchId);
           if (el.recordSize !== opts.recordSize) {

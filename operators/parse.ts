@@ -1,6 +1,6 @@
 import type { OperatorFunction } from 'rxjs';
 import { awaitEachOf } from '../stream/awaitEach';
-import { MAX_CHUNK_BYTES, recordChunks, type Chunk } from '../stream/chunk';
+import { MAX_CHUNK_BYTES, recordChunks, type Chunk, type RecordChunk } from '../stream/chunk';
 import { Flow } from '../stream/flow';
 import { StageCounters } from '../stream/stageCounters';
 import type { ParsedBlock } from '../engine-rs/index';
@@ -43,10 +43,10 @@ const NL = 0x0a;
  * @example
  * fileSource({ path, blockSize }).pipe(parse({ parser: codec.ndjsonParser(), dataset, recordSize }))
  */
-export function parse(opts: ParseOptions): OperatorFunction<Chunk, Chunk> {
+export function parse(opts: ParseOptions): OperatorFunction<Chunk, RecordChunk> {
   const maxLine = opts.maxLineBytes ?? MAX_CHUNK_BYTES;
   // Everything below `init` is per subscription: a second subscription starts at line 1 with nothing carried.
-  return awaitEachOf<Chunk, Chunk>(() => {
+  return awaitEachOf<Chunk, RecordChunk>(() => {
     const counters = opts.counters ?? new StageCounters('records');
     let carry: Buffer = Buffer.alloc(0);
     let nextLine = 1;
@@ -54,7 +54,7 @@ export function parse(opts: ParseOptions): OperatorFunction<Chunk, Chunk> {
     // True while discarding the rest of an over-long line up to its newline.
     let discarding = false;
 
-    const take = async (lines: Buffer): Promise<Chunk[]> => {
+    const take = async (lines: Buffer): Promise<RecordChunk[]> => {
       let body = lines;
       let first = nextLine;
       while (skip > 0 && body.length > 0) {
@@ -88,7 +88,7 @@ export function parse(opts: ParseOptions): OperatorFunction<Chunk, Chunk> {
     };
 
     return {
-      step: async (chunk: Chunk): Promise<Chunk[]> => {
+      step: async (chunk: Chunk): Promise<RecordChunk[]> => {
         if (chunk.kind !== 'bytes') throw new TypeError(`parse takes byte chunks, got a '${chunk.kind}' element`);
         let buf = chunk.buf;
         if (discarding) {
@@ -114,7 +114,7 @@ export function parse(opts: ParseOptions): OperatorFunction<Chunk, Chunk> {
         return take(data.subarray(0, cut + 1));
       },
       // End of input: a last line without a newline is still a line (it goes through the same queue).
-      end: async (): Promise<Chunk[]> => {
+      end: async (): Promise<RecordChunk[]> => {
         const rest = carry;
         carry = Buffer.alloc(0);
         if (discarding) {

@@ -121,13 +121,13 @@ function isUnreadable(x: BatchScan | BatchUnreadable): x is BatchUnreadable {
  * @example
  * queries$.pipe(scan({ source, scheduler: new ReadScheduler(2) }))
  */
-export function scan(opts: ScanOptions): OperatorFunction<Chunk, Chunk> {
+export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElement> {
   const counters = opts.counters ?? new StageCounters('records');
   const maxPending = opts.maxPendingChunks ?? 4;
   const queryThreads = opts.queryThreads ?? 1;
   const report = opts.report ?? (() => undefined);
   return (input) =>
-    new Observable<Chunk>((subscriber) => {
+    new Observable<QueryResultElement>((subscriber) => {
       let running = 0;
       let inputDone = false;
       let active = true;

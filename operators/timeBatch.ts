@@ -79,7 +79,7 @@ export interface WindowKeeper {
  * @example
  * records$.pipe(timeBatch({ split: codec.splitWindows, interval: 60, batchTimeoutMs: 5000 }))
  */
-export function timeBatch(opts: TimeBatchOptions): OperatorFunction<Chunk, Chunk> {
+export function timeBatch(opts: TimeBatchOptions): OperatorFunction<Chunk, BatchedRecordChunk | ControlElement> {
   const interval = opts.interval;
   if (!Number.isSafeInteger(interval) || interval <= 0) throw new RangeError(`interval must be a positive integer of seconds, got ${interval}`);
   const maxOpen = opts.maxOpenBatches ?? 2;
@@ -87,7 +87,7 @@ export function timeBatch(opts: TimeBatchOptions): OperatorFunction<Chunk, Chunk
   const timeoutMs = opts.batchTimeoutMs ?? 0;
   const scheduler = opts.scheduler ?? asyncScheduler;
 
-  return operate<Chunk, Chunk>(({ destination, isActive }) => {
+  return operate<Chunk, BatchedRecordChunk | ControlElement>(({ destination, isActive }) => {
     const counters = opts.counters ?? new StageCounters('records');
     const table = new WindowTable(interval, maxOpen);
     /** The idle timeout armed for each open window. */

@@ -5,7 +5,7 @@
  * `timeBatch`). Stage and service types share one namespace of names.
  */
 import type { Observable, OperatorFunction } from 'rxjs';
-import type { Chunk, ElementType } from '../stream/chunk';
+import type { ElementOf, ElementType } from '../stream/chunk';
 import type { Flow } from '../stream/flow';
 import type { CounterSnapshot, CounterUnit, StageCounters } from '../stream/stageCounters';
 import type { ConfigOf, SettingsSpec } from './settings';
@@ -84,8 +84,15 @@ export interface StageContext<V = Readonly<Record<string, unknown>>> {
   readonly pipelineCounters?: () => ReadonlyMap<string, { readonly type: string; readonly counters: CounterSnapshot }>;
 }
 
+/**
+ * A stream of the elements an {@link ElementType} names (`Elements<'records'>` is an
+ * `Observable<RecordChunk>`): how a stage type's `input` and `output` names become the TypeScript
+ * types of its factory, through {@link ElementOf}.
+ */
+export type Elements<T extends ElementType> = Observable<ElementOf[T]>;
+
 /** A sink consumes its input and completes once everything is durably written. */
-export type SinkFunction = (input: Observable<Chunk>) => Observable<never>;
+export type SinkFunction<In extends ElementType = ElementType> = (input: Elements<In>) => Observable<never>;
 
 interface StageTypeBase<S extends SettingsSpec, U extends ServiceUses> {
   /** The name written as `type:` in pipeline files. */
@@ -99,30 +106,68 @@ interface StageTypeBase<S extends SettingsSpec, U extends ServiceUses> {
   readonly uses?: U;
 }
 
-/** A stage type with no inputs that produces elements. */
-export interface SourceType<S extends SettingsSpec = SettingsSpec, U extends ServiceUses = ServiceUses> extends StageTypeBase<S, U> {
+/**
+ * A stage type with no inputs that produces elements. `Out` is its `output` name; its factory gives
+ * `Elements<Out>`, so a factory whose stream disagrees with the name fails to compile (the loader
+ * checks the same names between stages at load time).
+ */
+export interface SourceType<S extends SettingsSpec = SettingsSpec, U extends ServiceUses = ServiceUses, Out extends ElementType = ElementType> extends StageTypeBase<S, U> {
   readonly kind: 'source';
-  readonly output: ElementType;
-  create(config: ConfigOf<S>, ctx: StageContext<ServicesOf<U>>): Observable<Chunk>;
+  readonly output: Out;
+  create(config: ConfigOf<S>, ctx: StageContext<ServicesOf<U>>): Elements<Out>;
 }
 
-/** A stage type that transforms its inputs' elements. */
-export interface OperatorType<S extends SettingsSpec = SettingsSpec, U extends ServiceUses = ServiceUses> extends StageTypeBase<S, U> {
+/** A stage type that transforms its inputs' elements: an operator from `Elements<In>` to `Elements<Out>`. */
+export interface OperatorType<S extends SettingsSpec = SettingsSpec, U extends ServiceUses = ServiceUses, In extends ElementType = ElementType, Out extends ElementType = ElementType>
+  extends StageTypeBase<S, U> {
   readonly kind: 'operator';
-  readonly input: ElementType;
-  readonly output: ElementType;
-  create(config: ConfigOf<S>, ctx: StageContext<ServicesOf<U>>): OperatorFunction<Chunk, Chunk>;
+  readonly input: In;
+  readonly output: Out;
+  create(config: ConfigOf<S>, ctx: StageContext<ServicesOf<U>>): OperatorFunction<ElementOf[In], ElementOf[Out]>;
 }
 
-/** A stage type that writes its inputs' elements somewhere and emits nothing. */
-export interface SinkType<S extends SettingsSpec = SettingsSpec, U extends ServiceUses = ServiceUses> extends StageTypeBase<S, U> {
+/** A stage type that writes its inputs' elements (`Elements<In>`) somewhere and emits nothing. */
+export interface SinkType<S extends SettingsSpec = SettingsSpec, U extends ServiceUses = ServiceUses, In extends ElementType = ElementType> extends StageTypeBase<S, U> {
   readonly kind: 'sink';
-  readonly input: ElementType;
-  create(config: ConfigOf<S>, ctx: StageContext<ServicesOf<U>>): SinkFunction;
+  readonly input: In;
+  create(config: ConfigOf<S>, ctx: StageContext<ServicesOf<U>>): SinkFunction<In>;
 }
 
-/** Any registered stage type. */
+/**
+ * Any registered stage type, its element types erased to any element type: what the registry holds
+ * and the graph runs. The loader has checked that connected stages agree on the names, so the graph
+ * may hand each stage the stream of its inputs as it is.
+ */
 export type StageType = SourceType | OperatorType | SinkType;
+
+/**
+ * Defines a source type, taking its element type from `output`: `create` must give
+ * `Elements<typeof output>`, its settings and services are typed from `settings` and `uses`.
+ *
+ * @example
+ * export const fileSourceStage = defineSource({ name: 'fileSource', kind: 'source', output: 'bytes', ..., create: (c, ctx) => fileSource(...) });
+ */
+export function defineSource<Out extends ElementType, S extends SettingsSpec, U extends ServiceUses = ServiceUses>(t: SourceType<S, U, Out>): SourceType<S, U, Out> {
+  return t;
+}
+
+/**
+ * Defines an operator type, taking its element types from `input` and `output`: `create` must give an
+ * `OperatorFunction<ElementOf[typeof input], ElementOf[typeof output]>`.
+ *
+ * @example
+ * export const parseStage = defineOperator({ name: 'parse', kind: 'operator', input: 'bytes', output: 'records', ..., create: (c, ctx) => parse(...) });
+ */
+export function defineOperator<In extends ElementType, Out extends ElementType, S extends SettingsSpec, U extends ServiceUses = ServiceUses>(
+  t: OperatorType<S, U, In, Out>,
+): OperatorType<S, U, In, Out> {
+  return t;
+}
+
+/** Defines a sink type, taking its element type from `input`: `create` must give a `SinkFunction<typeof input>`. */
+export function defineSink<In extends ElementType, S extends SettingsSpec, U extends ServiceUses = ServiceUses>(t: SinkType<S, U, In>): SinkType<S, U, In> {
+  return t;
+}
 
 /** What the runner hands a service when it starts it. */
 export interface ServiceContext<V = Readonly<Record<string, unknown>>> {
@@ -188,7 +233,11 @@ export class Registry {
   private readonly serviceTypes = new Map<string, ServiceType>();
 
   /** Adds a stage or service type; a name can be registered once (stages and services share names). */
-  register<S extends SettingsSpec, U extends ServiceUses, T>(t: SourceType<S, U> | OperatorType<S, U> | SinkType<S, U> | ServiceType<S, U, T>): this {
+  register<S extends SettingsSpec, U extends ServiceUses, Out extends ElementType>(t: SourceType<S, U, Out>): this;
+  register<S extends SettingsSpec, U extends ServiceUses, In extends ElementType, Out extends ElementType>(t: OperatorType<S, U, In, Out>): this;
+  register<S extends SettingsSpec, U extends ServiceUses, In extends ElementType>(t: SinkType<S, U, In>): this;
+  register<S extends SettingsSpec, U extends ServiceUses, T>(t: ServiceType<S, U, T>): this;
+  register(t: { readonly kind: StageKind | 'service'; readonly name: string }): this {
     if (this.types.has(t.name) || this.serviceTypes.has(t.name)) throw new Error(`stage or service type '${t.name}' is already registered`);
     if (t.kind === 'service') this.serviceTypes.set(t.name, t as unknown as ServiceType);
     else this.types.set(t.name, t as unknown as StageType);

@@ -6,6 +6,7 @@
  * applies the QoS clamping the reference asks of serialisers and refuses what a reader would refuse,
  * so a client learns of a bad query before sending it.
  */
+import { sccTargetJson, type SccTarget } from '../control/api';
 import { HDWP_MAX_DATASET_ID_LEN, HDWP_MAX_JSON_LEN } from '../engine-rs/hdwpFrame';
 import { checkAggregate, type AggregateSpec } from './aggregate';
 import { checkSubQueries, filterJson, isObject, jsonType, refuseUnknownKeys, type SubQuery } from './filter';
@@ -16,13 +17,6 @@ export { FILTER_OPS, MAX_BRANCHES, MAX_FILTERS_PER_SUB_QUERY, MAX_IN_VALUES } fr
 export type { Filter, FilterOp, SubQuery } from './filter';
 export { QueryError } from './queryError';
 export type { AggregateSpec, AggregateKey, AggregateMeasure, AggregateFn, AggregatePartial, AggregateGroup } from './aggregate';
-
-/** One SCC on the data plane: `host`/`port` its PRODUCTION_IP/PORT, `grpcPort` its QUERY_GRPC_PORT. */
-export interface SccAddress {
-  readonly host: string;
-  readonly port: number;
-  readonly grpcPort?: number;
-}
 
 /** Where Storage Nodes stream a query's results: the client's listener. */
 export interface ReturnAddress {
@@ -57,8 +51,8 @@ export interface HdQuery {
   readonly batchIds: readonly string[];
   /** OR-ed filter groups; empty reads every record of the batches. */
   readonly subQueries: readonly SubQuery[];
-  /** SCCs on the data plane (for clients; an SCC ignores it). */
-  readonly targets: readonly SccAddress[];
+  /** SCCs on the data plane (for clients; an SCC ignores it); `grpc_port` in the JSON. */
+  readonly targets: readonly SccTarget[];
   readonly verifyHash: boolean;
   /** 1..255 once parsed; serialising clamps whatever is here. */
   readonly queryQos: number;
@@ -177,7 +171,7 @@ export function hdQueryFromJson(raw: unknown): HdQuery {
   }
   const targetsRaw = raw.targets ?? [];
   if (!Array.isArray(targetsRaw)) throw new QueryError('targets', `expected an array of SccAddress, got ${jsonType(targetsRaw)}`);
-  const targets = targetsRaw.map((t, i): SccAddress => {
+  const targets = targetsRaw.map((t, i): SccTarget => {
     const path = `targets[${i}]`;
     const a = hostPort(t, path, 'an SccAddress {host, port, grpc_port?}');
     refuseUnknownKeys(a.rest, ['host', 'port', 'grpc_port'], path);
@@ -250,7 +244,7 @@ function toJson(q: HdQuery): Record<string, unknown> {
     dataset: q.dataset,
     batch_ids: [...q.batchIds],
     sub_queries: q.subQueries.map((s) => ({ filters: s.filters.map(filterJson) })),
-    targets: q.targets.map((t) => ({ host: t.host, port: t.port, ...(t.grpcPort !== undefined ? { grpc_port: t.grpcPort } : {}) })),
+    targets: q.targets.map(sccTargetJson),
     verify_hash: q.verifyHash,
     query_qos: clampQos(q.queryQos),
     return_address: { host: q.returnAddress.host, port: q.returnAddress.port, ...(q.returnAddress.tls === true ? { tls: true } : {}) },

@@ -323,7 +323,7 @@ export class PlatformQueryClient {
    * name rejects with RecordDecodeError `ERR_DECODE_SCHEMA` before the query is placed.
    */
   async executeStream(query: string | Record<string, unknown>, onBatch: BatchCallback, opts: ExecuteStreamOptions = {}): Promise<void> {
-    await this.execute(query, onBatch, opts.columns, opts.columnar === true, opts.aggregate && { spec: opts.aggregate, ...(opts.onPartial && { onPartial: opts.onPartial }) });
+    await this.execute(query, onBatch, opts.columns, opts.columnar === true, opts.aggregate && { spec: opts.aggregate, ...(opts.onPartial && { onPartial: opts.onPartial }) }, opts.onStreamError);
   }
 
   /**
@@ -472,6 +472,7 @@ export class PlatformQueryClient {
     columns?: readonly string[],
     columnar = false,
     aggregate?: { readonly spec: AggregateSpec; readonly onPartial?: (partial: AggregatePartial, batchId: string) => void | Promise<void> },
+    onStreamError?: (code: number, message: string, node: string) => void,
   ): Promise<RunOutcome> {
     if (this.stopped) throw new Error('the query client is stopped');
     if (this.running) throw new Error(`query ${this.running.query.queryId} is still running on this client; one query at a time`);
@@ -505,6 +506,7 @@ export class PlatformQueryClient {
           schema,
           ...(columns !== undefined ? { columns } : {}),
           ...(aggregate?.onPartial && { onPartial: aggregate.onPartial }),
+          ...(onStreamError && { onStreamError }),
           timeoutMs: this.timeoutMs,
           log: this.log,
           onStart: (release) => (this.running = { query, release }),

@@ -5,7 +5,8 @@
  */
 import { generateBatchIdsTime } from '../engine-rs/batchId';
 import type { Schema } from '../engine-rs/schema';
-import { hdQueryFromJson, QueryError, type HdQuery, type ReturnAddress, type SccAddress } from '../query/hdQuery';
+import type { SccTarget } from '../control/api';
+import { hdQueryFromJson, QueryError, type HdQuery, type ReturnAddress } from '../query/hdQuery';
 import { newQueryId, newQueryToken } from '../query/token';
 
 /** Keys of the execute input that are not HDQuery keys. */
@@ -17,7 +18,7 @@ const CLIENT_KEYS = ['token', 'return_address', 'targets'] as const;
 export interface BuildContext {
   readonly schema: Schema;
   readonly returnAddress: ReturnAddress;
-  readonly targets: readonly SccAddress[];
+  readonly targets: readonly SccTarget[];
   /** Query id to use when the input has none (prepareQuery's). */
   readonly queryId?: number;
   /**

@@ -40,6 +40,12 @@ export interface ExecuteStreamOptions {
   readonly aggregate?: AggregateSpec;
   /** With `aggregate`: receives each complete batch's partial (exact decimal strings), one at a time. */
   readonly onPartial?: (partial: AggregatePartial, batchId: string) => void | Promise<void>;
+  /**
+   * Ours: told of each Storage Node stream that ended with an error frame (e.g. code 11 when a node
+   * refuses an `aggregate` with more than `max_groups` groups in a batch); the run goes on (the
+   * caller may cancel it). Default: only logged.
+   */
+  readonly onStreamError?: (code: number, message: string, node: string) => void;
 }
 
 /** The client's counters a run adds to. */
@@ -74,6 +80,8 @@ export interface RunContext {
   readonly columns?: readonly string[];
   /** With an `aggregate` query: each batch's partial. */
   readonly onPartial?: (partial: AggregatePartial, batchId: string) => void | Promise<void>;
+  /** Each stream that ended with an error frame (ExecuteStreamOptions.onStreamError). */
+  readonly onStreamError?: (code: number, message: string, node: string) => void;
   /** 0: no timeout. */
   readonly timeoutMs: number;
   readonly log: (line: string) => void;
@@ -120,6 +128,7 @@ export async function runQuery(ctx: RunContext, query: HdQuery, route: QueryRout
       accounting.batchFailed(r.error);
     } else {
       ctx.log(`query ${r.queryId}: stream from ${r.node} ended with error ${r.code}: ${r.message}`);
+      ctx.onStreamError?.(r.code, r.message, r.node);
     }
   };
   // Each Storage Node streams on its own connection; results are handed on one at a time so

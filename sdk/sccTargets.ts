@@ -2,10 +2,10 @@
  * SCC target lists for the SDK clients: what `setSccTargets` takes and how it is checked.
  */
 
-import type { SccAddress } from '../query/hdQuery';
+import type { SccTarget } from '../control/api';
 
-/** One SCC: `port` its data plane (PRODUCTION_PORT), `grpcPort` its query dispatch (QUERY_GRPC_PORT, default 6990). */
-export type SccTarget = SccAddress;
+/** One SCC: `port` its data plane (PRODUCTION_PORT), `grpcPort` its query dispatch (QUERY_GRPC_PORT, default 6990); control/api's {@link SccTarget}. */
+export type { SccTarget };
 
 /** The default data-plane port of an SCC (the reference's 6987). */
 export const DEFAULT_SCC_DATA_PORT = 6987;

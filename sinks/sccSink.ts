@@ -18,12 +18,10 @@ import { readBatchStateRefusal } from '../hdwp/refusals';
 import { HdwpClient } from '../hdwp/hdwpClient';
 import type { DurabilityTracker } from '../stream/deliveryLedger';
 import { DeliveryBook, type PendingBatch } from './deliveryBook';
+import type { SccAddress } from '../control/api';
 
-/** One SCC on the data plane. */
-export interface SccTarget {
-  readonly host: string;
-  readonly port: number;
-}
+/** One SCC on the data plane: the data-plane part of control/api's {@link SccAddress}. */
+export type SccTarget = Pick<SccAddress, 'host' | 'port'>;
 
 /** Options of {@link sccSink}. */
 export interface SccSinkOptions {

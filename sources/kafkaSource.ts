@@ -8,7 +8,7 @@
 import { Kafka, logLevel, type Batch, type Consumer, type ConsumerConfig, type KafkaConfig, type KafkaMessage, type LogEntry } from 'kafkajs';
 import { Observable } from 'rxjs';
 import type { RecordCodec } from '../engine-rs/index';
-import type { Chunk } from '../stream/chunk';
+import type { RecordChunk } from '../stream/chunk';
 import { Flow } from '../stream/flow';
 import { StageCounters } from '../stream/stageCounters';
 import type { DeadLetter, DeadLetterSink } from './deadLetter';
@@ -116,14 +116,14 @@ function messageAt(starts: readonly number[], pos: number): number {
  * stops inside its batch handler, so no further fetch happens: a slow SCC pauses consumption and
  * memory stays bounded by one fetch.
  */
-export function kafkaSource(opts: KafkaSourceOptions): Observable<Chunk> {
+export function kafkaSource(opts: KafkaSourceOptions): Observable<RecordChunk> {
   const flow = opts.flow ?? new Flow();
   const counters = opts.counters ?? new StageCounters('records');
   const maxPending = opts.maxPending ?? 2;
   const blockBytes = opts.blockBytes ?? 1024 * 1024;
   const commitEvery = opts.commitIntervalMs ?? 1000;
   const report = opts.report ?? (() => undefined);
-  return new Observable<Chunk>((subscriber) => {
+  return new Observable<RecordChunk>((subscriber) => {
     let active = true;
     const ledger = opts.ledger ?? new DeliveryLedger(flow);
     const commits = new KafkaCommits();

@@ -10,7 +10,7 @@ import type { Readable } from 'node:stream';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client, type _Object } from '@aws-sdk/client-s3';
 import { Observable } from 'rxjs';
 import type { RecordCodec } from '../engine-rs/index';
-import type { Chunk } from '../stream/chunk';
+import type { RecordChunk } from '../stream/chunk';
 import { Flow } from '../stream/flow';
 import { StageCounters } from '../stream/stageCounters';
 import type { DeadLetter, DeadLetterSink } from './deadLetter';
@@ -82,7 +82,7 @@ async function listAll(client: S3Client, bucket: string, prefix: string): Promis
  * object's stream only once downstream has room (pulling), so a slow SCC slows the reads and
  * memory stays bounded by about `(maxPending + 1) × blockBytes`.
  */
-export function s3Source(opts: S3SourceOptions): Observable<Chunk> {
+export function s3Source(opts: S3SourceOptions): Observable<RecordChunk> {
   const flow = opts.flow ?? new Flow();
   const counters = opts.counters ?? new StageCounters('records');
   const blockBytes = opts.blockBytes ?? 1024 * 1024;
@@ -93,7 +93,7 @@ export function s3Source(opts: S3SourceOptions): Observable<Chunk> {
   let failure: Error | undefined;
 
   /** The records of one object, block by block; returns the ETag of what was read. */
-  async function* readObject(o: _Object): AsyncGenerator<Chunk, string> {
+  async function* readObject(o: _Object): AsyncGenerator<RecordChunk, string> {
     const key = o.Key as string;
     const got = await opts.client.send(new GetObjectCommand({ Bucket: opts.bucket, Key: key }));
     let stream = got.Body as Readable;
@@ -102,7 +102,7 @@ export function s3Source(opts: S3SourceOptions): Observable<Chunk> {
     let carry: Buffer = Buffer.alloc(0);
     let firstLine = 1;
     const source = `s3://${opts.bucket}/${key}`;
-    const encode = async function* (block: Buffer): AsyncGenerator<Chunk> {
+    const encode = async function* (block: Buffer): AsyncGenerator<RecordChunk> {
       const enc = await encodeText(opts.codec, fmt, opts.dataset, opts.recordSize, block);
       // CSV: the first block's header names the columns of the rest of the object.
       if (fmt.format === 'csv' && !fmt.columns && enc.header) fmt = { ...fmt, columns: enc.header };
@@ -153,7 +153,7 @@ export function s3Source(opts: S3SourceOptions): Observable<Chunk> {
     marking.add(p);
   }
 
-  async function* objects(): AsyncGenerator<Chunk> {
+  async function* objects(): AsyncGenerator<RecordChunk> {
     const seen = new Set<string>();
     for (;;) {
       const listed = (await listAll(opts.client, opts.bucket, opts.prefix)).filter((o) => {
@@ -174,7 +174,7 @@ export function s3Source(opts: S3SourceOptions): Observable<Chunk> {
   }
 
   const source = pull(objects, flow, opts.maxPending ?? 2);
-  return new Observable<Chunk>((subscriber) => {
+  return new Observable<RecordChunk>((subscriber) => {
     const sub = source.subscribe(subscriber);
     return () => {
       sub.unsubscribe();

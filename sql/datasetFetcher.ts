@@ -5,6 +5,7 @@
  * to the Proxy as X-Forwarded-Role / X-Forwarded-Email instead of the service's identity.
  */
 import type * as arrow from 'apache-arrow';
+import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
 import type { Schema } from '../engine-rs/schema';
 import type { BatchError } from '../query/hdQuery';
 import type { PlatformQueryClient } from '../sdk/platformQueryClient';
@@ -73,9 +74,27 @@ export class QueryClientFetcher implements DatasetFetcher {
   }
 
   async fetch(read: DatasetRead, onBatch: (b: arrow.RecordBatch) => Promise<void>, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome> {
+    return this.withClient(opts, (c) => this.run(c, read, { onBatch }, opts));
+  }
+
+  /**
+   * The read with the HDQuery `aggregate` extension, placed as `fetch` places records (the SCCs or
+   * the Proxy, the SQL user forwarded), without `result_format: "columns"` or `columns` (docs/query.md
+   * refuses them with `aggregate`). Each batch's partial goes to `onPartial`; a batch with a bad
+   * batch notice is a batch error exactly as on the record path. A node's refusal — batch errors
+   * with code 11 (the SCC gives up the leg), or a stream that ends with error 11 (more than
+   * `max_groups` groups in a batch; the query is cancelled at once) — rejects with SqlError
+   * `query_failed`, which makes the engine take the record path.
+   */
+  async fetchAggregate(read: DatasetRead, aggregate: AggregateSpec, onPartial: (p: AggregatePartial) => void, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome> {
+    return this.withClient(opts, (c) => this.run(c, read, { aggregate, onPartial }, opts));
+  }
+
+  /** Runs `fn` with a client of the pool, waiting for one in arrival order; hands it on after. */
+  private async withClient(opts: { deadline: number; signal?: AbortSignal }, fn: (c: PlatformQueryClient) => Promise<FetchOutcome>): Promise<FetchOutcome> {
     const c = this.idle.pop() ?? (await this.waitForClient(opts));
     try {
-      return await this.run(c, read, onBatch, opts);
+      return await fn(c);
     } finally {
       const next = this.waiting.values().next();
       if (!next.done) {
@@ -110,7 +129,7 @@ export class QueryClientFetcher implements DatasetFetcher {
     });
   }
 
-  private async run(c: PlatformQueryClient, read: DatasetRead, onBatch: (b: arrow.RecordBatch) => Promise<void>, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome> {
+  private async run(c: PlatformQueryClient, read: DatasetRead, how: ReadShape, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome> {
     if (opts.signal?.aborted) throw new SqlError('query_timeout', 'canceling statement due to user request');
     const left = opts.deadline - Date.now();
     if (left <= 0) throw new SqlError('query_timeout', 'timed out before the Storage Nodes were asked (HD_SQL_QUERY_TIMEOUT_MS)');
@@ -132,14 +151,33 @@ export class QueryClientFetcher implements DatasetFetcher {
       c.cancelQuery();
     };
     opts.signal?.addEventListener('abort', onAbort, { once: true });
+    // A node's refusal of the aggregate (error 11 ending its stream): stop the query now, not at the deadline.
+    let refused: string | undefined;
+    const onStreamError = (code: number, message: string, node: string): void => {
+      if (code !== HDWP_ERROR_FRAME_CODES.badQuery || refused !== undefined || why) return;
+      refused = `${node}: ${message}`;
+      c.cancelQuery();
+    };
     try {
-      await c.executeStream(
-        { start_time: read.startTime, end_time: read.endTime, sub_queries: read.subQueries, query_qos: opts.qos },
-        async (b) => {
-          if (!why) await onBatch(b);
-        },
-        { ...(read.columns ? { columns: read.columns } : {}), columnar: this.options.resultFormat !== 'records' },
-      );
+      const query = { start_time: read.startTime, end_time: read.endTime, sub_queries: read.subQueries, query_qos: opts.qos };
+      if ('aggregate' in how) {
+        await c.executeStream(query, () => undefined, {
+          aggregate: how.aggregate,
+          onPartial: (p) => {
+            if (!why && refused === undefined) how.onPartial(p as AggregatePartial);
+          },
+          onStreamError,
+        });
+      } else {
+        const { onBatch } = how;
+        await c.executeStream(
+          query,
+          async (b) => {
+            if (!why) await onBatch(b);
+          },
+          { ...(read.columns ? { columns: read.columns } : {}), columnar: this.options.resultFormat !== 'records' },
+        );
+      }
     } catch (err) {
       const msg = err instanceof Error ? err.message : String(err);
       if (/UNAVAILABLE|ECONNREFUSED|No connection established|DEADLINE/i.test(msg)) throw new SqlError('upstream_unavailable', `the SCC cannot be reached: ${msg}`, { cause: err });
@@ -150,6 +188,15 @@ export class QueryClientFetcher implements DatasetFetcher {
     }
     if (why === 'timeout') throw new SqlError('query_timeout', `timed out waiting for the Storage Nodes (HD_SQL_QUERY_TIMEOUT_MS); the query was cancelled at the SCCs`);
     if (why === 'cancel') throw new SqlError('query_timeout', 'canceling statement due to user request');
-    return { batchErrors: c.getBatchErrors(), missingBatches: c.getMissingBatchIds().length };
+    const batchErrors = c.getBatchErrors();
+    if ('aggregate' in how) {
+      if (refused !== undefined) throw new SqlError('query_failed', `the Storage Nodes refused the aggregate of ${read.schema.id}: ${refused}`);
+      const refusal = batchErrors.find((e) => e.code === HDWP_ERROR_FRAME_CODES.badQuery);
+      if (refusal) throw new SqlError('query_failed', `the Storage Nodes refused the aggregate of ${read.schema.id}: ${refusal.message}`);
+    }
+    return { batchErrors, missingBatches: c.getMissingBatchIds().length };
   }
 }
+
+/** What a read asks for: records (decoded batches) or partial aggregates. */
+type ReadShape = { readonly onBatch: (b: arrow.RecordBatch) => Promise<void> } | { readonly aggregate: AggregateSpec; readonly onPartial: (p: AggregatePartial) => void };

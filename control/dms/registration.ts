@@ -24,7 +24,8 @@ import { checkCsr, CsrError, type CheckedCsr } from '../../net/pki/csr';
 import { BOOTSTRAP_TOKEN_PATTERN, hashToken } from './credentials';
 import { ADMIN_ROLE, type DmsContext, type Peer } from './context';
 import { NODE_ROLES, PRIVILEGED_ROLES, type DmsState, type NodeAddresses, type NodeRecord, type NodeRole } from './state';
-import { datasetsFor, primaryCluster, sccTargets, type SccAddress } from './topology';
+import type { SccAddress } from '../api';
+import { datasetsFor, primaryCluster, sccTargets } from './topology';
 
 /** Which credential a registration used. */
 export type CredentialKind = 'certificate' | 'bootstrap_token' | 'k8s_token';

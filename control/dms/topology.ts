@@ -5,8 +5,6 @@
 import type { SccAddress } from '../api';
 import type { DmsState, NodeRecord } from './state';
 
-export type { SccAddress };
-
 /** Whether a node registered (holds a DMS-CA certificate), so its ports are mutual TLS. */
 const registered = (n: NodeRecord): boolean => n.cert_serial !== undefined && n.state !== 'declared';
 

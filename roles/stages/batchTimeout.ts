@@ -1,5 +1,5 @@
 import { batchTimeout } from '../../operators/batchTimeout';
-import type { OperatorType } from '../../pipelines/registry';
+import { defineOperator } from '../../pipelines/registry';
 import { int } from '../../pipelines/settings';
 import { sccSetting } from './sccSetting';
 
@@ -10,7 +10,7 @@ const settings = {
 };
 
 /** `batchTimeout`: the reference's ingest batch state table for batches from the network (docs/scc.md). */
-export const batchTimeoutStage: OperatorType<typeof settings> = {
+export const batchTimeoutStage = defineOperator({
   name: 'batchTimeout',
   kind: 'operator',
   doc: 'Tracks each batch open → closed (eob) / discarded (bbn); applies TIMEOUT_ACTION after BATCH_TIMEOUT_MS idle; refuses records of closed batches.',
@@ -26,4 +26,4 @@ export const batchTimeoutStage: OperatorType<typeof settings> = {
       counters: ctx.counters,
       onProblem: (m) => ctx.report(m),
     }),
-};
+});

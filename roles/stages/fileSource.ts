@@ -1,6 +1,6 @@
 import { MAX_CHUNK_BYTES } from '../../stream/chunk';
 import { fileSource } from '../../sources/fileSource';
-import type { SourceType } from '../../pipelines/registry';
+import { defineSource } from '../../pipelines/registry';
 import { byteSize, filePath, int } from '../../pipelines/settings';
 
 const settings = {
@@ -10,7 +10,7 @@ const settings = {
 };
 
 /** `fileSource`: reads a file in blocks, pulling (the next block once downstream has settled). */
-export const fileSourceStage: SourceType<typeof settings> = {
+export const fileSourceStage = defineSource({
   name: 'fileSource',
   kind: 'source',
   doc: 'Reads a file as raw byte blocks, the next block only once downstream has settled.',
@@ -19,4 +19,4 @@ export const fileSourceStage: SourceType<typeof settings> = {
   settings,
   create: (c, ctx) =>
     fileSource({ path: c.path, blockSize: c.block_size, maxPending: c.max_pending, flow: ctx.flow, counters: ctx.counters, progress: ctx.progress }),
-};
+});

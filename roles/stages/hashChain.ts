@@ -1,6 +1,6 @@
 import type { HashAlgorithmName } from '../../engine-rs/hashChain';
 import { hashChain } from '../../operators/hashChain';
-import type { OperatorType } from '../../pipelines/registry';
+import { defineOperator } from '../../pipelines/registry';
 import { sccSetting } from './sccSetting';
 
 const settings = {
@@ -11,7 +11,7 @@ const settings = {
 };
 
 /** `hashChain`: the SCC's background hash chain per batch; the closing hash goes out with the eob (docs/scc.md). */
-export const hashChainStage: OperatorType<typeof settings> = {
+export const hashChainStage = defineOperator({
   name: 'hashChain',
   kind: 'operator',
   doc: 'Hash-chains every batch natively (HASH_ALGORITHM, HASH_CHAIN_BLOCK_SIZE) with at most MAX_HASH_QUEUE_BYTES queued; puts the closing hash into the eob.',
@@ -29,4 +29,4 @@ export const hashChainStage: OperatorType<typeof settings> = {
       counters: ctx.counters,
       onProblem: (m) => ctx.report(m),
     }),
-};
+});

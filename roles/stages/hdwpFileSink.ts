@@ -1,7 +1,7 @@
 import { encodeFrame, encodeRecords } from '../../engine-rs/index';
 import { hdwpFileSink } from '../../sinks/hdwpFileSink';
 import type { HdwpEncoder } from '../../sinks/hdwpFileSink';
-import type { SinkType } from '../../pipelines/registry';
+import { defineSink } from '../../pipelines/registry';
 import { filePath } from '../../pipelines/settings';
 
 const settings = {
@@ -17,7 +17,7 @@ export const hdwpFileEncoder: HdwpEncoder = {
 };
 
 /** `hdwpFileSink`: writes batched records as an HDWP frame file, atomically renamed into place. */
-export const hdwpFileSinkStage: SinkType<typeof settings> = {
+export const hdwpFileSinkStage = defineSink({
   name: 'hdwpFileSink',
   kind: 'sink',
   doc: 'Writes batched records as HDWP v1 frames to a file (hello, records, eob/bbn), renamed into place when complete.',
@@ -25,4 +25,4 @@ export const hdwpFileSinkStage: SinkType<typeof settings> = {
   input: 'batched-records',
   settings,
   create: (c, ctx) => hdwpFileSink({ path: c.path, encoder: hdwpFileEncoder, counters: ctx.counters, flow: ctx.flow, progress: ctx.progress }),
-};
+});

@@ -3,7 +3,7 @@ import type { HdwpRole } from '../../engine-rs/hdwpFrame';
 import { serverLink } from '../../net/nodeLinks';
 import { hdwpSource } from '../../sources/hdwpSource';
 import { DEFAULT_ACCEPTED_ROLES, DEFAULT_CREDIT_WINDOW, DEFAULT_HANDSHAKE_TIMEOUT_MS, MIN_CREDIT_WINDOW } from '../../hdwp/hdwpServer';
-import type { SourceType } from '../../pipelines/registry';
+import { defineSource } from '../../pipelines/registry';
 import { bool, byteSize, int, oneOf, str, type Setting } from '../../pipelines/settings';
 import { usesIdentity } from '../services/nodeIdentity';
 
@@ -42,7 +42,7 @@ const settings = {
 };
 
 /** `hdwpSource`: accepts HDWP ingest streams over TCP and emits their batches (docs/ingest-protocol.md). */
-export const hdwpSourceStage: SourceType<typeof settings, { identity: typeof usesIdentity }> = {
+export const hdwpSourceStage = defineSource({
   name: 'hdwpSource',
   kind: 'source',
   doc: 'Accepts HDWP ingest streams over TCP with credit flow control; emits batched records, eob and bbn (with an ack hook) from every connection.',
@@ -71,4 +71,4 @@ export const hdwpSourceStage: SourceType<typeof settings, { identity: typeof use
         ...(id && c.mutual_tls && { link: serverLink(id, 'production', c.roles.length > 0 ? c.roles : DEFAULT_ACCEPTED_ROLES[c.role]) }),
       });
   },
-};
+});

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { KafkaConfig, SASLOptions } from 'kafkajs';
 import { RecordCodec } from '../../engine-rs/index';
 import { kafkaSource } from '../../sources/kafkaSource';
-import type { SourceType } from '../../pipelines/registry';
+import { defineSource } from '../../pipelines/registry';
 import { bool, byteSize, int, oneOf, str } from '../../pipelines/settings';
 import { usesDeliveryLedger } from '../services/deliveryLedger';
 import { usesWindowRewind } from '../services/windowRewind';
@@ -32,7 +32,7 @@ const settings = {
 const list = (s: string): string[] => s.split(',').map((x) => x.trim()).filter((x) => x !== '');
 
 /** `kafkaSource`: consumes Kafka topics as a consumer group; lines → records; commits after the SCC acknowledged them. */
-export const kafkaSourceStage: SourceType<typeof settings, { delivery: typeof usesDeliveryLedger; windows: typeof usesWindowRewind }> = {
+export const kafkaSourceStage = defineSource({
   name: 'kafkaSource',
   kind: 'source',
   doc: 'Consumes Kafka topics (consumer group, SASL/TLS), encodes NDJSON/CSV messages into records one block per native call, dead-letters refused lines, commits offsets once the SCC acknowledged their batches.',
@@ -75,4 +75,4 @@ export const kafkaSourceStage: SourceType<typeof settings, { delivery: typeof us
       trackTeardown: (w) => ctx.trackTeardown(w),
     });
   },
-};
+});

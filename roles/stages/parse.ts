@@ -1,7 +1,7 @@
 import { RecordCodec } from '../../engine-rs/index';
 import { parse } from '../../operators/parse';
 import type { BlockParser } from '../../operators/parse';
-import type { OperatorType } from '../../pipelines/registry';
+import { defineOperator } from '../../pipelines/registry';
 import { int, oneOf, str } from '../../pipelines/settings';
 import { schemaFile } from './schemaSetting';
 
@@ -15,7 +15,7 @@ const settings = {
 };
 
 /** `parse`: NDJSON or CSV text → packed records of the schema, one native call per block of whole lines. */
-export const parseStage: OperatorType<typeof settings> = {
+export const parseStage = defineOperator({
   name: 'parse',
   kind: 'operator',
   doc: 'Parses NDJSON or CSV lines into packed records (one native call per block); bad lines are reported and dropped.',
@@ -50,4 +50,4 @@ export const parseStage: OperatorType<typeof settings> = {
       maxLineBytes: c.max_line_bytes,
     });
   },
-};
+});

@@ -1,7 +1,7 @@
 import { serverLink } from '../../net/nodeLinks';
 import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from '../../hdwp/hdwpServer';
 import { DEFAULT_MAX_QUERIES, queryListener } from '../../sources/queryListener';
-import type { SourceType } from '../../pipelines/registry';
+import { defineSource } from '../../pipelines/registry';
 import { int } from '../../pipelines/settings';
 import { usesIdentity } from '../services/nodeIdentity';
 import { usesStorageNode } from '../services/storageNode';
@@ -12,7 +12,7 @@ const settings = {
 };
 
 /** `queryListener`: the Storage Node's query control port (docs/query.md, docs/storage-node.md "Queries"). */
-export const queryListenerStage: SourceType<typeof settings, { node: typeof usesStorageNode; identity: typeof usesIdentity }> = {
+export const queryListenerStage = defineSource({
   name: 'queryListener',
   kind: 'source',
   doc: "Accepts SCC control connections (hello role scc) on the Storage Node's command_port (HDWP query and cancel frames); emits one element per valid query, answers bad ones with error 11.",
@@ -35,4 +35,4 @@ export const queryListenerStage: SourceType<typeof settings, { node: typeof uses
       ...(id && { link: serverLink(id, 'command', ['scc']) }),
     });
   },
-};
+});

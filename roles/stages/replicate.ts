@@ -1,5 +1,5 @@
 import { replicate } from '../../nodes/scc/replicate';
-import type { SinkType } from '../../pipelines/registry';
+import { defineSink } from '../../pipelines/registry';
 import { int } from '../../pipelines/settings';
 import { usesSccNode } from '../services/sccNode';
 
@@ -8,7 +8,7 @@ const settings = {
 };
 
 /** `replicate`: the SCC's sink — replicates through the replica set of the `sccNode` service it uses, answers eobs once durable. */
-export const replicateStage: SinkType<typeof settings, { scc: typeof usesSccNode }> = {
+export const replicateStage = defineSink({
   name: 'replicate',
   kind: 'sink',
   doc: 'Sends every batch to every healthy replica of SN_TARGETS; acknowledges an eob once every healthy replica has it durable; catches up replicas that were down.',
@@ -31,4 +31,4 @@ export const replicateStage: SinkType<typeof settings, { scc: typeof usesSccNode
       },
     });
   },
-};
+});

@@ -1,6 +1,6 @@
 import { DEFAULT_RESULT_CONNECT_TIMEOUT_MS, resultStream } from '../../sinks/resultStream';
 import { clientTlsOptions } from '../../net/mtls';
-import type { SinkType } from '../../pipelines/registry';
+import { defineSink } from '../../pipelines/registry';
 import { byteSize, int } from '../../pipelines/settings';
 import { usesIdentity } from '../services/nodeIdentity';
 import { usesStorageNode } from '../services/storageNode';
@@ -11,7 +11,7 @@ const settings = {
 };
 
 /** `resultStream`: writes each query's results to its return address (docs/query.md, "Storage Node scan and result streams"). */
-export const resultStreamStage: SinkType<typeof settings, { node: typeof usesStorageNode; identity: typeof usesIdentity }> = {
+export const resultStreamStage = defineSink({
   name: 'resultStream',
   kind: 'sink',
   doc: "Streams each query's results to its return address over HDWP (hello role 4, query block on every frame, credit flow control); echoes every eob / bbn to the SCC.",
@@ -33,4 +33,4 @@ export const resultStreamStage: SinkType<typeof settings, { node: typeof usesSto
       ...(id && { tls: () => clientTlsOptions(id.identity) }),
     });
   },
-};
+});

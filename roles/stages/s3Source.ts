@@ -2,7 +2,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { RecordCodec } from '../../engine-rs/index';
 import { s3Source } from '../../sources/s3Source';
 import { S3Checkpoint } from '../../sources/s3SourceCheckpoint';
-import type { SourceType } from '../../pipelines/registry';
+import { defineSource } from '../../pipelines/registry';
 import path from 'node:path';
 import { bool, int, oneOf, str, type Setting } from '../../pipelines/settings';
 import { usesDeliveryLedger } from '../services/deliveryLedger';
@@ -34,7 +34,7 @@ const settings = {
 };
 
 /** `s3Source`: reads NDJSON/CSV objects (gzip too) from an S3-compatible bucket; lines → records; checkpoints done objects. */
-export const s3SourceStage: SourceType<typeof settings, { delivery: typeof usesDeliveryLedger }> = {
+export const s3SourceStage = defineSource({
   name: 's3Source',
   kind: 'source',
   doc: 'Lists and reads objects of a bucket prefix on any S3-compatible server (NDJSON, CSV, gzip), encodes them into records one block per native call, dead-letters refused lines, checkpoints objects once durable; optionally watches for new ones.',
@@ -69,4 +69,4 @@ export const s3SourceStage: SourceType<typeof settings, { delivery: typeof usesD
       progress: ctx.progress,
     });
   },
-};
+});

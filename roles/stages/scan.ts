@@ -6,7 +6,7 @@ import { DEFAULT_STEP_BYTES, nodeScanSource } from '../../nodes/storageNode/quer
 import { QuerySchemas } from '../../nodes/storageNode/querySchemas';
 import { ReadScheduler } from '../../operators/readScheduler';
 import { scan } from '../../operators/scan';
-import type { OperatorType } from '../../pipelines/registry';
+import { defineOperator } from '../../pipelines/registry';
 import { byteSize, int } from '../../pipelines/settings';
 import { usesStorageNode } from '../services/storageNode';
 import { schemaDirSetting } from './schemaDirSetting';
@@ -29,7 +29,7 @@ function filterDeviceLine(c: StorageNodeConfig): string | undefined {
 }
 
 /** `scan`: reads each query's batches with the pushed-down filters (docs/query.md, docs/storage-node.md "Queries"). */
-export const scanStage: OperatorType<typeof settings, { node: typeof usesStorageNode }> = {
+export const scanStage = defineOperator({
   name: 'scan',
   kind: 'operator',
   doc: "Scans each query's batches on the Storage Node with its filters (zone maps, engine-rs kernel, verify_hash), in weighted fair read queues by query_qos; emits chunks of matching records and one eob or bbn per batch.",
@@ -56,4 +56,4 @@ export const scanStage: OperatorType<typeof settings, { node: typeof usesStorage
       report: (m) => ctx.report(m),
     });
   },
-};
+});

@@ -4,7 +4,7 @@ import { Observable } from 'rxjs';
 import { Observability } from '../../lib/observability';
 import { sccSink, type SccTarget } from '../../sinks/sccSink';
 import { sccSinkMetrics } from '../../sinks/sccSinkMetrics';
-import type { SinkType } from '../../pipelines/registry';
+import { defineSink } from '../../pipelines/registry';
 import { bool, int, str, type Setting } from '../../pipelines/settings';
 import { usesDeliveryLedger } from '../services/deliveryLedger';
 
@@ -44,7 +44,7 @@ const settings = {
 };
 
 /** `sccSink`: the ingester's sink — batches to the SCCs over HDWP; resolves acknowledgements for the sources' commits. */
-export const sccSinkStage: SinkType<typeof settings, { delivery: typeof usesDeliveryLedger }> = {
+export const sccSinkStage = defineSink({
   name: 'sccSink',
   kind: 'sink',
   doc: 'Sends batched records to SCCs over HDWP (first target, or all with broadcast); a batch counts once the SCC acknowledged it durable, and sources commit only then.',
@@ -99,4 +99,4 @@ export const sccSinkStage: SinkType<typeof settings, { delivery: typeof usesDeli
         if (obs) ctx.trackTeardown(obs.close());
       };
     }),
-};
+});

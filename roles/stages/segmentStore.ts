@@ -1,5 +1,5 @@
 import { segmentStore } from '../../nodes/storageNode/segmentStore';
-import type { SinkType } from '../../pipelines/registry';
+import { defineSink } from '../../pipelines/registry';
 import { int } from '../../pipelines/settings';
 import { usesStorageNode } from '../services/storageNode';
 
@@ -8,7 +8,7 @@ const settings = {
 };
 
 /** `segmentStore`: the Storage Node's persist sink, writing into the node of the `storageNode` service it uses. */
-export const segmentStoreStage: SinkType<typeof settings, { node: typeof usesStorageNode }> = {
+export const segmentStoreStage = defineSink({
   name: 'segmentStore',
   kind: 'sink',
   doc: 'Persists batched records as one segment per batch on the Storage Node\'s devices; commits and acknowledges on eob, discards on bbn.',
@@ -31,4 +31,4 @@ export const segmentStoreStage: SinkType<typeof settings, { node: typeof usesSto
       trackTeardown: (w) => ctx.trackTeardown(w),
     });
   },
-};
+});

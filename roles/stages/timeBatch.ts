@@ -1,6 +1,6 @@
 import { RecordCodec } from '../../engine-rs/index';
 import { timeBatch } from '../../operators/timeBatch';
-import type { OperatorType } from '../../pipelines/registry';
+import { defineOperator } from '../../pipelines/registry';
 import { int, oneOf } from '../../pipelines/settings';
 import { mayUseWindowRewind } from '../services/windowRewind';
 import { schemaFile } from './schemaSetting';
@@ -14,7 +14,7 @@ const settings = {
 };
 
 /** `timeBatch`: assigns records to time-form batches by the schema's time field and closes each batch. */
-export const timeBatchStage: OperatorType<typeof settings, { windows: typeof mayUseWindowRewind }> = {
+export const timeBatchStage = defineOperator({
   name: 'timeBatch',
   kind: 'operator',
   doc: "Groups records into time-form batches by the schema's time field and interval; closes each with an eob (or bbn on timeout).",
@@ -39,4 +39,4 @@ export const timeBatchStage: OperatorType<typeof settings, { windows: typeof may
       ...(windows && { attach: (keeper) => windows.attach(keeper) }),
     });
   },
-};
+});
