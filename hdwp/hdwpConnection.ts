@@ -202,6 +202,17 @@ export class HdwpConnection {
     void this.pump();
   }
 
+  /** Queues a frame that spends `cost` bytes of credit; false (the stream broke) when the peer overspent. */
+  private charge(f: Frame, cost: number): boolean {
+    this.spent += cost;
+    if (this.spent > this.granted) {
+      return this.refuse(STREAM_ERROR_CODES.creditExceeded, `sent ${this.spent} bytes of records frames, granted ${this.granted}`);
+    }
+    this.queue.push(f);
+    this.queuedBytes += cost;
+    return true;
+  }
+
   /** Checks one decoded frame against the stream rules and queues it; false when the stream broke. */
   private admit(f: Frame): boolean {
     if (this.state === 'hello') return this.onHello(f);
@@ -210,38 +221,17 @@ export class HdwpConnection {
         if (f.recordSize !== this.hello.recordSize) {
           return this.refuse(STREAM_ERROR_CODES.protocol, `records of ${f.recordSize} bytes on a stream opened for ${this.hello.recordSize}-byte records`);
         }
-        const cost = recordsFrameCost(f);
-        this.spent += cost;
-        if (this.spent > this.granted) {
-          return this.refuse(STREAM_ERROR_CODES.creditExceeded, `sent ${this.spent} bytes of records frames, granted ${this.granted}`);
-        }
-        this.queue.push(f);
-        this.queuedBytes += cost;
-        return true;
+        return this.charge(f, recordsFrameCost(f));
       }
       case 'columns': {
         // Query results only: a columns frame on an ingest stream is a protocol error.
         if (this.settings.role !== 'queryClient') return this.refuse(STREAM_ERROR_CODES.protocol, `unexpected ${f.kind} frame on an ingest stream`);
-        const cost = columnsFrameCost(f);
-        this.spent += cost;
-        if (this.spent > this.granted) {
-          return this.refuse(STREAM_ERROR_CODES.creditExceeded, `sent ${this.spent} bytes of records frames, granted ${this.granted}`);
-        }
-        this.queue.push(f);
-        this.queuedBytes += cost;
-        return true;
+        return this.charge(f, columnsFrameCost(f));
       }
       case 'aggregate': {
         // Query results only (a batch's partial aggregate), charged like records frames.
         if (this.settings.role !== 'queryClient') return this.refuse(STREAM_ERROR_CODES.protocol, `unexpected ${f.kind} frame on an ingest stream`);
-        const cost = aggregateFrameCost(f);
-        this.spent += cost;
-        if (this.spent > this.granted) {
-          return this.refuse(STREAM_ERROR_CODES.creditExceeded, `sent ${this.spent} bytes of records frames, granted ${this.granted}`);
-        }
-        this.queue.push(f);
-        this.queuedBytes += cost;
-        return true;
+        return this.charge(f, aggregateFrameCost(f));
       }
       case 'eob':
       case 'bbn':

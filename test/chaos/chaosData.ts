@@ -3,26 +3,15 @@
  * whose `packets` field carries a serial number unique over a run, the few filters the trials push
  * down with their evaluation on the client side, and a seeded random source.
  */
+import { mulberry32 } from '../../lib/mulberry32';
 import type { Filter, SubQuery } from '../../query/hdQuery';
 import { RECORD_SIZE } from './chaosCluster';
-
-/** mulberry32: a small seeded PRNG. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Integers and picks drawn from one seeded source. */
 export class Draw {
   readonly next: () => number;
   constructor(seed: number) {
-    this.next = prng(seed);
+    this.next = mulberry32(seed);
   }
   int(lo: number, hi: number): number {
     return lo + Math.floor(this.next() * (hi - lo + 1));

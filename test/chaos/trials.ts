@@ -23,6 +23,7 @@ import type { BatchID } from '../../engine-rs/batchId';
 import { generateBatchIdNumber } from '../../engine-rs/batchId';
 import { QueryDispatchClient } from '../../query/dispatch/dispatchClient';
 import { PlatformIngestClient } from '../../sdk/platformIngestClient';
+import { sendBatchRetrying } from '../support/sendBatchRetrying';
 import { ResultListener } from '../../hdwp/resultListener';
 import { ChaosCluster, RECORD_SIZE, SCHEMA_JSON, type Target } from './chaosCluster';
 import { Draw, flowRecords, queryShape } from './chaosData';
@@ -228,27 +229,7 @@ async function runTrial(
     c.setSccTargets([cluster.ingestTarget]);
     try {
       for (const p of plans[ci] ?? []) {
-        let ok = true;
-        let failures = 0;
-        for (const [k, chunk] of p.chunks.entries()) {
-          // A false streamInsert left its records out of the batch: send them again.
-          while (!(await c.streamInsert(p.id, chunk))) {
-            failures++;
-            if (Date.now() > deadline) {
-              ok = false;
-              break;
-            }
-            await sleep(50);
-          }
-          if (!ok) break;
-          await sleep(p.pauses[k] ?? 0);
-        }
-        let eob = false;
-        // A false sendEob keeps the batch: the next sendEob re-sends it whole.
-        while (ok && !(eob = await c.sendEob(p.id)) && Date.now() < deadline) {
-          failures++;
-          await sleep(50);
-        }
+        const { acked: eob, failures } = await sendBatchRetrying(c, p, deadline);
         const sent = Buffer.concat(p.chunks);
         if (eob) {
           if (failures > 0) disturbed++;

@@ -22,8 +22,10 @@ import { readSegment } from '../../engine-rs/segmentReader';
 import { PlatformIngestClient } from '../../sdk/platformIngestClient';
 import { HdwpClient } from '../../hdwp/hdwpClient';
 import { HdwpStreamError } from '../../hdwp/hdwpStreamError';
+import { mulberry32 } from '../../lib/mulberry32';
 import { startCluster, type Cluster, type ClusterSn } from '../support/cluster';
 import { startHd, waitForPort, type HdProcess } from '../support/hdProcess';
+import { sendBatchRetrying } from '../support/sendBatchRetrying';
 import { batch, filesOn, sleep, until } from './ingestKit';
 
 const schemaJson = readFileSync(path.resolve(__dirname, '../../pipelines/examples/data/flows.schema.json'), 'utf8');
@@ -269,18 +271,6 @@ check('malformed eob payloads (truncated digest, oversized digest, unknown diges
 check.run();
 
 // ---------------------------------------------------------------------------------------------
-/** mulberry32: a small seeded PRNG. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const random = suite('SCC killed at random moments: 0 lost and 0 phantom records among acknowledged batches');
 random.before(setup);
 random.after(teardown);
@@ -289,7 +279,7 @@ random('several clients, batches in several calls, one SCC kill + restart per tr
   const seed = Number(process.env.HD_SCC_RESTART_SEED ?? Math.floor(Math.random() * 2 ** 31));
   const trials = Number(process.env.HD_SCC_RESTART_TRIALS ?? 8);
   console.log(`sccRestartAck: seed ${seed}, ${trials} trials (HD_SCC_RESTART_SEED=${seed} to rerun)`);
-  const rnd = prng(seed);
+  const rnd = mulberry32(seed);
   const int = (lo: number, hi: number): number => lo + Math.floor(rnd() * (hi - lo + 1));
   const CLIENTS = 3;
   const BATCHES = 3;
@@ -313,27 +303,7 @@ random('several clients, batches in several calls, one SCC kill + restart per tr
     const runClient = async (ci: number): Promise<void> => {
       const c = newClient();
       for (const p of plans[ci] ?? []) {
-        let ok = true;
-        let failures = 0;
-        for (const [k, chunk] of p.chunks.entries()) {
-          // A false streamInsert leaves its records out of the batch: send them again.
-          while (!(await c.streamInsert(p.id, chunk))) {
-            failures++;
-            if (Date.now() > deadline) {
-              ok = false;
-              break;
-            }
-            await sleep(50);
-          }
-          if (!ok) break;
-          await sleep(p.pauses[k] ?? 0);
-        }
-        let eob = false;
-        // A false sendEob keeps the batch: the next sendEob re-sends it whole.
-        while (ok && !(eob = await c.sendEob(p.id)) && Date.now() < deadline) {
-          failures++;
-          await sleep(50);
-        }
+        const { acked: eob, failures } = await sendBatchRetrying(c, p, deadline);
         if (eob) {
           acked++;
           if (failures > 0) disturbed++;

@@ -8,18 +8,12 @@
  * HD_SQL_AGGREGATE_PUSHDOWN=false —, while an unrestricted role's sums are the stored ones. `WHERE
  * ts > 0` (the Proxy names the batches that exist) splits too.
  */
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { registerWithDms } from '../../net/registerWithDms';
-import { startCluster, type Cluster } from '../support/cluster';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
-import type { NodeRole } from '../../control/dms/state';
-import { spawnProxyProcess } from '../control/proxySupport';
-import { startTestDms, tempDir, type TestDms } from '../control/support';
 import { flowsFixture, flowsSchemaJson, ingestFlows } from './flowsFixture';
+import { startProxyCluster, stopProxyCluster, untilBatchIndexHolds, type ProxyCluster } from './proxyCluster';
 import { sqlProcessEnv } from './sqlProcessEnv';
 
 const FIXTURE = flowsFixture(4, 300);
@@ -40,13 +34,7 @@ interface Sql {
   pgPort: number;
 }
 
-interface Ctx {
-  dms: TestDms;
-  cluster: Cluster;
-  proxy: HdProcess;
-  proxyUrl: string;
-  files: { ca: string; cert: string; key: string };
-  remove(): void;
+interface Ctx extends ProxyCluster {
   sqls: Sql[];
 }
 
@@ -83,50 +71,15 @@ const real = (notices: readonly string[]): string[] => notices.filter((n) => !/:
 const px = suite<Ctx>('aggregate pushdown end to end through a Proxy process: a hidden field sums as zeros, an enforced constraint holds');
 px.before(async (ctx) => {
   ctx.sqls = [];
-  ctx.dms = await startTestDms();
-  const { dms } = ctx;
-  const t = tempDir('hd-agg-proxy-');
-  ctx.remove = t.remove;
-  const caFile = path.join(t.dir, 'ca.pem');
-  writeFileSync(caFile, dms.server.caCertPem);
-  await dms.call('PUT', '/v1/clusters/c1', dms.admin, { primary: true });
-  const tokenFor = async (name: string, role: NodeRole): Promise<string> => ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name, role })).body as { token: string }).token;
-  // Registered nodes: the Proxy reads the nodes' batch index over mutual TLS (how it names the batches of `ts > 0`).
-  ctx.cluster = await startCluster({ recordSize: 64, schemas: [flowsSchemaJson], dms: { url: dms.url, caFile, token: tokenFor, env: { PLATFORM_KEY_BITS: '2048', PLATFORM_CLUSTER: 'c1' } } });
-  const { cluster } = ctx;
-  const scc = await dms.call('PUT', '/v1/nodes/scc-test', dms.admin, { role: 'scc', cluster: 'c1', addresses: { production: { host: cluster.host, port: cluster.scc.productionPort }, grpc: { host: cluster.host, port: cluster.scc.queryGrpcPort } } });
-  assert.ok(scc.status < 300, JSON.stringify(scc.body));
-  assert.is((await dms.call('PUT', '/v1/datasets/flows', dms.admin, { schema: JSON.parse(flowsSchemaJson) })).status, 200);
-  const proxy = await spawnProxyProcess(dms, caFile, 'proxy-agg');
-  ctx.proxy = proxy.proc;
-  ctx.proxyUrl = proxy.url;
-  for (const sn of cluster.sns) {
-    const r = await dms.call('PUT', `/v1/nodes/${sn.name}`, dms.admin, { role: 'storageNode', cluster: 'c1', addresses: { observability: { host: cluster.host, port: sn.observabilityPort } } });
-    assert.ok(r.status < 300, JSON.stringify(r.body));
-  }
-  const sqlToken = await tokenFor('hd-sql', 'sqlServer');
-  const reg = await registerWithDms({ dmsUrl: dms.url, nodeName: 'hd-sql', role: 'sqlServer', caCertPem: dms.server.caCertPem, credentials: { bootstrapToken: sqlToken }, keyBits: 2048 });
-  assert.ok(reg.success, reg.error_message);
-  ctx.files = { ca: caFile, cert: path.join(t.dir, 'sql.crt'), key: path.join(t.dir, 'sql.key') };
-  writeFileSync(ctx.files.cert, reg.signed_cert_pem);
-  writeFileSync(ctx.files.key, reg.client_key_pem, { mode: 0o600 });
+  await startProxyCluster(ctx, flowsSchemaJson, 'hd-agg-proxy-', 'proxy-agg');
+  const { dms, cluster } = ctx;
   assert.is((await dms.call('PUT', '/v1/policy', dms.admin, { rego: POLICY })).status, 200);
   await ingestFlows(cluster, FIXTURE);
-  // Wait until both nodes list every batch in their index (what the Proxy reads for `ts > 0`).
-  for (const sn of cluster.sns) {
-    for (;;) {
-      const r = (await (await fetch(`http://${cluster.host}:${sn.observabilityPort}/v1/batches?dataset=flows`)).json()) as { batches: unknown[] };
-      if (r.batches.length === FIXTURE.batches) break;
-      await new Promise((res) => setTimeout(res, 50));
-    }
-  }
+  await untilBatchIndexHolds(cluster, FIXTURE.batches);
 });
 px.after(async (ctx) => {
   await Promise.all((ctx.sqls ?? []).map((s) => s.proc.stop()));
-  await ctx.proxy?.stop();
-  await ctx.cluster?.stop();
-  await ctx.dms?.close();
-  ctx.remove?.();
+  await stopProxyCluster(ctx);
 });
 
 px('guest (bytes hidden, dst_port = 443 enforced): pushed aggregates read what the guest may read, the same as the record path; an analyst reads the stored sums', async (ctx) => {

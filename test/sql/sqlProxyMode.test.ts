@@ -9,7 +9,6 @@ import { createPrivateKey } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
-import pg from 'pg';
 import { SignJWT } from 'jose';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -17,10 +16,10 @@ import { registerWithDms } from '../../net/registerWithDms';
 import { generateRsaKey } from '../../net/pki/x509';
 import { ingestMinutes } from '../support/ingestMinutes';
 import { startCluster, type Cluster } from '../support/cluster';
-import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
+import { startHd, type HdProcess } from '../support/hdProcess';
 import { startProxyProcess } from '../control/proxySupport';
 import { startTestDms, tempDir, type TestDms } from '../control/support';
-import { sqlProcessEnv } from './sqlProcessEnv';
+import { query, startProxySql } from './proxyCluster';
 
 const schemaJson = readFileSync(path.resolve(__dirname, '../../pipelines/examples/data/flows.schema.json'), 'utf8');
 const T0 = 1_700_000_000 - (1_700_000_000 % 60);
@@ -34,27 +33,6 @@ interface Ctx {
   dir: string;
   remove(): void;
   files: { ca: string; cert: string; key: string };
-}
-
-/** Starts hd_sql in Proxy mode as `role`; resolves with it and its PostgreSQL port once it listens. */
-async function startSql(ctx: Ctx, role: string, extra: Record<string, string> = {}): Promise<{ sql: HdProcess; pgPort: number }> {
-  const [pgPort, ret] = [await freePort(), await freePort()];
-  const sql = startHd(
-    ['run', 'pipelines/sql.yaml', '--quiet'],
-    sqlProcessEnv({ pgPort, returnPort: ret, dms: { url: ctx.dms.url, ...ctx.files } }, { HD_PROXY_ENDPOINT: ctx.proxyUrl, HD_SQL_PROXY_ROLE: role, HD_SQL_PROXY_EMAIL: `${role}@example.com`, ...extra }),
-  );
-  await waitForPort('127.0.0.1', pgPort, sql, 60_000);
-  return { sql, pgPort };
-}
-
-async function query(pgPort: number, text: string): Promise<Record<string, unknown>[]> {
-  const c = new pg.Client({ host: '127.0.0.1', port: pgPort, user: 'hd', database: 'hd' });
-  await c.connect();
-  try {
-    return (await c.query(text)).rows as Record<string, unknown>[];
-  } finally {
-    await c.end();
-  }
 }
 
 const WINDOW = `ts >= ${T0} AND ts < ${T0 + 180}`;
@@ -97,7 +75,7 @@ pm.after(async (ctx) => {
 });
 
 pm('an analyst role reads through the Proxy: the schema came from the DMS, filters and counts are right', async (ctx) => {
-  const { sql, pgPort } = await startSql(ctx, 'analyst');
+  const { sql, pgPort } = await startProxySql(ctx, 'analyst');
   try {
     assert.match(sql.output(), /1 dataset\(s\) \(flows\) from the DMS at https:\/\/127\.0\.0\.1:\d+; Proxy https:\/\/127\.0\.0\.1:\d+ \(as analyst, with its client certificate\)/);
     assert.equal(await query(pgPort, `SELECT count(*)::INTEGER AS n FROM flows WHERE ${WINDOW}`), [{ n: 300 }]);
@@ -108,7 +86,7 @@ pm('an analyst role reads through the Proxy: the schema came from the DMS, filte
 });
 
 pm("the policy applies to the service's identity: a guest gets src_ip zeroed, every other column intact", async (ctx) => {
-  const { sql, pgPort } = await startSql(ctx, 'guest');
+  const { sql, pgPort } = await startProxySql(ctx, 'guest');
   try {
     const rows = await query(pgPort, `SELECT DISTINCT src_ip, dst_ip FROM flows WHERE ${WINDOW}`);
     assert.equal(rows, [{ src_ip: '0.0.0.0', dst_ip: '10.9.9.9' }]);
@@ -118,7 +96,7 @@ pm("the policy applies to the service's identity: a guest gets src_ip zeroed, ev
 });
 
 pm("without HD_DMS_* the schemas are the Proxy's copy (GET /v1/datasets, which needs an identity)", async (ctx) => {
-  const { sql, pgPort } = await startSql(ctx, 'analyst', { HD_DMS_ENDPOINT: '', HD_DMS_CA_FILE: '', HD_DMS_CLIENT_CERT_FILE: '', HD_DMS_CLIENT_KEY_FILE: '', PLATFORM_CA_CERT_PEM: ctx.files.ca, HD_SQL_PROXY_TOKEN_FILE: path.join(ctx.dir, 'analyst.jwt') });
+  const { sql, pgPort } = await startProxySql(ctx, 'analyst', { HD_DMS_ENDPOINT: '', HD_DMS_CA_FILE: '', HD_DMS_CLIENT_CERT_FILE: '', HD_DMS_CLIENT_KEY_FILE: '', PLATFORM_CA_CERT_PEM: ctx.files.ca, HD_SQL_PROXY_TOKEN_FILE: path.join(ctx.dir, 'analyst.jwt') });
   try {
     assert.match(sql.output(), /1 dataset\(s\) \(flows\) from the Proxy at https:\/\/127\.0\.0\.1:\d+; Proxy .* \(as analyst\)/);
     assert.equal(await query(pgPort, `SELECT count(*)::INTEGER AS n FROM flows WHERE ${WINDOW}`), [{ n: 300 }]);

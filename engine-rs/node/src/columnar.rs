@@ -5,21 +5,30 @@
 use std::sync::Arc;
 
 use hd_engine_core::columnar::{encode_columnar, read_columnar, ColumnarError};
-use hd_engine_core::decode::{Addresses, DecodeError, DecodeOptions};
 use hd_engine_core::schema::Schema;
 use neon::prelude::*;
 use neon::types::buffer::TypedArray;
 
-use crate::decode::columns;
+use crate::decode::{columns, options, throw_decode};
 use crate::util::throw_coded;
 
-fn options(raw_addresses: bool) -> DecodeOptions {
-    DecodeOptions {
-        addresses: if raw_addresses {
-            Addresses::Raw
-        } else {
-            Addresses::Text
-        },
+/// The dataset's schema (from its boxed handle) and the field indices of `fields`.
+fn schema_fields<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    handle: Handle<'cx, JsValue>,
+    fields: Handle<'cx, JsArray>,
+) -> NeonResult<(Arc<Schema>, Vec<usize>)> {
+    let schema: Arc<Schema> = crate::schema::unbox(cx, handle)?;
+    let ix = field_indices(cx, &schema, fields)?;
+    Ok((schema, ix))
+}
+
+/// The row count a body must hold; negative: any.
+fn expected_rows(rows: f64) -> Option<usize> {
+    if rows < 0.0 {
+        None
+    } else {
+        Some(rows as usize)
     }
 }
 
@@ -48,15 +57,6 @@ fn field_indices<'cx, C: Context<'cx>>(
     Ok(out)
 }
 
-fn throw_decode<'cx, C: Context<'cx>, T>(cx: &mut C, e: &DecodeError) -> NeonResult<T> {
-    let code = match e {
-        DecodeError::RecordLength { .. } => "ERR_DECODE_LENGTH",
-        DecodeError::Schema { .. } => "ERR_DECODE_SCHEMA",
-        DecodeError::TooLarge { .. } => "ERR_DECODE_TOO_LARGE",
-    };
-    throw_coded(cx, code, &e.to_string())
-}
-
 fn throw_columnar<'cx, C: Context<'cx>, T>(cx: &mut C, e: &ColumnarError) -> NeonResult<T> {
     throw_coded(cx, e.code(), &e.to_string())
 }
@@ -72,8 +72,7 @@ fn columnar_encode_async<'cx>(
     raw_addresses: bool,
     mask: Option<Handle<'cx, JsBuffer>>,
 ) -> JsResult<'cx, JsPromise> {
-    let schema: Arc<Schema> = crate::schema::unbox(cx, handle)?;
-    let ix = field_indices(cx, &schema, fields)?;
+    let (schema, ix) = schema_fields(cx, handle, fields)?;
     let bytes = records.as_slice(cx).to_vec();
     let mask = mask.map(|m| m.as_slice(cx).to_vec());
     let opts = options(raw_addresses);
@@ -97,13 +96,8 @@ fn columnar_read<'cx>(
     rows: f64,
     body: Handle<'cx, JsTypedArray<u8>>,
 ) -> JsResult<'cx, JsObject> {
-    let schema: Arc<Schema> = crate::schema::unbox(cx, handle)?;
-    let ix = field_indices(cx, &schema, fields)?;
-    let rows = if rows < 0.0 {
-        None
-    } else {
-        Some(rows as usize)
-    };
+    let (schema, ix) = schema_fields(cx, handle, fields)?;
+    let rows = expected_rows(rows);
     let result = read_columnar(
         &schema,
         &ix,
@@ -127,13 +121,8 @@ fn columnar_read_async<'cx>(
     rows: f64,
     body: Handle<'cx, JsTypedArray<u8>>,
 ) -> JsResult<'cx, JsPromise> {
-    let schema: Arc<Schema> = crate::schema::unbox(cx, handle)?;
-    let ix = field_indices(cx, &schema, fields)?;
-    let rows = if rows < 0.0 {
-        None
-    } else {
-        Some(rows as usize)
-    };
+    let (schema, ix) = schema_fields(cx, handle, fields)?;
+    let rows = expected_rows(rows);
     let bytes = body.as_slice(cx).to_vec();
     let opts = options(raw_addresses);
     let promise = cx

@@ -17,7 +17,7 @@ use neon::types::buffer::TypedArray;
 
 use crate::util::throw_coded;
 
-fn options(raw_addresses: bool) -> DecodeOptions {
+pub(crate) fn options(raw_addresses: bool) -> DecodeOptions {
     DecodeOptions {
         addresses: if raw_addresses {
             Addresses::Raw
@@ -55,7 +55,7 @@ fn fields_arg<'cx, C: Context<'cx>>(
     }
 }
 
-fn throw_decode<'cx, C: Context<'cx>, T>(cx: &mut C, e: &DecodeError) -> NeonResult<T> {
+pub(crate) fn throw_decode<'cx, C: Context<'cx>, T>(cx: &mut C, e: &DecodeError) -> NeonResult<T> {
     let code = match e {
         DecodeError::RecordLength { .. } => "ERR_DECODE_LENGTH",
         DecodeError::Schema { .. } => "ERR_DECODE_SCHEMA",

@@ -93,6 +93,21 @@ fn emit<'cx>(cx: &mut FunctionContext<'cx>, frame: &Frame<'_>) -> JsResult<'cx, 
     }
 }
 
+/// [`emit`] for a frame that borrows a JS typed array's bytes: `frame` builds it from the borrowed
+/// slice, which must be released before the Buffer is allocated.
+fn emit_borrowing<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    bytes: Handle<'cx, JsTypedArray<u8>>,
+    frame: impl for<'a> FnOnce(&'a [u8]) -> Frame<'a>,
+) -> JsResult<'cx, JsBuffer> {
+    let mut out = Vec::new();
+    let res = encode_frame(&frame(bytes.as_slice(cx)), &mut out, MAX_PAYLOAD_CEILING);
+    match res {
+        Ok(()) => JsBuffer::from_slice(cx, &out),
+        Err(e) => throw_hdwp(cx, &e),
+    }
+}
+
 /// Offset of `part` inside `whole`; `part` is always a subslice of the scanned buffer.
 fn offset_in(whole: &[u8], part: &[u8]) -> f64 {
     (part.as_ptr() as usize - whole.as_ptr() as usize) as f64
@@ -279,22 +294,15 @@ fn hdwp_encode_records_frame<'cx>(
     let record_size = record_size(cx, rs)?;
     let count = int(cx, count, u32::MAX as u64, "record count")? as u32;
     let auth = auth(cx, query_id, token.as_deref())?;
-    let mut out = Vec::new();
-    let res = {
-        let payload = payload.as_slice(cx);
-        let f = Frame::Records(Records {
+    emit_borrowing(cx, payload, |payload| {
+        Frame::Records(Records {
             auth,
             batch_id,
             record_size,
             count,
             payload,
-        });
-        encode_frame(&f, &mut out, MAX_PAYLOAD_CEILING)
-    };
-    match res {
-        Ok(()) => JsBuffer::from_slice(cx, &out),
-        Err(e) => throw_hdwp(cx, &e),
-    }
+        })
+    })
 }
 
 /// Whole records packed into as many records frames of at most `maxFrameBytes` as needed, written
@@ -473,19 +481,12 @@ fn hdwp_encode_columns<'cx>(
     let batch_id = batch_id(cx, &id)?;
     let rows = int(cx, rows, u32::MAX as u64, "row count")? as u32;
     let auth = auth(cx, query_id, token.as_deref())?;
-    let mut out = Vec::new();
-    let res = {
-        let body = body.as_slice(cx);
-        let f = Frame::Columns(ColumnsFrame {
+    emit_borrowing(cx, body, |body| {
+        Frame::Columns(ColumnsFrame {
             auth,
             batch_id,
             rows,
             body,
-        });
-        encode_frame(&f, &mut out, MAX_PAYLOAD_CEILING)
-    };
-    match res {
-        Ok(()) => JsBuffer::from_slice(cx, &out),
-        Err(e) => throw_hdwp(cx, &e),
-    }
+        })
+    })
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hd_engine_core::scan::aggregate::AggregatePlan;
-use hd_engine_core::scan::{read_baseline, ScanFilter, ScanStep, SegmentScanner};
+use hd_engine_core::scan::{read_baseline, QueryError, ScanFilter, ScanStep, SegmentScanner};
 use hd_engine_core::segment::zone_fields_from_schema;
 use neon::prelude::*;
 use neon::types::buffer::TypedArray;
@@ -56,6 +56,18 @@ fn unbox_scanner<'cx, C: Context<'cx>>(
     }
 }
 
+/// Throws a query compile error: `code: 'ERR_QUERY'` with the failing `path` and the `reason`.
+fn throw_query<'cx, T>(cx: &mut FunctionContext<'cx>, e: &QueryError) -> NeonResult<T> {
+    let err = cx.error(e.to_string())?;
+    let code = cx.string(e.code());
+    err.set(cx, "code", code)?;
+    let path = cx.string(&e.path);
+    err.set(cx, "path", path)?;
+    let reason = cx.string(&e.message);
+    err.set(cx, "reason", reason)?;
+    cx.throw(err)
+}
+
 /// Compiles `sub_queries` JSON against a schema. Throws an Error with `code: 'ERR_QUERY'`,
 /// `path` and `reason` for a filter the schema cannot take.
 #[neon::export(name = "scanFilterCompile")]
@@ -67,16 +79,7 @@ fn scan_filter_compile<'cx>(
     let schema = unbox(cx, schema)?;
     match ScanFilter::compile(&schema, &json) {
         Ok(f) => Ok(cx.boxed(FilterBox(Arc::new(f)))),
-        Err(e) => {
-            let err = cx.error(e.to_string())?;
-            let code = cx.string(e.code());
-            err.set(cx, "code", code)?;
-            let path = cx.string(&e.path);
-            err.set(cx, "path", path)?;
-            let reason = cx.string(&e.message);
-            err.set(cx, "reason", reason)?;
-            cx.throw(err)
-        }
+        Err(e) => throw_query(cx, &e),
     }
 }
 
@@ -281,16 +284,7 @@ fn scan_aggregate_compile<'cx>(
     let schema = unbox(cx, schema)?;
     match AggregatePlan::compile(&schema, &json, mask.as_deref()) {
         Ok(p) => Ok(cx.boxed(AggregateBox(Arc::new(p)))),
-        Err(e) => {
-            let err = cx.error(e.to_string())?;
-            let code = cx.string(e.code());
-            err.set(cx, "code", code)?;
-            let path = cx.string(&e.path);
-            err.set(cx, "path", path)?;
-            let reason = cx.string(&e.message);
-            err.set(cx, "reason", reason)?;
-            cx.throw(err)
-        }
+        Err(e) => throw_query(cx, &e),
     }
 }
 

@@ -34,12 +34,13 @@ pub const ROOT: &str = "sub_queries";
 const SUB_KEYS: [&str; 1] = ["filters"];
 const FILTER_KEYS: [&str; 5] = ["field", "op", "value", "values", "mask"];
 
-fn err<T>(path: impl Into<String>, message: impl Into<String>) -> Result<T, QueryError> {
+/// A [`QueryError`] at `path`, as an `Err`.
+pub(crate) fn err<T>(path: impl Into<String>, message: impl Into<String>) -> Result<T, QueryError> {
     Err(QueryError::new(path, message))
 }
 
 /// Entries of an object, refusing other kinds, unknown and repeated keys.
-fn object<'a>(
+pub(crate) fn object<'a>(
     j: &'a J,
     path: &str,
     keys: &[&'static str],
@@ -59,7 +60,8 @@ fn object<'a>(
     Ok(entries)
 }
 
-fn get<'a>(entries: &'a [(String, J)], key: &str) -> Option<&'a J> {
+/// The value of `key` among an object's entries.
+pub(crate) fn get<'a>(entries: &'a [(String, J)], key: &str) -> Option<&'a J> {
     entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
 }
 

@@ -289,6 +289,55 @@ fn eval_sub(
     len
 }
 
+/// Per-scan scratch, `CHUNK` long each: the selection vector, the records an OR branch still has
+/// to look at, and which records some branch matched.
+struct Scratch {
+    sel: Vec<u32>,
+    cand: Vec<u32>,
+    hit: Vec<bool>,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            sel: vec![0u32; CHUNK],
+            cand: vec![0u32; CHUNK],
+            hit: vec![false; CHUNK],
+        }
+    }
+
+    /// Sets `hit[..n]` to whether each of the `n` records of `chunk` matches any of `subs` (two or
+    /// more); each branch after the first looks only at the records no earlier branch matched.
+    #[inline]
+    fn eval_or(&mut self, subs: &[Vec<CompiledFilter>], chunk: &[u8], rs: usize, n: usize) {
+        let Scratch { sel, cand, hit } = self;
+        hit[..n].fill(false);
+        let mut left = n;
+        for (s, sub) in subs.iter().enumerate() {
+            let input = if s == 0 {
+                Input::All(n)
+            } else {
+                sel[..left].copy_from_slice(&cand[..left]);
+                Input::Selected(left)
+            };
+            let len = eval_sub(sub, chunk, rs, input, sel);
+            for &i in &sel[..len] {
+                hit[i as usize] = true;
+            }
+            if s + 1 < subs.len() {
+                left = 0;
+                for (i, &h) in hit[..n].iter().enumerate() {
+                    cand[left] = i as u32;
+                    left += usize::from(!h);
+                }
+                if left == 0 {
+                    break;
+                }
+            }
+        }
+    }
+}
+
 impl ScanFilter {
     /// Appends the records of `data` that match to `out` (in their order) and returns how many
     /// matched. `data` holds whole records of `record_size` bytes; a trailing partial record is
@@ -305,47 +354,22 @@ impl ScanFilter {
         if subs.is_empty() {
             return 0;
         }
-        let mut sel = vec![0u32; CHUNK];
-        let mut cand = vec![0u32; CHUNK];
-        let mut hit = vec![false; CHUNK];
+        let mut scratch = Scratch::new();
         let mut matched = 0u64;
         for chunk in data.chunks(CHUNK * rs) {
             let n = chunk.len() / rs;
             if let [only] = subs {
-                let len = eval_sub(only, chunk, rs, Input::All(n), &mut sel);
+                let len = eval_sub(only, chunk, rs, Input::All(n), &mut scratch.sel);
                 out.reserve(len * rs);
-                for &i in &sel[..len] {
+                for &i in &scratch.sel[..len] {
                     let at = i as usize * rs;
                     out.extend_from_slice(&chunk[at..at + rs]);
                 }
                 matched += len as u64;
                 continue;
             }
-            hit[..n].fill(false);
-            let mut left = n;
-            for (s, sub) in subs.iter().enumerate() {
-                let input = if s == 0 {
-                    Input::All(n)
-                } else {
-                    sel[..left].copy_from_slice(&cand[..left]);
-                    Input::Selected(left)
-                };
-                let len = eval_sub(sub, chunk, rs, input, &mut sel);
-                for &i in &sel[..len] {
-                    hit[i as usize] = true;
-                }
-                if s + 1 < subs.len() {
-                    left = 0;
-                    for (i, &h) in hit[..n].iter().enumerate() {
-                        cand[left] = i as u32;
-                        left += usize::from(!h);
-                    }
-                    if left == 0 {
-                        break;
-                    }
-                }
-            }
-            for (i, _) in hit[..n].iter().enumerate().filter(|(_, &h)| h) {
+            scratch.eval_or(subs, chunk, rs, n);
+            for (i, _) in scratch.hit[..n].iter().enumerate().filter(|(_, &h)| h) {
                 out.extend_from_slice(&chunk[i * rs..(i + 1) * rs]);
                 matched += 1;
             }
@@ -390,53 +414,28 @@ impl ScanFilter {
         if !self.matches_all() && subs.is_empty() {
             return 0;
         }
-        let mut sel = vec![0u32; CHUNK];
-        let mut cand = vec![0u32; CHUNK];
-        let mut hit = vec![false; CHUNK];
+        let mut scratch = Scratch::new();
         let mut matched = 0u64;
         for chunk in data.chunks(CHUNK * rs) {
             let n = chunk.len() / rs;
             let len = if self.matches_all() {
-                for (i, s) in sel[..n].iter_mut().enumerate() {
+                for (i, s) in scratch.sel[..n].iter_mut().enumerate() {
                     *s = i as u32;
                 }
                 n
             } else if let [only] = subs {
-                eval_sub(only, chunk, rs, Input::All(n), &mut sel)
+                eval_sub(only, chunk, rs, Input::All(n), &mut scratch.sel)
             } else {
-                hit[..n].fill(false);
-                let mut left = n;
-                for (s, sub) in subs.iter().enumerate() {
-                    let input = if s == 0 {
-                        Input::All(n)
-                    } else {
-                        sel[..left].copy_from_slice(&cand[..left]);
-                        Input::Selected(left)
-                    };
-                    let len = eval_sub(sub, chunk, rs, input, &mut sel);
-                    for &i in &sel[..len] {
-                        hit[i as usize] = true;
-                    }
-                    if s + 1 < subs.len() {
-                        left = 0;
-                        for (i, &h) in hit[..n].iter().enumerate() {
-                            cand[left] = i as u32;
-                            left += usize::from(!h);
-                        }
-                        if left == 0 {
-                            break;
-                        }
-                    }
-                }
+                scratch.eval_or(subs, chunk, rs, n);
                 let mut m = 0;
-                for (i, &h) in hit[..n].iter().enumerate() {
-                    sel[m] = i as u32;
+                for (i, &h) in scratch.hit[..n].iter().enumerate() {
+                    scratch.sel[m] = i as u32;
                     m += usize::from(h);
                 }
                 m
             };
             if len > 0 {
-                visit(chunk, &sel[..len]);
+                visit(chunk, &scratch.sel[..len]);
                 matched += len as u64;
             }
         }

@@ -3,6 +3,7 @@
 //! names its JSON path (`aggregate.measures[1].field`); a Storage Node answers it with error 11.
 
 use crate::scan::error::QueryError;
+use crate::scan::json::{err, get, object};
 use crate::scan::key::{shape_of, Load64, Shape};
 use crate::schema::issue::suggest;
 use crate::schema::json::{parse_tree, J};
@@ -107,34 +108,6 @@ pub struct AggregatePlan {
     pub keys: Vec<GroupKey>,
     pub measures: Vec<Measure>,
     pub max_groups: usize,
-}
-
-fn err<T>(path: impl Into<String>, message: impl Into<String>) -> Result<T, QueryError> {
-    Err(QueryError::new(path, message))
-}
-
-fn object<'a>(
-    j: &'a J,
-    path: &str,
-    keys: &[&'static str],
-) -> Result<&'a [(String, J)], QueryError> {
-    let J::Obj(entries) = j else {
-        return err(path, format!("expected an object, got {}", j.kind()));
-    };
-    for (i, (k, _)) in entries.iter().enumerate() {
-        if !keys.contains(&k.as_str()) {
-            let hint = suggest(k, keys.iter().copied());
-            return err(format!("{path}.{k}"), format!("unknown key{hint}"));
-        }
-        if entries[..i].iter().any(|(p, _)| p == k) {
-            return err(format!("{path}.{k}"), "duplicate key");
-        }
-    }
-    Ok(entries)
-}
-
-fn get<'a>(entries: &'a [(String, J)], key: &str) -> Option<&'a J> {
-    entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
 }
 
 fn uint(j: &J, path: &str) -> Result<u64, QueryError> {
