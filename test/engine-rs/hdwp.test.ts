@@ -1,8 +1,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
-  FrameDecoder,
-  HdwpError,
   MTU_JUMBO,
   MTU_STANDARD,
   decodeDatagram,
@@ -13,24 +11,7 @@ import {
 } from '../../index';
 import type { Frame } from '../../index';
 import { HDWP_KINDS } from '../../engine-rs/hdwpFrame';
-import { AUTH, BATCH, TOKEN, crc32c, plain, samples } from './hdwpFixtures';
-
-function decodeAll(bytes: Buffer): Frame[] {
-  const d = new FrameDecoder();
-  const frames = d.push(bytes);
-  d.end();
-  return frames;
-}
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    assert.instance(e, HdwpError);
-    return (e as HdwpError).code;
-  }
-  throw new Error('expected an HdwpError');
-}
+import { AUTH, BATCH, TOKEN, codeOf, crc32c, decodeAll, plain, samples } from './hdwpFixtures';
 
 const encode = suite('encodeFrame');
 encode('every kind round-trips through the decoder', () => {

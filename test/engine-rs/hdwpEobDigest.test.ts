@@ -5,27 +5,10 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BatchDigest, FrameDecoder, HashChain, HdwpError, encodeFrame, generateBatchIdNumber } from '../../engine-rs/index';
-import type { EobFrame, Frame } from '../../engine-rs/index';
-import { be, raw } from './hdwpFixtures';
+import type { EobFrame } from '../../engine-rs/index';
+import { be, codeOf, decodeAll, raw } from './hdwpFixtures';
 
 const ID = generateBatchIdNumber(42);
-
-function decodeAll(bytes: Buffer): Frame[] {
-  const d = new FrameDecoder();
-  const frames = d.push(bytes);
-  d.end();
-  return frames;
-}
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    assert.instance(e, HdwpError);
-    return (e as HdwpError).code;
-  }
-  throw new Error('expected an HdwpError');
-}
 
 /** An eob payload: batch id, count, closing hash, then `tail` as given (the digest part). */
 const eobPayload = (count: number, hash: Buffer, tail: Buffer): Buffer => Buffer.concat([ID.bytes, be(count, 8), Buffer.from([hash.length]), hash, tail]);

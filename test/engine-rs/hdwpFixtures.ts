@@ -3,7 +3,8 @@
  * comparison, and a raw frame builder with its own CRC-32C so tests can hand-craft payloads the
  * encoder would refuse to write.
  */
-import { BatchID, generateBatchIdNumber } from '../../index';
+import * as assert from 'uvu/assert';
+import { BatchID, FrameDecoder, HdwpError, generateBatchIdNumber } from '../../index';
 import type { Frame } from '../../index';
 
 export const TOKEN = Buffer.alloc(16, 0x5a);
@@ -77,4 +78,23 @@ export function be(value: number | bigint, bytes: number): Buffer {
   let v = BigInt(value);
   for (let i = bytes - 1; i >= 0; i--, v >>= 8n) b[i] = Number(v & 0xffn);
   return b;
+}
+
+/** Every frame of `bytes`, decoded by one streaming decoder that is then ended. */
+export function decodeAll(bytes: Buffer): Frame[] {
+  const d = new FrameDecoder();
+  const frames = d.push(bytes);
+  d.end();
+  return frames;
+}
+
+/** The HdwpError code `fn` throws (fails the test when it throws anything else or nothing). */
+export function codeOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    assert.instance(e, HdwpError);
+    return (e as HdwpError).code;
+  }
+  throw new Error('expected an HdwpError');
 }
