@@ -82,6 +82,7 @@ impl Ctx<'_> {
             kind,
             big_endian,
             check,
+            exact: false,
         })
     }
 
@@ -139,7 +140,12 @@ impl Ctx<'_> {
                     (Test::Set(keys), false) => Some(ZoneCheck::AnyOf(keys.clone())),
                     _ => None,
                 };
-                let zone = check.and_then(|c| self.hint(zone_kind(load), load_big_endian(load), c));
+                // For integers the kernel tests exactly the zone's keys, so the zone check is the
+                // filter itself; float zones skip NaN, so they prove nothing about every record.
+                let exact = !load.is_float();
+                let zone = check
+                    .and_then(|c| self.hint(zone_kind(load), load_big_endian(load), c))
+                    .map(|h| ZoneHint { exact, ..h });
                 Self::done(
                     Pred::K64 {
                         off,

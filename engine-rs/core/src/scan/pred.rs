@@ -141,6 +141,9 @@ pub struct ZoneHint {
     pub kind: ZoneKind,
     pub big_endian: bool,
     pub check: ZoneCheck,
+    /// The check is the filter itself on the zone's keys (integer, float and enum keys), not a
+    /// looser test (byte prefixes): a zone whose every key passes then proves every record matches.
+    pub exact: bool,
 }
 
 /// One compiled filter.

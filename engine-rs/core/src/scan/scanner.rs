@@ -96,7 +96,8 @@ impl SegmentScanner {
         filter: Arc<ScanFilter>,
         verify_hash: bool,
     ) -> Result<Self, ScanError> {
-        let reader = SegmentReader::open(path)?;
+        // Queries open the same batches again and again: the footer comes from the cache while the file is unchanged.
+        let reader = SegmentReader::open_cached(path)?;
         let h = reader.header();
         if h.record_size as usize != filter.record_size() {
             return Err(ScanError::RecordSize {
@@ -105,11 +106,14 @@ impl SegmentScanner {
                 filter: filter.record_size(),
             });
         }
-        let file = File::open(path).map_err(|source| SegmentError::Io {
-            op: "open",
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let file = reader
+            .file()
+            .try_clone()
+            .map_err(|source| SegmentError::Io {
+                op: "open",
+                path: path.to_path_buf(),
+                source,
+            })?;
         let plan = ZonePlan::new(&filter, &h.fields);
         let skip_all = !plan.may_match(reader.batch_filter()) && reader.blocks() > 0;
         let chain = if verify_hash {
@@ -141,10 +145,14 @@ impl SegmentScanner {
 
     /// Accumulates `plan` over the matching records instead of returning them; the step that
     /// finishes carries the partial. Call before the first `next`.
-    /// A whole batch that the segment's summary can answer (no filter, no hash to verify, see
+    /// A whole batch that the segment's summary can answer (no filter or one the batch's zones
+    /// prove holds for every record, no hash to verify, see
     /// `aggregate::partial_from_stats`) is answered from it: no block is read.
     pub fn set_aggregate(&mut self, plan: Arc<AggregatePlan>) {
-        if self.chain.is_none() && self.filter.matches_all() && self.next_block == 0 {
+        // The filter must hold for every record: none at all, or one the batch's zones prove.
+        let covers_all =
+            self.filter.matches_all() || self.plan.must_match(self.reader.batch_filter());
+        if self.chain.is_none() && covers_all && self.next_block == 0 {
             if let Some(stats) = self.reader.stats() {
                 self.summary_partial = partial_from_stats(
                     &plan,

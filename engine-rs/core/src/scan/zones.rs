@@ -24,6 +24,18 @@ impl ZoneCheck {
             }
         }
     }
+
+    /// Whether every key in `z` satisfies the check (an empty zone proves nothing).
+    pub fn all_match(&self, z: Zone) -> bool {
+        if z.is_empty() {
+            return false;
+        }
+        match self {
+            ZoneCheck::Within { lo, hi } => z.min >= *lo && z.max <= *hi,
+            ZoneCheck::Outside { lo, hi } => z.max < *lo || z.min > *hi,
+            ZoneCheck::AnyOf(keys) => z.min == z.max && keys.binary_search(&z.min).is_ok(),
+        }
+    }
 }
 
 fn same_field(h: &ZoneHint, f: &ZoneField) -> bool {
@@ -38,6 +50,9 @@ fn same_field(h: &ZoneHint, f: &ZoneField) -> bool {
 pub struct ZonePlan {
     /// Per sub-query: (zone field index, check) of each filter the zones can rule on.
     subs: Vec<Vec<(usize, ZoneCheck)>>,
+    /// Per sub-query whose every filter has an exact zone check on a zone field of the segment:
+    /// those checks (a zone passing all of them proves the sub-query matches every record there).
+    provable: Vec<Vec<(usize, ZoneCheck)>>,
     match_all: bool,
     match_none: bool,
 }
@@ -58,8 +73,22 @@ impl ZonePlan {
                     .collect()
             })
             .collect();
+        let provable = filter
+            .subs()
+            .iter()
+            .filter_map(|sub| {
+                sub.iter()
+                    .map(|c| {
+                        let h = c.zone.as_ref().filter(|h| h.exact)?;
+                        let i = fields.iter().position(|f| same_field(h, f))?;
+                        Some((i, h.check.clone()))
+                    })
+                    .collect::<Option<Vec<_>>>()
+            })
+            .collect();
         ZonePlan {
             subs,
+            provable,
             match_all: filter.matches_all(),
             match_none: filter.matches_none(),
         }
@@ -77,6 +106,20 @@ impl ZonePlan {
             checks
                 .iter()
                 .all(|(i, c)| zones.get(*i).is_none_or(|z| c.may_match(*z)))
+        })
+    }
+
+    /// Whether every record whose zones are `zones` surely matches: the filter matches all, or
+    /// some sub-query's filters are all exact zone checks that every key of their zone passes.
+    /// (Used to answer an aggregate from a batch summary when the filter covers the whole batch.)
+    pub fn must_match(&self, zones: &[Zone]) -> bool {
+        if self.match_all {
+            return true;
+        }
+        self.provable.iter().any(|checks| {
+            checks
+                .iter()
+                .all(|(i, c)| zones.get(*i).is_some_and(|z| c.all_match(*z)))
         })
     }
 

@@ -3,6 +3,7 @@
 //! byte layout, the durability protocol and the recovery rules.
 
 mod error;
+mod footer_cache;
 mod layout;
 mod reader;
 mod recover;
@@ -13,6 +14,7 @@ mod writer;
 mod zone;
 
 pub use error::SegmentError;
+pub use footer_cache::FOOTER_CACHE_BYTES;
 pub use layout::{BlockEntry, SegmentHeader, MAGIC, TAIL_LEN, TRAILER_MAGIC, VERSION};
 pub use reader::{SegmentReader, MAX_READ_BYTES};
 pub use recover::{

@@ -6,8 +6,10 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::error::{io, SegmentError};
+use super::footer_cache::{FileIdentity, FOOTER_CACHE};
 use super::layout::{
     block_entry_len, BlockEntry, SegmentHeader, Tail, HEADER_FIXED_LEN, TAIL_CRC_AT, TAIL_LEN,
     TAIL_MAGIC_AT, TRAILER_MAGIC,
@@ -27,6 +29,13 @@ pub const MAX_READ_BYTES: u64 = 256 << 20;
 pub struct SegmentReader {
     file: File,
     path: PathBuf,
+    meta: Arc<SegmentMeta>,
+}
+
+/// What a segment's header and verified footer say: shared by readers of the same unchanged
+/// file through the footer cache (`footer_cache.rs`).
+#[derive(Debug)]
+pub(super) struct SegmentMeta {
     header: SegmentHeader,
     records: u64,
     closing_hash: Digest,
@@ -35,6 +44,8 @@ pub struct SegmentReader {
     filter: Vec<Zone>,
     /// The batch summary (format 2; `None` for a format-1 segment).
     stats: Option<BatchStats>,
+    /// Bytes of header and footer read to build it (the cache's measure of its size).
+    pub(super) bytes: usize,
 }
 
 fn corrupt<T>(m: impl Into<String>) -> Result<T, SegmentError> {
@@ -72,6 +83,59 @@ impl SegmentReader {
     pub fn open(path: &Path) -> Result<Self, SegmentError> {
         let file = File::open(path).map_err(io("open", path))?;
         let file_len = file.metadata().map_err(io("stat", path))?.len();
+        let meta = Arc::new(SegmentMeta::read(&file, path, file_len)?);
+        Ok(SegmentReader {
+            file,
+            path: path.to_path_buf(),
+            meta,
+        })
+    }
+
+    /// Like [`SegmentReader::open`], but header and footer come from the process's footer cache
+    /// when this path was opened before and the file is unchanged since (same device, inode,
+    /// length, modification and change times): a query over many batches then pays the footer's
+    /// read, CRC and decoding once. A changed file is read and validated again. Record blocks
+    /// are read and CRC-checked as always.
+    pub fn open_cached(path: &Path) -> Result<Self, SegmentError> {
+        let file = File::open(path).map_err(io("open", path))?;
+        let stat = file.metadata().map_err(io("stat", path))?;
+        let id = FileIdentity::of(path, &stat);
+        let meta = match FOOTER_CACHE.get(&id) {
+            Some(m) => m,
+            None => {
+                let m = Arc::new(SegmentMeta::read(&file, path, stat.len())?);
+                FOOTER_CACHE.put(id, Arc::clone(&m));
+                m
+            }
+        };
+        Ok(SegmentReader {
+            file,
+            path: path.to_path_buf(),
+            meta,
+        })
+    }
+
+    /// The open file (a scanner reads through its own handle of the same file).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// The header and footer this reader shares (tests of the cache).
+    #[cfg(test)]
+    pub(super) fn meta_arc(&self) -> Arc<SegmentMeta> {
+        Arc::clone(&self.meta)
+    }
+
+    /// Whether two readers share one cached footer (tests of the cache).
+    #[cfg(test)]
+    pub(super) fn shares_meta(&self, other: &SegmentReader) -> bool {
+        Arc::ptr_eq(&self.meta, &other.meta)
+    }
+}
+
+impl SegmentMeta {
+    /// Reads and validates header and footer of `file` (`file_len` bytes long).
+    fn read(file: &File, path: &Path, file_len: u64) -> Result<Self, SegmentError> {
         let read = |at: u64, buf: &mut [u8]| file.read_exact_at(buf, at).map_err(io("read", path));
         let min = (HEADER_FIXED_LEN + 4 + TAIL_LEN) as u64;
         if file_len < min {
@@ -206,9 +270,7 @@ impl SegmentReader {
         } else {
             None
         };
-        Ok(SegmentReader {
-            file,
-            path: path.to_path_buf(),
+        Ok(SegmentMeta {
             header,
             records: tail.records,
             closing_hash: tail.closing_hash,
@@ -216,12 +278,15 @@ impl SegmentReader {
             zones,
             filter,
             stats,
+            bytes: hlen + footer.len(),
         })
     }
+}
 
+impl SegmentReader {
     /// The header (dataset, batch id, sizes, algorithm, zone fields).
     pub fn header(&self) -> &SegmentHeader {
-        &self.header
+        &self.meta.header
     }
 
     /// Path the reader was opened on.
@@ -231,31 +296,32 @@ impl SegmentReader {
 
     /// Records in the segment.
     pub fn records(&self) -> u64 {
-        self.records
+        self.meta.records
     }
 
     /// Blocks in the segment.
     pub fn blocks(&self) -> u64 {
-        self.index.len() as u64
+        self.meta.index.len() as u64
     }
 
     /// The closing hash stored at ingest.
     pub fn closing_hash(&self) -> Digest {
-        self.closing_hash
+        self.meta.closing_hash
     }
 
     /// The block index.
     pub fn block_index(&self) -> &[BlockEntry] {
-        &self.index
+        &self.meta.index
     }
 
     /// Zone of `field` in `block`.
     pub fn zone(&self, block: u64, field: usize) -> Option<Zone> {
-        let nf = self.header.fields.len();
+        let nf = self.meta.header.fields.len();
         if field >= nf {
             return None;
         }
-        self.zones
+        self.meta
+            .zones
             .get(
                 usize::try_from(block)
                     .ok()?
@@ -267,17 +333,17 @@ impl SegmentReader {
 
     /// Every block's zones, block-major (`blocks * fields` entries).
     pub fn zones(&self) -> &[Zone] {
-        &self.zones
+        &self.meta.zones
     }
 
     /// The batch summary kept at ingest (format 2 and later), verified with the footer.
     pub fn stats(&self) -> Option<&BatchStats> {
-        self.stats.as_ref()
+        self.meta.stats.as_ref()
     }
 
     /// The batch filter: one zone per field over the whole batch.
     pub fn batch_filter(&self) -> &[Zone] {
-        &self.filter
+        &self.meta.filter
     }
 
     /// Reads the records of blocks `first .. first + count`, checking each block's CRC-32C.
@@ -294,8 +360,8 @@ impl SegmentReader {
         if count == 0 {
             return Ok(Vec::new());
         }
-        let r = u64::from(self.header.record_size);
-        let entries = &self.index[first as usize..end as usize];
+        let r = u64::from(self.meta.header.record_size);
+        let entries = &self.meta.index[first as usize..end as usize];
         let start = entries[0].offset;
         let len: u64 = entries.iter().map(|e| u64::from(e.records) * r).sum();
         if len > MAX_READ_BYTES {

@@ -1,6 +1,7 @@
 //! Segment tests: a scratch directory per test, records with known field values.
 
 mod damage;
+mod footer_cache;
 mod roundtrip;
 
 use std::path::{Path, PathBuf};
