@@ -84,6 +84,18 @@ export function windowStarts(r: TimeRange, interval: number): { first: number; l
   return { first: floorTo(r.start, interval), last: ceilTo(r.end, interval) };
 }
 
+/**
+ * The window to ask for when reading `[start, end]` of records batched by time (HD's own time
+ * batches hold the records of `[t, t + interval)`): floored at both ends, so its enumeration names
+ * exactly the intervals that can hold records of `[start, end]` — floor(start) .. floor(end) —
+ * and not the one past the end that `generateBatchIdsTime` adds (the reference's enumeration
+ * "typically extends one interval past it"). Reading that extra batch costs a scan (or, where no
+ * node holds it, a second round to the other replica) and can add no record of the window.
+ */
+export function recordWindow(r: TimeRange, interval: number): TimeRange {
+  return { start: floorTo(r.start, interval), end: floorTo(r.end, interval) };
+}
+
 /** Sorted, distinct window starts → runs of consecutive intervals. */
 export function runsOf(starts: readonly number[], interval: number): BatchRun[] {
   const runs: [number, number][] = [];

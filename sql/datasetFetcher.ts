@@ -8,6 +8,7 @@ import type * as arrow from 'apache-arrow';
 import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
 import type { Schema } from '../engine-rs/schema';
 import type { BatchError } from '../query/hdQuery';
+import { recordWindow } from '../query/timeRange';
 import type { PlatformQueryClient } from '../sdk/platformQueryClient';
 import type { AggregatePartial } from './aggregateMerge';
 import type { AggregateSpec } from './aggregatePushdown';
@@ -159,7 +160,9 @@ export class QueryClientFetcher implements DatasetFetcher {
       c.cancelQuery();
     };
     try {
-      const query = { start_time: read.startTime, end_time: read.endTime, sub_queries: read.subQueries, query_qos: opts.qos };
+      // Only the intervals that can hold the window's records (the reference's enumeration adds one past the end).
+      const w = recordWindow({ start: read.startTime, end: read.endTime }, read.schema.timeIndexInterval);
+      const query = { start_time: w.start, end_time: w.end, sub_queries: read.subQueries, query_qos: opts.qos };
       if ('aggregate' in how) {
         await c.executeStream(query, () => undefined, {
           aggregate: how.aggregate,

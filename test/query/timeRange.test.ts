@@ -9,7 +9,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BatchID, generateBatchIdNumber, generateBatchIdString, generateBatchIdTime, generateBatchIdsTime } from '../../engine-rs/batchId';
 import { QueryError } from '../../query/queryError';
-import { checkTimeRange, heldRuns, readRuns, runsOf, timeFormHex, timeFormStart, unionStarts } from '../../query/timeRange';
+import { checkTimeRange, heldRuns, readRuns, recordWindow, runsOf, timeFormHex, timeFormStart, unionStarts } from '../../query/timeRange';
 import { BatchIndex } from '../../nodes/storageNode/batchIndex';
 import { batchRangesRoute } from '../../nodes/storageNode/batchRanges';
 import { StorageNodeBatches, type NodeGetter } from '../../control/proxy/storageNodeBatches';
@@ -54,6 +54,26 @@ range('timeFormStart: only the ids the enumeration makes (aligned, one interval 
   assert.is(timeFormStart(generateBatchIdString('flows-2023-11-14').bytes, IV), undefined);
   assert.is(timeFormStart(new Uint8Array(10), IV), undefined);
   assert.is(timeFormHex(T0, IV), id(T0).toHex());
+});
+
+range('recordWindow names exactly the intervals that can hold records of the window, none past it', () => {
+  // Time batches hold the records of [t, t + IV): a record of [s, e] lies in an interval from floor(s) to floor(e).
+  for (const [s, e] of [
+    [T0, T0 + 59],
+    [T0, T0 + 60],
+    [T0 + 1, T0 + 59],
+    [T0 + 10, T0 + 130],
+    [T0 - 61, T0 - 1],
+    [T0 - YEAR, T0],
+  ] as const) {
+    const w = recordWindow({ start: s, end: e }, IV);
+    const named = generateBatchIdsTime(w.start, w.end, IV).map((b) => timeFormStart(b.bytes, IV));
+    const needed: number[] = [];
+    for (let t = Math.floor(s / IV) * IV; t <= e; t += IV) needed.push(t);
+    assert.equal(named, needed, `[${s}, ${e}]`);
+    // The reference's enumeration of the window itself names one interval more whenever e is not on a boundary.
+    if (e % IV !== 0) assert.is(generateBatchIdsTime(s, e, IV).length, needed.length + 1);
+  }
 });
 
 range('heldRuns is the enumeration of the window intersected with the held ids', () => {

@@ -29,7 +29,8 @@ export interface HdProcess {
 export function startHd(args: readonly string[], env: Record<string, string> = {}): HdProcess {
   const proc = spawn(
     process.execPath,
-    ['-r', 'tsx/cjs', '-e', "require('./bin/cli').main(process.argv.slice(1)).then((c) => process.exit(c ?? 0), (e) => { console.error(e); process.exit(1); })", ...args],
+    // HD_PROFILE_DIR (benches): each process writes a V8 CPU profile there when it exits.
+    [...(process.env.HD_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.HD_PROFILE_DIR}`] : []), '-r', 'tsx/cjs', '-e', "require('./bin/cli').main(process.argv.slice(1)).then((c) => process.exit(c ?? 0), (e) => { console.error(e); process.exit(1); })", ...args],
     { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
