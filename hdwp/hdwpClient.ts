@@ -14,6 +14,7 @@ import { HdwpError } from '../engine-rs/hdwpError';
 import { clipUtf8, HDWP_DEFAULT_MAX_PAYLOAD, HDWP_HEADER_LEN, HDWP_VERSION } from '../engine-rs/hdwpFrame';
 import type { BbnFrame, EobFrame, Frame, HdwpRole, HelloFrame, QueryAuth } from '../engine-rs/hdwpFrame';
 import { HdwpStreamError, batchOfError } from './hdwpStreamError';
+import { corkForTick } from './tickCork';
 
 /** Default largest records frame the client writes (header included): 1 MiB. */
 export const DEFAULT_CLIENT_FRAME_BYTES = 1024 * 1024;
@@ -307,6 +308,7 @@ export class HdwpClient {
 
   /** Writes queued frames while credit and the socket allow. */
   private pump(): void {
+    if (!this.failure && !this.waitingDrain && this.outgoing.length > 0) corkForTick(this.socket);
     while (!this.failure && !this.waitingDrain && this.outgoing.length > 0) {
       const o = this.outgoing[0];
       if (o.cost > this.credit) return;
@@ -316,8 +318,11 @@ export class HdwpClient {
         this.sentBytes += o.cost;
         this.sentFrames++;
       }
-      const more = this.socket.write(o.bytes, o.done ? (err) => o.done?.(err ?? undefined) : undefined);
+      const more = this.socket.write(o.bytes);
       if (!more) this.waitingDrain = true;
+      // Handed to the socket: the caller goes on (the next frames of this tick leave in the same write);
+      // a write that fails later fails the stream, and every call after it rejects.
+      o.done?.(undefined);
     }
   }
 

@@ -5,6 +5,7 @@
  * finishes with records frames. A broken stream gets an error frame and is closed; nothing here
  * touches any other connection.
  */
+import { corkForTick } from './tickCork';
 import type { Socket } from 'node:net';
 import { FrameDecoder } from '../engine-rs/hdwpDecoder';
 import { HdwpError } from '../engine-rs/hdwpError';
@@ -165,6 +166,7 @@ export class HdwpConnection {
   private write(bytes: Buffer): Promise<void> {
     if (this.socketShut || this.socket.destroyed || !this.socket.writable) return Promise.resolve();
     this.lastActivity = Date.now();
+    corkForTick(this.socket);
     // Resolves on the write callback either way: a failed write also fails the socket, which closes us.
     return new Promise((resolve) => this.socket.write(bytes, () => resolve()));
   }
