@@ -222,7 +222,7 @@ export interface Native {
   /** Compiles an HDQuery `aggregate` (JSON) against a schema and a field mask (one record, or null); throws ERR_QUERY with path. */
   scanAggregateCompile(schema: SchemaHandle, json: string, fieldMask: Uint8Array | null): AggregatePlanHandle;
   /** Makes an open scanner fold its matches into the aggregate; the last step then carries `partial`. */
-  scanSetAggregate(handle: SegmentScannerHandle, plan: AggregatePlanHandle): void;
+  scanSetAggregate(handle: SegmentScannerHandle, plan: AggregatePlanHandle): string | undefined;
   /** Zone fields for segments of a schema, 4 numbers each as `segmentWriterCreate` takes them. */
   scanZoneFields(schema: SchemaHandle): Uint32Array;
   /** Reads every byte of `buf` once (a benchmark baseline); returns a fold of them. */

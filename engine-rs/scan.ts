@@ -191,11 +191,14 @@ export class SegmentScanner {
    * Folds the matching records into `plan` instead of returning them; the last step carries the
    * batch's partial. Call before the first `next()`. A batch with more groups than the plan's
    * `max_groups` rejects its last step with ScanError `ERR_SCAN_TOO_MANY_GROUPS`.
+   * @returns the batch's partial when the segment's summary answers the aggregate (every record
+   *   passes the filter, no hash to verify; docs/segment.md "Batch summary"): no step needs to run,
+   *   and the one that would finish the batch carries this same partial. Undefined: scan it.
    */
-  setAggregate(plan: AggregatePlan): void {
+  setAggregate(plan: AggregatePlan): string | undefined {
     if (this.closed) throw new ScanError('ERR_SCAN_CLOSED', `the scanner of ${this.path} is closed`);
     try {
-      native.scanSetAggregate(this.handle, plan.handle);
+      return native.scanSetAggregate(this.handle, plan.handle);
     } catch (err) {
       throw toScanError(err);
     }

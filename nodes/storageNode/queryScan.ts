@@ -68,7 +68,9 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
             if (filter) {
               if (filter.matchesNone && !verifyHash) return NOTHING_MATCHES;
               const scanner = await SegmentScanner.open(at.path, filter, { verifyHash });
-              if (aggregate) scanner.setAggregate(aggregate);
+              const partial = aggregate ? scanner.setAggregate(aggregate) : undefined;
+              // Answered by the batch's summary: one finishing step, without a native call.
+              if (partial !== undefined) return summaryScan(scanner, partial);
               return new KernelScan(scanner, stepBlocks, verifyHash);
             }
             const reader = await SegmentReader.open(at.path);
@@ -108,6 +110,14 @@ const NOTHING_MATCHES: BatchScan = {
   next: () => Promise.resolve({ records: Buffer.alloc(0), matched: 0, scanned: 0, blocksRead: 0, blocksSkipped: 0, done: true }),
   close: () => undefined,
 };
+
+/** A batch whose aggregate its summary answered: every record matched, no block was read. */
+function summaryScan(scanner: SegmentScanner, partial: string): BatchScan {
+  return {
+    next: () => Promise.resolve({ records: Buffer.alloc(0), matched: scanner.records, scanned: 0, blocksRead: 0, blocksSkipped: scanner.blocks, done: true, partial }),
+    close: () => scanner.close(),
+  };
+}
 
 /** A batch read by the engine-rs kernel, `stepBlocks` blocks a step. */
 class KernelScan implements BatchScan {

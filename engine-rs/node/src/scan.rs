@@ -294,7 +294,7 @@ fn scan_set_aggregate<'cx>(
     cx: &mut FunctionContext<'cx>,
     handle: Handle<'cx, JsValue>,
     aggregate: Handle<'cx, JsValue>,
-) -> NeonResult<()> {
+) -> JsResult<'cx, JsValue> {
     let b = unbox_scanner(cx, handle)?;
     let plan = match aggregate.downcast::<JsBox<AggregateBox>, _>(cx) {
         Ok(p) => Arc::clone(&p.0),
@@ -312,7 +312,11 @@ fn scan_set_aggregate<'cx>(
     match guard.as_mut() {
         Some(s) => {
             s.set_aggregate(plan);
-            Ok(())
+            // A batch its summary answers needs no step: its partial goes back at once.
+            match s.summary_partial() {
+                Some(p) => Ok(cx.string(p).upcast()),
+                None => Ok(cx.undefined().upcast()),
+            }
         }
         None => throw_coded(cx, "ERR_SCAN_CLOSED", "the segment scanner is closed"),
     }

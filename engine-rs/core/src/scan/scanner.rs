@@ -174,6 +174,11 @@ impl SegmentScanner {
         self.summary_partial.is_some()
     }
 
+    /// The batch's partial when its summary answers the aggregate (the finishing step carries the same).
+    pub fn summary_partial(&self) -> Option<&str> {
+        self.summary_partial.as_deref()
+    }
+
     /// The finishing step's partial; an overflow of `max_groups` is an error.
     fn finish_aggregate(&mut self, step: &mut ScanStep) -> Result<(), ScanError> {
         if let Some(j) = self.summary_partial.clone() {
