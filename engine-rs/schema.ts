@@ -30,6 +30,8 @@ export interface FieldInfo {
   readonly array?: { readonly element: FieldTypeName; readonly count: number; readonly enum?: string };
   /** True when the field shares bytes with another field (declared `"overlay": true`). */
   readonly overlay?: boolean;
+  /** The schema's `description` of the field (the SQL catalog's column comment). */
+  readonly description?: string;
 }
 
 /** An enumeration: label → code (bigint only where a code exceeds 2^53 - 1). */
@@ -98,9 +100,32 @@ function isIssueList(v: unknown): v is SchemaIssue[] {
   return Array.isArray(v) && v.every((i) => typeof i === 'object' && i !== null && 'path' in i && 'message' in i);
 }
 
+/** The `description` texts of a schema document: the dataset's and each field's by name. */
+interface Descriptions {
+  readonly dataset?: string;
+  readonly fields: ReadonlyMap<string, string>;
+}
+
+function descriptionsOf(doc: unknown): Descriptions {
+  const d = doc as { description?: unknown; fields?: unknown } | null | undefined;
+  const fields = new Map<string, string>();
+  if (Array.isArray(d?.fields)) for (const f of d.fields as { name?: unknown; description?: unknown }[]) if (typeof f?.name === 'string' && typeof f.description === 'string') fields.set(f.name, f.description);
+  return { ...(typeof d?.description === 'string' && { dataset: d.description }), fields };
+}
+
+/** JSON text already accepted by the engine, parsed for its descriptions only (numbers may lose precision). */
+function parseLoosely(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Canonical JSON as schemaDescribe writes it. */
 interface Canonical {
   id: string;
+  description?: string;
   name: string;
   record_size: number;
   byte_order: 'little' | 'big';
@@ -124,14 +149,20 @@ export class Schema {
   readonly timeIndexInterval: number;
   readonly fields: readonly FieldInfo[];
   readonly enums: Readonly<Record<string, EnumInfo>>;
+  /** The schema's `description` (the SQL catalog's table comment). */
+  readonly description?: string;
   /** The natively compiled schema, for the codec functions. Not public API. */
   readonly handle: SchemaHandle;
   readonly #canonical: Canonical;
 
-  private constructor(handle: SchemaHandle) {
+  private constructor(handle: SchemaHandle, docs: Descriptions = descriptionsOf(undefined)) {
     this.handle = handle;
     const c = JSON.parse(native.schemaDescribe(handle)) as Canonical;
+    // Descriptions are documentation the engine does not keep: carried here, and in toJSON().
+    if (docs.dataset !== undefined) c.description = docs.dataset;
+    for (const f of c.fields) if (docs.fields.has(f.name)) f.description = docs.fields.get(f.name);
     this.#canonical = c;
+    if (docs.dataset !== undefined) this.description = docs.dataset;
     this.id = c.id;
     this.name = c.name;
     this.recordSize = c.record_size;
@@ -157,6 +188,7 @@ export class Schema {
           ...(f.time_reference && { timeReference: { ...f.time_reference } }),
           ...(f.array && { array: { ...f.array } }),
           ...(f.overlay && { overlay: true }),
+          ...(f.description !== undefined && { description: f.description }),
         };
         return Object.freeze(info);
       }),
@@ -177,7 +209,7 @@ export class Schema {
       if (e.code === 'ERR_SCHEMA' && isIssueList(e.issues)) throw new SchemaError(e.issues);
       throw err;
     }
-    return new Schema(handle);
+    return new Schema(handle, descriptionsOf(typeof json === 'string' ? parseLoosely(json) : json));
   }
 
   /** The field of a name, if any. */

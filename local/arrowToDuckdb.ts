@@ -12,6 +12,7 @@ import {
   TIME, TIME_NS, TIMESTAMP, TIMESTAMP_MS, TIMESTAMP_NS, TIMESTAMP_S, TIMESTAMPTZ, TINYINT, UBIGINT, UHUGEINT,
   UINTEGER, USMALLINT, UTINYINT, VARCHAR, type DuckDBType,
 } from '@duckdb/node-api';
+import { bignumLoader, isWideIntegerText } from './bignum';
 import { boundsOf, inBounds, staging, writeAllNull, writeStrings, writeValidity } from './duckdbVectorWrite';
 import { LocalSqlError } from './localSqlError';
 
@@ -340,7 +341,7 @@ function unguardedLoader(field: arrow.Field, dictionaries: ReadonlyMap<string, a
     }
     case arrow.Type.Decimal: return decimalFor(field as arrow.Field<arrow.Decimal>);
     case arrow.Type.Utf8:
-    case arrow.Type.LargeUtf8: return stringLoader(VARCHAR);
+    case arrow.Type.LargeUtf8: return isWideIntegerText(field) ? bignumLoader(path) : stringLoader(VARCHAR);
     case arrow.Type.Binary:
     case arrow.Type.LargeBinary: return stringLoader(BLOB);
     case arrow.Type.FixedSizeBinary: return fixedBinaryLoader((t as arrow.FixedSizeBinary).byteWidth);

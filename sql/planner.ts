@@ -8,14 +8,17 @@ import type { Schema } from '../engine-rs/schema';
 import type { SubQuery } from '../query/filter';
 import { parseBigJson, stringifyBigJson, type BigJsonValue } from './bigJson';
 import { aggregatePlanOf, type AggregatePlan } from './aggregatePushdown';
+import { rewriteAddressSemantics } from './addressRewrite';
 import type { Catalog } from './catalog';
 import { columnUse, fieldsToRead } from './columnUse';
+import { PgModel } from './pgcatalog/pgModel';
+import { catalogRelationRef, pgRegexSemantics, pgTableFunction, rewritePgExpressions } from './pgcatalog/pgRewrite';
+import type { CatalogRelation } from './pgcatalog/relations';
+import { SHOW_TABLES_TABLE } from './pgcatalog/catalogTables';
 import { isNode, pushdownOf, type Node, type Pushdown } from './pushdown';
 import { SqlError } from './sqlError';
-import { guardStatement } from './statementGuard';
-
-/** Names our catalog tables have in the session (the statement's are rewritten to them). */
-export const CATALOG_TABLES = { show: 'hd_catalog_show_tables', tables: 'hd_catalog_tables', columns: 'hd_catalog_columns' } as const;
+import { passthroughOf, type PassthroughPlan } from './rowPassthrough';
+import { DENIED_RELATIONS, guardStatement } from './statementGuard';
 
 /** What to read of one dataset. */
 export interface DatasetRead {
@@ -37,8 +40,12 @@ export interface Plan {
   /** When catalog tables were renamed: the rewritten tree for `json_deserialize_sql`; else the statement runs as given. */
   readonly rewrittenTree?: string;
   readonly reads: DatasetRead[];
-  /** True when the statement reads our catalog tables. */
+  /** True when the statement reads our catalog tables (`catalogRelations`, or SHOW TABLES). */
   readonly usesCatalog: boolean;
+  /** The catalog relations the statement reads (sql/pgcatalog/relations.ts), registered with it. */
+  readonly catalogRelations: readonly CatalogRelation[];
+  /** True for SHOW TABLES (its session table lists the dataset ids). */
+  readonly showTables: boolean;
   /**
    * True when the plan depends on the clock (a dataset reference without an upper time bound reads
    * up to now) or on bound parameters: it cannot be reused for the same text later.
@@ -52,6 +59,16 @@ export interface Plan {
    */
   readonly aggregate?: AggregatePlan;
   readonly noAggregate?: string;
+  /**
+   * The statement only picks columns of one dataset, its WHERE pushed whole: the fetched batches
+   * are its answer (sql/rowPassthrough.ts). Absent otherwise, or when not asked for.
+   */
+  readonly passthrough?: PassthroughPlan;
+  /**
+   * Select items the address rewrite changed (sql/addressRewrite.ts) carry alias placeholders in
+   * `rewrittenTree`; these one-item statements give DuckDB's names for them (sql/addressPins.ts).
+   */
+  readonly namePins?: readonly string[];
 }
 
 /** Settings of planning. */
@@ -67,6 +84,10 @@ export interface PlanOptions {
    * dataset is considered for aggregate pushdown (sql/aggregatePushdown.ts).
    */
   readonly aggregateFunctions?: ReadonlySet<string>;
+  /** Consider answering the statement from the fetched batches (HD_SQL_ROW_PASSTHROUGH). */
+  readonly rowPassthrough?: boolean;
+  /** True when the text was rewritten before parsing (sql/pgcatalog/pgSyntax.ts): the tree must run, not the text. */
+  readonly textRewritten?: boolean;
 }
 
 /** The tree's statement nodes, or the SqlError the parse result stands for. */
@@ -92,37 +113,41 @@ export function planStatement(serialized: string, catalog: Catalog, opts: PlanOp
   const statements = statementsOf(serialized);
   if (statements.length > 1) throw new SqlError('unsupported_statement', `one statement at a time, got ${statements.length}`);
   const root = statements[0] as Node;
+  // PostgreSQL's catalog functions, casts and settings (sql/pgcatalog/pgRewrite.ts), before the guard judges the statement.
+  const model = PgModel.of(catalog);
+  const expressions = rewritePgExpressions(root, model);
+  const isDataset = (name: string): boolean => catalog.resolve(name) !== undefined;
   // Refused before anything is resolved or run: files, URLs, settings (sql/statementGuard.ts).
-  guardStatement(root, (name) => catalog.resolve(name) !== undefined);
+  guardStatement(root, isDataset);
   const cteNames = new Set<string>();
   const refs = new Map<Node, Schema>();
   const analysed = new Map<Node, Pushdown>();
-  let rewritten = false;
+  const catalogRelations = new Set<CatalogRelation>();
+  let showTables = false;
+  let rewritten = expressions.changed || opts.textRewritten === true;
   const visit = (v: BigJsonValue | undefined, parent?: Node, key?: string): void => {
     if (Array.isArray(v)) return v.forEach((x) => visit(x));
     if (!isNode(v)) return;
     if (isNode(v.cte_map) && Array.isArray(v.cte_map.map)) for (const e of v.cte_map.map) if (isNode(e)) cteNames.add(String(e.key).toLowerCase());
     if (v.type === 'SHOW_REF' && parent && key) {
       if (String(v.table_name).replace(/"/g, '').toLowerCase() !== 'tables') throw new SqlError('unsupported_statement', 'of the SHOW statements only SHOW TABLES is supported; information_schema.columns describes columns');
-      parent[key] = baseTable(CATALOG_TABLES.show);
-      rewritten = true;
+      parent[key] = baseTable(SHOW_TABLES_TABLE);
+      showTables = rewritten = true;
       return;
     }
+    if (v.type === 'TABLE_FUNCTION' && pgTableFunction(v)) rewritten = true;
     if (v.type === 'BASE_TABLE') {
       const schemaName = String(v.schema_name ?? '').toLowerCase();
       const table = String(v.table_name);
-      if (schemaName === 'information_schema') {
-        const t = table.toLowerCase();
-        if (t !== 'columns' && t !== 'tables') throw new SqlError('unknown_dataset', `information_schema.${table} is not served; information_schema.tables and information_schema.columns are`);
-        v.schema_name = '';
-        v.table_name = t === 'columns' ? CATALOG_TABLES.columns : CATALOG_TABLES.tables;
-        if (!v.alias) v.alias = t;
+      if ((schemaName === '' && cteNames.has(table.toLowerCase())) || expressions.renamed.has(v)) return;
+      // pg_catalog and information_schema relations (drivers name pg_catalog's unqualified: pg_namespace, pg_type...) read our catalog.
+      const served = catalogRelationRef(v, isDataset, DENIED_RELATIONS);
+      if (served) {
+        catalogRelations.add(served);
         rewritten = true;
         return;
       }
-      if (schemaName === 'pg_catalog' || (schemaName === '' && cteNames.has(table.toLowerCase()))) return;
-      // Drivers name pg_catalog tables unqualified (pg_namespace, pg_type...): the engine's own, unless a dataset has that name.
-      if (schemaName === '' && /^pg_/i.test(table) && !catalog.resolve(table)) return;
+      if (schemaName === 'pg_catalog') return;
       if (schemaName !== '' && schemaName !== 'main' && schemaName !== 'public') throw new SqlError('unknown_dataset', `unknown table ${schemaName}.${table}: datasets are tables of the public schema`);
       const s = catalog.resolve(table);
       if (!s) throw new SqlError('unknown_dataset', `unknown table ${JSON.stringify(table)}: SHOW TABLES lists the datasets (${catalog.schemas.map((x) => x.id).join(', ') || 'none loaded'})`);
@@ -140,6 +165,9 @@ export function planStatement(serialized: string, catalog: Catalog, opts: PlanOp
     for (const [k, x] of Object.entries(v)) visit(x, v, k);
   };
   visit(root);
+  // The relations the rewritten functions read; in a statement over the catalog, `~` as PostgreSQL matches.
+  for (const r of expressions.reads) catalogRelations.add(r);
+  if (catalogRelations.size > 0 && pgRegexSemantics(root)) rewritten = true;
   const relations = new Set<string>();
   for (const n of refs.keys()) for (const r of [n.table_name, n.alias]) if (typeof r === 'string' && r !== '') relations.add(r.toLowerCase());
   const use = columnUse(root, relations);
@@ -167,7 +195,22 @@ export function planStatement(serialized: string, catalog: Catalog, opts: PlanOp
   }
   const split = !opts.aggregateFunctions ? undefined : rewritten || refs.size !== 1 || reads.length !== 1 ? { reason: 'not one reference to one dataset' } : aggregatePlanOf(root, reads[0]!.schema, { aggregateFunctions: opts.aggregateFunctions, ...(opts.params ? { params: opts.params } : {}) });
   const aggregate = split === undefined ? {} : 'reason' in split ? { noAggregate: split.reason } : { aggregate: split };
-  return { ...(rewritten ? { rewrittenTree: stringifyBigJson({ error: false, statements: [root] }) } : {}), reads, usesCatalog: rewritten, notices, volatile, ...aggregate };
+  const pass = !opts.rowPassthrough || rewritten || refs.size !== 1 || reads.length !== 1 ? undefined : passthroughOf(root, reads[0]!.schema, opts.params ?? []);
+  const passthrough = pass === undefined || 'reason' in pass ? {} : { passthrough: pass };
+  // ipv4 / ipv6 compare, sort and aggregate on their integers; after the split, which reads the tree as written.
+  const addresses = rewriteAddressSemantics(root, (n) => refs.get(n), opts.params ?? []);
+  return {
+    ...(rewritten || addresses.changed ? { rewrittenTree: stringifyBigJson({ error: false, statements: [root] }) } : {}),
+    ...(addresses.pins.length > 0 ? { namePins: addresses.pins } : {}),
+    reads,
+    usesCatalog: catalogRelations.size > 0 || showTables,
+    catalogRelations: [...catalogRelations],
+    showTables,
+    notices,
+    volatile,
+    ...aggregate,
+    ...passthrough,
+  };
 }
 
 function baseTable(name: string): Node {

@@ -3,10 +3,11 @@
  * filters in the column's own form: enum labels become codes, address literals integers, SAN moves
  * codes and FEN positions packed bytes (sql/chessPushdown.ts). A conjunct that does not translate
  * exactly stays local; since the whole statement runs again in DuckDB over the fetched rows,
- * pushing a conjunct only narrows the read, never the meaning.
+ * pushing a conjunct only narrows the read, never the meaning. Address comparisons compare the
+ * integers in DuckDB too (sql/addressRewrite.ts), so range comparisons on them push down.
  */
-import net from 'node:net';
 import type { BigJsonValue } from './bigJson';
+import { ipv4Value, ipv6Value } from './inetAddress';
 import type { FieldInfo, Schema } from '../engine-rs/schema';
 import { filterJson, type Filter } from '../query/filter';
 import { ScanFilter } from '../engine-rs/scan';
@@ -39,7 +40,10 @@ const COMPARE_OPS: Readonly<Record<string, Filter['op']>> = {
 };
 const FLIPPED: Readonly<Record<string, Filter['op']>> = { eq: 'eq', ne: 'ne', lt: 'gt', gt: 'lt', le: 'ge', ge: 'le' };
 const INTEGER_IDS = new Set(['TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'UHUGEINT']);
-const INTEGER_FIELDS = new Set(['uint8', 'uint16', 'uint32', 'uint64', 'uint128', 'int8', 'int16', 'int32', 'int64', 'int128', 'timestamp', 'numeric', 'float', 'double']);
+const INTEGER_FIELDS = new Set(['uint8', 'uint16', 'uint32', 'uint64', 'uint128', 'uint256', 'int8', 'int16', 'int32', 'int64', 'int128', 'int256', 'timestamp', 'numeric', 'float', 'double']);
+/** Fields a quoted decimal literal may stand for exactly (DuckDB casts `'…'` to the column's type; 256-bit ones need it beyond 2^127). */
+const WIDE_FIELDS = new Set(['uint64', 'uint128', 'uint256', 'int128', 'int256']);
+const DECIMAL_INTEGER = /^(0|-?[1-9][0-9]*)$/;
 
 /** The top-level AND conjuncts of a WHERE tree. */
 export function conjuncts(where: BigJsonValue | undefined): Node[] {
@@ -165,14 +169,10 @@ export function valueFor(f: FieldInfo, lit: Literal, schema: Schema, equality: b
   }
   switch (f.type) {
     case 'ipv4':
-    case 'ipv6': {
-      // inet text orders as text locally: only equality pushes (docs/sql.md, "Not done").
-      if (!equality || lit.typeId !== 'VARCHAR' || typeof lit.value !== 'string') return undefined;
-      const kind = net.isIP(lit.value);
-      if (f.type === 'ipv4' && kind === 4) return String(lit.value.split('.').reduce((a, o) => a * 256 + Number(o), 0));
-      if (f.type === 'ipv6' && kind === 6) return ipv6ToBigInt(lit.value)?.toString();
-      return undefined;
-    }
+      // The address's integer: DuckDB compares addresses on it too (sql/addressRewrite.ts).
+      return lit.typeId === 'VARCHAR' && typeof lit.value === 'string' ? ipv4Value(lit.value)?.toString() : undefined;
+    case 'ipv6':
+      return lit.typeId === 'VARCHAR' && typeof lit.value === 'string' ? ipv6Value(lit.value)?.toString() : undefined;
     case 'string':
       return lit.typeId === 'VARCHAR' && typeof lit.value === 'string' && !lit.value.includes('\0') && Buffer.byteLength(lit.value) <= f.size ? lit.value : undefined;
     case 'chess_move':
@@ -180,7 +180,8 @@ export function valueFor(f: FieldInfo, lit: Literal, schema: Schema, equality: b
     case 'boolean':
       return lit.typeId === 'BOOLEAN' && typeof lit.value === 'boolean' && equality ? String(lit.value) : undefined;
     default:
-      if (!INTEGER_FIELDS.has(f.type)) return undefined; // bytes, blob, 256-bit (text), chess_fen (sql/chessPushdown.ts): not here
+      if (!INTEGER_FIELDS.has(f.type)) return undefined; // bytes, blob, chess_fen (sql/chessPushdown.ts): not here
+      if (lit.typeId === 'VARCHAR' && WIDE_FIELDS.has(f.type) && typeof lit.value === 'string' && DECIMAL_INTEGER.test(lit.value)) return lit.value;
       if (!INTEGER_IDS.has(lit.typeId)) return undefined; // decimals and doubles: rounding rules differ
       return integerText(lit.value);
   }
@@ -195,21 +196,6 @@ function integerText(v: BigJsonValue): string | undefined {
     return ((up << 64n) + lo).toString();
   }
   return undefined;
-}
-
-function ipv6ToBigInt(text: string): bigint | undefined {
-  let t = text;
-  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(t);
-  if (v4) {
-    const o = (v4[1] as string).split('.').map(Number);
-    t = t.slice(0, -(v4[1] as string).length) + `${((o[0]! << 8) | o[1]!).toString(16)}:${((o[2]! << 8) | o[3]!).toString(16)}`;
-  }
-  const [head, tail] = t.split('::');
-  const h = head ? head.split(':') : [];
-  const tl = tail ? tail.split(':') : [];
-  const groups = tail === undefined ? h : [...h, ...Array<string>(8 - h.length - tl.length).fill('0'), ...tl];
-  if (groups.length !== 8) return undefined;
-  return groups.reduce((a, g) => (a << 16n) + BigInt(`0x${g || '0'}`), 0n);
 }
 
 /** A filter whose value the nodes would refuse (out of range, too long) is not pushed: it stays local. */

@@ -13,6 +13,7 @@ import { Observability } from '../lib/observability';
 import type { Schema } from '../engine-rs/schema';
 import { LocalSql } from '../local/localSql';
 import { Catalog } from './catalog';
+import { startCatalogRefresh } from './catalogRefresh';
 import { QueryClientFetcher } from './datasetFetcher';
 import { checkDoorSecurity, type DoorSecurity } from './doorSecurity';
 import { doorLimitsOf, SendBacklog, type DoorLimits } from './doorLimits';
@@ -32,6 +33,13 @@ export interface SqlServerSettings {
   readonly schemas: readonly Schema[];
   /** Where the schemas came from (for /health and the start-up lines). */
   readonly schemaSource: string;
+  /**
+   * Reads the schema source again (the live catalog, sql/catalogRefresh.ts): with `catalogRefreshMs`
+   * > 0, added, changed and removed datasets are served without a restart.
+   */
+  readonly reloadSchemas?: () => Promise<Schema[]>;
+  /** HD_SQL_CATALOG_REFRESH_MS: how often `reloadSchemas` runs; 0 or absent: the schemas read at start stay. */
+  readonly catalogRefreshMs?: number;
   /** The SCCs (direct SCC mode) or the Proxy. */
   readonly upstream: SqlUpstream;
   /** Advertised to the Storage Nodes (and bound); undefined: bind every interface, advertise the address toward the SCC. */
@@ -115,6 +123,10 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
     const local = new LocalSql(s.threads !== undefined ? { threads: s.threads } : {});
     closers.push(() => local.close());
     const engine = new MeteredSqlEngine(new Catalog(s.schemas), local, new QueryClientFetcher(clients, { forwardSqlUser: security.identity === 'user', resultFormat: process.env.HD_SQL_RESULT_FORMAT === 'records' ? 'records' : 'columns' }), s.engine);
+    if (s.reloadSchemas && (s.catalogRefreshMs ?? 0) > 0) {
+      const refresh = startCatalogRefresh({ intervalMs: s.catalogRefreshMs as number, load: s.reloadSchemas, current: () => engine.catalog, apply: (c) => engine.setCatalog(c), log: s.log });
+      closers.push(async () => refresh.stop());
+    }
     // DuckDB and the chess functions are ready before the doors open, not paid by the first statement.
     await engine.warmUp().catch((err: unknown) => s.log(`warming up the local engine failed (the first statement will try again): ${(err as Error).message}`));
     const out: { -readonly [K in keyof RunningSqlServer]?: RunningSqlServer[K] } = { returnAddress: ret };
@@ -130,7 +142,7 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
       };
       new Gauge({ name: 'hd_sql_send_backlog_bytes', help: 'bytes of results queued toward PostgreSQL wire clients now (HD_SQL_SEND_BUFFER_BYTES bounds each)', registers: [obs.registry], collect() { this.set(backlog.now()); } });
       new Gauge({ name: 'hd_sql_send_backlog_peak_bytes', help: 'the most bytes one PostgreSQL wire connection has had queued since start', registers: [obs.registry], collect() { this.set(backlog.peak); } });
-      obs.addHealthPart('schemas', () => ({ source: s.schemaSource, datasets: s.schemas.map((x) => x.id) }));
+      obs.addHealthPart('schemas', () => ({ source: s.schemaSource, datasets: engine.catalog.schemas.map((x) => x.id), ...(s.reloadSchemas && (s.catalogRefreshMs ?? 0) > 0 ? { refresh_ms: s.catalogRefreshMs } : {}) }));
       obs.addHealthPart('upstream', async () => {
         const targets = await upstreamReachable(s.upstream);
         return { mode: s.upstream.kind === 'scc' ? 'direct SCC' : 'Proxy', targets, ...(targets.some((t) => t.reachable) ? {} : { status: 'degraded' as const }) };
@@ -174,7 +186,8 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
 
 /** What start-up prints: where each door listens, how to reach it, and what it asks for. */
 function startupLines(s: SqlServerSettings, sec: DoorSecurity, r: RunningSqlServer): string[] {
-  const lines = [`hd_sql '${s.nodeName}': ${s.schemas.length} dataset(s) (${s.schemas.map((x) => x.id).join(', ') || 'none'}) from ${s.schemaSource}; ${describeUpstream(s.upstream)}`];
+  const refresh = s.reloadSchemas && (s.catalogRefreshMs ?? 0) > 0 ? `, re-read every ${s.catalogRefreshMs} ms (HD_SQL_CATALOG_REFRESH_MS)` : '';
+  const lines = [`hd_sql '${s.nodeName}': ${s.schemas.length} dataset(s) (${s.schemas.map((x) => x.id).join(', ') || 'none'}) from ${s.schemaSource}${refresh}; ${describeUpstream(s.upstream)}`];
   const creds = sec.credentials;
   const user = creds?.kind === 'users' ? (creds.users[0]?.name ?? 'hd') : 'hd';
   lines.push(

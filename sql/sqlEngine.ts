@@ -15,11 +15,20 @@ import { AggregateMerger } from './aggregateMerge';
 import { MERGED_TABLE, type AggregatePlan } from './aggregatePushdown';
 import { stringifyBigJson } from './bigJson';
 import type { Catalog } from './catalog';
+import { ensureAddressFunctions } from './addressFunctions';
+import { withPinnedNames } from './addressPins';
 import { ensureChessFunctions } from './chessFunctions';
 import type { DatasetFetcher, FetchOutcome } from './datasetFetcher';
-import { CATALOG_TABLES, planStatement, statementsOf, type DatasetRead, type Plan } from './planner';
+import { registerCatalogTables } from './pgcatalog/catalogTables';
+import { ensurePgFunctions } from './pgcatalog/pgFunctions';
+import { PgModel } from './pgcatalog/pgModel';
+import { pgSyntax } from './pgcatalog/pgSyntax';
+import { planStatement, statementsOf, type DatasetRead, type Plan } from './planner';
 import { isNode } from './pushdown';
+import { resultNamingOf, schemaWithNames, withNames, type ResultNaming } from './resultNames';
 import { SessionPool } from './sessionPool';
+import { passthroughTable } from './passthroughTable';
+import type { PassthroughPlan } from './rowPassthrough';
 import { SqlError } from './sqlError';
 import { READS_DATASETS_ONLY } from './statementGuard';
 
@@ -51,6 +60,12 @@ export interface SqlEngineSettings {
    * never makes HD_SQL_STRICT fail a statement.
    */
   readonly explainPushdown?: boolean;
+  /**
+   * HD_SQL_ROW_PASSTHROUGH (ours, default true): a statement that only picks columns of one
+   * dataset, its WHERE pushed whole, is answered by the fetched batches without DuckDB
+   * (docs/sql.md, "Row passthrough"). False: every statement runs in DuckDB.
+   */
+  readonly rowPassthrough?: boolean;
 }
 
 /** The answer to one statement. */
@@ -61,6 +76,8 @@ export interface SqlResult {
   readonly plan: Plan;
   /** True when the Storage Nodes computed the aggregates (the plan split and no fallback was needed). */
   readonly aggregatePushed?: boolean;
+  /** True when the fetched batches were the answer (sql/rowPassthrough.ts), not DuckDB's run over them. */
+  readonly passedThrough?: boolean;
 }
 
 /** Options of one execution. */
@@ -76,19 +93,35 @@ const enumLabels = new WeakMap<arrow.Schema, Map<string, arrow.Vector>>();
 /** Statement texts whose parse trees are kept. */
 const PARSED_STATEMENTS = 256;
 
-const utf8 = (xs: readonly string[]): arrow.Vector => arrow.vectorFromArray([...xs], new arrow.Utf8());
-
 /** Plans, fetches and evaluates SQL statements. */
 export class SqlEngine {
   /** @param now Unix-seconds clock (tests fix it). */
   constructor(
-    readonly catalog: Catalog,
+    catalog: Catalog,
     private readonly local: LocalSql,
     private readonly fetcher: DatasetFetcher,
     readonly settings: SqlEngineSettings,
     private readonly now: () => number = () => Math.floor(Date.now() / 1000),
   ) {
     this.pool = new SessionPool(local);
+    this.current = catalog;
+  }
+
+  /** The datasets served now (sql/catalog.ts); a statement keeps the one it started with. */
+  private current: Catalog;
+
+  /** The catalog new statements plan against. */
+  get catalog(): Catalog {
+    return this.current;
+  }
+
+  /**
+   * Serves `next` from the next statement on (the live catalog, docs/sql.md "Catalog"): statements
+   * already running keep the catalog they started with; cached plans of the old one are dropped.
+   */
+  setCatalog(next: Catalog): void {
+    this.current = next;
+    this.plans.clear();
   }
 
   /** Sessions reused across statements (sql/sessionPool.ts). */
@@ -97,6 +130,10 @@ export class SqlEngine {
   private readonly trees = new BoundedMap<string, string>(PARSED_STATEMENTS);
   /** Plans by statement text (LRU), for plans that are not `volatile`. */
   private readonly plans = new BoundedMap<string, Plan>(PARSED_STATEMENTS);
+  /** PostgreSQL's result column names by statement text (LRU; sql/resultNames.ts). */
+  private readonly namings = new BoundedMap<string, ResultNaming>(PARSED_STATEMENTS);
+  /** The result schema of each passing-through plan (the statement over the empty dataset table). */
+  private readonly passSchemas = new WeakMap<Plan, arrow.Schema>();
   /** DuckDB's aggregate functions and macros (lower case), read once: the aggregate pushdown's refusals. */
   private aggregateNames: Set<string> | undefined;
 
@@ -108,13 +145,15 @@ export class SqlEngine {
   async warmUp(): Promise<void> {
     await this.withSession(async (session) => {
       await ensureChessFunctions(this.local, session);
+      await ensureAddressFunctions(this.local, session);
+      await ensurePgFunctions(this.local, session);
       await session.query('SELECT 1');
     });
   }
 
   /** Plans `sql` without running it (parsing needs DuckDB). */
   async plan(sql: string, params: readonly unknown[] = []): Promise<Plan> {
-    return this.withSession((session) => this.planIn(session, sql, params));
+    return this.withSession((session) => this.planIn(session, sql, params, this.catalog));
   }
 
   /** Runs `fn` on a pooled session: released (tables parked) when it resolves, closed when it throws. */
@@ -141,11 +180,15 @@ export class SqlEngine {
       return await this.withSession(async (session) => {
         const params = Array.from({ length: paramCount }, () => null);
         await ensureChessFunctions(this.local, session);
-        const plan = await this.planIn(session, sql, []);
-        if (plan.usesCatalog) await this.registerCatalog(session);
+        await ensureAddressFunctions(this.local, session);
+        await ensurePgFunctions(this.local, session);
+        const catalog = this.catalog;
+        const plan = await this.planIn(session, sql, [], catalog);
+        if (plan.usesCatalog) await registerCatalogTables(session, PgModel.of(catalog), plan.catalogRelations, plan.showTables);
         for (const read of plan.reads) await this.registerRead(session, read.schema);
         const text = plan.rewrittenTree === undefined ? sql : await this.deserialize(session, plan.rewrittenTree);
-        return (await session.query(text, params.length > 0 ? { params } : {})).schema;
+        const schema = (await session.query(text, params.length > 0 ? { params } : {})).schema;
+        return schemaWithNames(schema, (await this.namingOf(session, sql)).namesFor(schema.fields.map((f) => f.name)));
       });
     } catch (err) {
       throw toSqlError(err);
@@ -156,18 +199,39 @@ export class SqlEngine {
   async execute(sql: string, opts: ExecuteOptions = {}): Promise<SqlResult> {
     const deadline = Date.now() + this.settings.timeoutMs;
     try {
-      return await this.withSession((session) => this.executeIn(session, sql, opts, deadline));
+      return await this.withSession(async (session) => {
+        const r = await this.executeIn(session, sql, opts, deadline);
+        // PostgreSQL's column names, whichever path answered (sql/resultNames.ts).
+        return { ...r, table: withNames(r.table, (await this.namingOf(session, sql)).namesFor(r.table.schema.fields.map((f) => f.name))) };
+      });
     } catch (err) {
       throw toSqlError(err, opts.signal);
     }
   }
 
+  /** How PostgreSQL names the result columns of `sql` (kept per statement text, as the parse trees are). */
+  private async namingOf(session: LocalSqlSession, sql: string): Promise<ResultNaming> {
+    const known = this.namings.touch(sql);
+    if (known) return known;
+    // The text DuckDB parsed (PostgreSQL spellings rewritten, as planAfresh does): the tree's locations point into it.
+    const text = pgSyntax(sql).text;
+    let tree = this.trees.touch(sql);
+    tree ??= String((await session.query(`SELECT json_serialize_sql('${text.replace(/'/g, "''")}')::VARCHAR AS tree`)).getChildAt(0)?.get(0));
+    const naming = resultNamingOf(tree, text);
+    this.namings.set(sql, naming);
+    return naming;
+  }
+
   private async executeIn(session: LocalSqlSession, sql: string, opts: ExecuteOptions, deadline: number): Promise<SqlResult> {
     await ensureChessFunctions(this.local, session);
-    const planned = await this.planIn(session, sql, opts.params ?? []);
+    await ensureAddressFunctions(this.local, session);
+    await ensurePgFunctions(this.local, session);
+    // The catalog this statement plans and runs with, even if a refresh replaces it meanwhile.
+    const catalog = this.catalog;
+    const planned = await this.planIn(session, sql, opts.params ?? [], catalog);
     const plan: Plan = this.settings.projectColumns === false ? { ...planned, reads: planned.reads.map((r): DatasetRead => ({ schema: r.schema, startTime: r.startTime, endTime: r.endTime, subQueries: r.subQueries })) } : planned;
     const notices = [...plan.notices];
-    if (plan.usesCatalog) await this.registerCatalog(session);
+    if (plan.usesCatalog) await registerCatalogTables(session, PgModel.of(catalog), plan.catalogRelations, plan.showTables);
     for (const read of plan.reads) await this.registerRead(session, read.schema, read.columns);
     // Fetched rows are loaded in a transaction the pool rolls back afterwards: no commit per batch,
     // and the rows (and their memory) are gone before the session serves another statement.
@@ -178,6 +242,7 @@ export class SqlEngine {
       const pushed = await this.aggregateIn(session, sql, plan, plan.aggregate, opts, deadline, notices, info);
       if (pushed) return pushed;
     } else if (plan.noAggregate !== undefined && this.settings.explainPushdown) info.push(`${plan.reads[0]?.schema.id ?? 'statement'}: aggregate not pushed down: ${plan.noAggregate}`);
+    if (plan.passthrough && plan.reads.length === 1) return await this.passthroughIn(session, sql, plan, plan.passthrough, opts, deadline, notices, info);
     for (const read of plan.reads) {
       const s = read.schema;
       if (read.startTime > read.endTime) continue;
@@ -202,6 +267,50 @@ export class SqlEngine {
     }
     this.checkStrict(notices);
     return { table, notices: [...notices, ...info], plan };
+  }
+
+  /**
+   * Row passthrough (sql/rowPassthrough.ts): the read's batches are the answer, under the names and
+   * types of the statement run over the empty dataset table (kept per plan). When a batch does not
+   * fit those types, the same batches are loaded into DuckDB and the statement runs as usual.
+   */
+  private async passthroughIn(session: LocalSqlSession, sql: string, plan: Plan, pass: PassthroughPlan, opts: ExecuteOptions, deadline: number, notices: string[], info: string[]): Promise<SqlResult> {
+    const read = plan.reads[0] as DatasetRead;
+    const s = read.schema;
+    const run = { deadline, ...(opts.signal ? { signal: opts.signal } : {}) };
+    const params = opts.params && opts.params.length > 0 ? { params: opts.params } : {};
+    const text = plan.rewrittenTree === undefined ? sql : await this.deserialize(session, plan.rewrittenTree);
+    let expected = this.passSchemas.get(plan);
+    if (!expected) this.passSchemas.set(plan, (expected = (await session.query(text, { ...run, ...params })).schema));
+    const batches: arrow.RecordBatch[] = [];
+    let out: FetchOutcome = { batchErrors: [], missingBatches: 0 };
+    if (read.startTime <= read.endTime) {
+      out = await this.fetcher.fetch(read, async (b) => void batches.push(b), { deadline, qos: this.settings.qos, ...(opts.signal ? { signal: opts.signal } : {}) });
+    }
+    if (out.batchErrors.length > 0) notices.push(`${s.id}: ${out.batchErrors.length} batch(es) failed delivery and are absent from the result${out.batchErrors[0] ? ` (first: ${out.batchErrors[0].message})` : ''}`);
+    const max = this.settings.maxRows;
+    const built = passthroughTable(batches, pass, expected, max > 0 ? max : undefined);
+    if (!(built instanceof arrow.Table)) {
+      // DuckDB answers instead, over the same batches: nothing is fetched twice.
+      if (this.settings.explainPushdown) info.push(`${s.id}: row passthrough fell back to DuckDB: ${built.reason}`);
+      const cols = read.columns;
+      for (const b of batches) await session.append(s.id, cols && b.numCols !== cols.length ? pick(b, cols) : b, run);
+      let table = await session.query(text, { ...run, ...(max > 0 ? { maxRows: max } : {}), ...params });
+      if (max > 0 && table.numRows > max) {
+        notices.push(`the result was cut to ${max} rows (HD_SQL_MAX_ROWS): the statement stopped producing rows there, more were left`);
+        table = table.slice(0, max);
+      }
+      this.checkStrict(notices);
+      return { table, notices: [...notices, ...info], plan };
+    }
+    let table = built;
+    if (max > 0 && table.numRows > max) {
+      notices.push(`the result was cut to ${max} rows (HD_SQL_MAX_ROWS): the statement stopped producing rows there, more were left`);
+      table = table.slice(0, max);
+    }
+    if (this.settings.explainPushdown) info.push(`${s.id}: answered by the fetched rows (row passthrough; DuckDB not run)`);
+    this.checkStrict(notices);
+    return { table, notices: [...notices, ...info], plan, passedThrough: true };
   }
 
   private checkStrict(notices: readonly string[]): void {
@@ -290,21 +399,23 @@ export class SqlEngine {
     return { table, notices: [...notices, ...info], plan, aggregatePushed: true };
   }
 
-  private async planIn(session: LocalSqlSession, sql: string, params: readonly unknown[]): Promise<Plan> {
+  private async planIn(session: LocalSqlSession, sql: string, params: readonly unknown[], catalog: Catalog): Promise<Plan> {
     if (sql.trim() === '') throw new SqlError('invalid_statement', 'empty statement');
-    // A plan that depends on neither the clock nor parameters is the same for the same text.
-    const known = params.length === 0 ? this.plans.touch(sql) : undefined;
+    // A plan that depends on neither the clock nor parameters is the same for the same text (and catalog).
+    const known = params.length === 0 && catalog === this.current ? this.plans.touch(sql) : undefined;
     if (known) return known;
-    const plan = await this.planAfresh(session, sql, params);
-    if (!plan.volatile) this.plans.set(sql, plan);
+    const plan = await this.planAfresh(session, sql, params, catalog);
+    if (!plan.volatile && catalog === this.current) this.plans.set(sql, plan);
     return plan;
   }
 
-  private async planAfresh(session: LocalSqlSession, sql: string, params: readonly unknown[]): Promise<Plan> {
+  private async planAfresh(session: LocalSqlSession, sql: string, params: readonly unknown[], catalog: Catalog): Promise<Plan> {
     let tree = this.trees.touch(sql);
+    // PostgreSQL spellings DuckDB cannot parse (`OPERATOR(pg_catalog.~)`) are rewritten first (sql/pgcatalog/pgSyntax.ts).
+    const text = pgSyntax(sql);
     if (tree === undefined) {
       try {
-        const t = await session.query(`SELECT json_serialize_sql('${sql.replace(/'/g, "''")}')::VARCHAR AS tree`);
+        const t = await session.query(`SELECT json_serialize_sql('${text.text.replace(/'/g, "''")}')::VARCHAR AS tree`);
         tree = String(t.getChildAt(0)?.get(0));
       } catch (err) {
         throw new SqlError('invalid_statement', `cannot parse the statement: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
@@ -313,7 +424,8 @@ export class SqlEngine {
     }
     // planStatement parses the text afresh each time (it rewrites its own copy), so a cached tree is never shared.
     const aggregateFunctions = this.settings.aggregatePushdown === false || !this.fetcher.fetchAggregate ? undefined : await this.aggregateFunctions(session);
-    return planStatement(tree, this.catalog, { now: this.now(), lookbackSec: this.settings.lookbackSec, params, ...(aggregateFunctions ? { aggregateFunctions } : {}) });
+    // Rewritten select items keep DuckDB's names for them as written (sql/addressPins.ts).
+    return withPinnedNames(planStatement(tree, catalog, { now: this.now(), lookbackSec: this.settings.lookbackSec, params, textRewritten: text.changed, rowPassthrough: this.settings.rowPassthrough !== false, ...(aggregateFunctions ? { aggregateFunctions } : {}) }), session);
   }
 
   /** DuckDB's aggregate functions and macros, read once per engine (the chess macros included). */
@@ -338,30 +450,6 @@ export class SqlEngine {
   private async deserialize(session: LocalSqlSession, tree: string): Promise<string> {
     const t = await session.query(`SELECT json_deserialize_sql('${tree.replace(/'/g, "''")}'::JSON) AS sql`);
     return String(t.getChildAt(0)?.get(0));
-  }
-
-  private async registerCatalog(session: LocalSqlSession): Promise<void> {
-    const ids = this.catalog.schemas.map((s) => s.id);
-    await session.register(CATALOG_TABLES.show, new arrow.Table({ name: utf8(ids) }));
-    const n = ids.length;
-    await session.register(
-      CATALOG_TABLES.tables,
-      new arrow.Table({ table_catalog: utf8(Array(n).fill('hd')), table_schema: utf8(Array(n).fill('public')), table_name: utf8(ids), table_type: utf8(Array(n).fill('BASE TABLE')), hd_name: utf8(this.catalog.schemas.map((s) => s.name)) }),
-    );
-    const cols = this.catalog.columns();
-    await session.register(
-      CATALOG_TABLES.columns,
-      new arrow.Table({
-        table_catalog: utf8(cols.map(() => 'hd')),
-        table_schema: utf8(cols.map(() => 'public')),
-        table_name: utf8(cols.map((c) => c.table)),
-        column_name: utf8(cols.map((c) => c.name)),
-        ordinal_position: arrow.vectorFromArray(cols.map((c) => c.position), new arrow.Int32()),
-        data_type: utf8(cols.map((c) => c.sqlType)),
-        is_nullable: utf8(cols.map(() => 'YES')),
-        hd_type: utf8(cols.map((c) => c.hdType)),
-      }),
-    );
   }
 }
 

@@ -24,6 +24,7 @@ const settings = {
   dms_client_key_file: str({ doc: 'its private key (PEM) — HD_DMS_CLIENT_KEY_FILE', default: '', allowEmpty: true }),
   scc_targets: str({ doc: 'direct SCC mode: host:port[:grpcPort], comma-separated — HD_SQL_SCC_TARGETS', default: '', allowEmpty: true }),
   schema_dir: schemaDirSetting('a directory of dataset schema JSON files, one table each (instead of the DMS) — HD_SQL_SCHEMA_DIR'),
+  catalog_refresh_ms: int({ doc: 'how often the schema source is read again, so datasets added, changed or removed appear without a restart; 0 turns it off — HD_SQL_CATALOG_REFRESH_MS', default: 5000, min: 0, max: 86_400_000 }),
   data_plane_subnet: str({ doc: 'CIDR whose local address is advertised to Storage Nodes — PLATFORM_DATA_PLANE_SUBNET', default: '10.150.0.0/24' }),
   return_host: str({ doc: 'address advertised to Storage Nodes, overriding discovery — PLATFORM_DATA_RETURN_HOST', default: '', allowEmpty: true }),
   return_port: int({ doc: 'where results arrive — PLATFORM_DATA_RETURN_PORT', default: 6989, min: 0, max: 65535 }),
@@ -35,6 +36,7 @@ const settings = {
   strict: bool({ doc: 'fail a statement whose answer would carry a notice (default lookback applied, rows cut, batches absent) instead of answering it — HD_SQL_STRICT', default: false }),
   query_qos: int({ doc: 'priority weight sent to Storage Nodes — HD_SQL_QUERY_QOS', default: 1, min: 1, max: 255 }),
   aggregate_pushdown: bool({ doc: 'compute the aggregates of statements that split on the Storage Nodes (docs/sql.md, "Aggregate pushdown") — HD_SQL_AGGREGATE_PUSHDOWN', default: true }),
+  row_passthrough: bool({ doc: 'answer statements that only pick columns of one dataset, their WHERE pushed whole, with the fetched rows, without DuckDB (docs/sql.md, "Row passthrough") — HD_SQL_ROW_PASSTHROUGH', default: true }),
   explain_pushdown: bool({ doc: 'every answer carries an informational notice saying what was pushed down (never fails a statement under HD_SQL_STRICT) — HD_SQL_EXPLAIN_PUSHDOWN', default: false }),
   pgwire_enabled: bool({ doc: 'serve the PostgreSQL wire door — HD_SQL_PGWIRE_ENABLED', default: true }),
   pgwire_address: str({ doc: 'PostgreSQL wire listener [host]:port (loopback unless set) — HD_SQL_PGWIRE_ADDRESS', default: '127.0.0.1:5432' }),
@@ -77,9 +79,10 @@ export const sqlServerType: ServiceType<typeof settings, Record<string, never>, 
     if (c.schema_dir === undefined && !dms && upstream.kind !== 'proxy') {
       throw new Error('hd_sql needs its dataset schemas: set HD_SQL_SCHEMA_DIR (a directory of schema JSON files, one table each), HD_DMS_ENDPOINT with HD_DMS_CA_FILE, HD_DMS_CLIENT_CERT_FILE and HD_DMS_CLIENT_KEY_FILE, or HD_PROXY_ENDPOINT (the Proxy\'s copy)');
     }
+    const readSchemas = async (): Promise<Schema[]> =>
+      c.schema_dir !== undefined ? loadSchemaDir(c.schema_dir, 'HD_SQL_SCHEMA_DIR') : dms ? await fetchDmsSchemas(dms) : await fetchProxySchemas(upstream as Extract<SqlUpstream, { kind: 'proxy' }>);
     const loadSchemas = async (): Promise<{ schemas: Schema[]; source: string }> => {
-      const schemas =
-        c.schema_dir !== undefined ? loadSchemaDir(c.schema_dir, 'HD_SQL_SCHEMA_DIR') : dms ? await fetchDmsSchemas(dms) : await fetchProxySchemas(upstream as Extract<SqlUpstream, { kind: 'proxy' }>);
+      const schemas = await readSchemas();
       for (const s of schemas) {
         if (s.timeIndexInterval !== c.time_index_interval) log(`WARNING: dataset ${s.id} has time_index_interval ${s.timeIndexInterval} but HD_TIME_INDEX_INTERVAL is ${c.time_index_interval}; its batches are named with the dataset's own`);
       }
@@ -99,10 +102,12 @@ export const sqlServerType: ServiceType<typeof settings, Record<string, never>, 
           nodeName: c.node_name,
           schemas,
           schemaSource: source,
+          reloadSchemas: readSchemas,
+          catalogRefreshMs: c.catalog_refresh_ms,
           upstream: service ? { ...upstream, tls: service.tls } : upstream,
           returnHost: ret.host,
           returnPort: c.return_port,
-          engine: { lookbackSec: c.default_lookback_sec, timeoutMs: c.query_timeout_ms, maxRows: c.max_rows, qos: c.query_qos, strict: c.strict, aggregatePushdown: c.aggregate_pushdown, explainPushdown: c.explain_pushdown },
+          engine: { lookbackSec: c.default_lookback_sec, timeoutMs: c.query_timeout_ms, maxRows: c.max_rows, qos: c.query_qos, strict: c.strict, aggregatePushdown: c.aggregate_pushdown, rowPassthrough: c.row_passthrough, explainPushdown: c.explain_pushdown },
           concurrentReads: c.concurrent_reads,
           ...(c.threads > 0 ? { threads: c.threads } : {}),
           security: withIdentityTls(doorSecurity, c.tls_from_identity, service?.tls),

@@ -20,7 +20,8 @@ import { runAsSqlUser } from '../sqlUser';
 import type { SqlEngine } from '../sqlEngine';
 import { SqlError } from '../sqlError';
 import { decodeAction, decodeDescriptor, decodeFlightData, decodeHandshake, decodeTicket, encodeActionType, encodeBytesMessage, encodeFlightData, encodeFlightInfo, encodeHandshake, FlightWriter, packAny, type FlightData, type FlightDescriptor } from './flightProto';
-import { CATALOG_SCHEMAS, catalogsTable, dbSchemasTable, decodeCommand, selectTables, tablesTable, tableTypesTable, type FlightSqlCommand } from './flightSqlCommands';
+import { CATALOG_SCHEMAS, catalogsTable, dbSchemasTable, decodeCommand, flightTableSchema, selectCatalogTables, tablesTable, tableTypesTable, type FlightSqlCommand } from './flightSqlCommands';
+import type { PgRelation } from '../pgcatalog/pgModel';
 import { joinIpcMessages, serializeSchema, tableMessages } from './ipcMessages';
 import { FlightAuth, unauthenticated } from './flightAuth';
 import { ConnectionGate, doorLimitsOf, type DoorLimits } from '../doorLimits';
@@ -110,7 +111,8 @@ export class FlightSqlServer {
   private readonly server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024, 'grpc.max_send_message_length': -1 });
   private readonly prepared = new Map<string, Prepared>();
   private readonly info: ReadonlyMap<number, SqlInfoValue>;
-  private readonly tableSchemas = new Map<string, arrow.Schema>();
+  /** Per dataset schema object: a changed dataset (live catalog) is a new Schema, described afresh. */
+  private readonly tableSchemas = new WeakMap<object, arrow.Schema>();
   private readonly auth: FlightAuth;
   private stopWatchingTls: (() => void) | undefined;
   private readonly limits: DoorLimits;
@@ -341,8 +343,8 @@ export class FlightSqlServer {
       case 'getDbSchemas':
         return dbSchemasTable(cmd);
       case 'getTables': {
-        const names = selectTables(this.engine.catalog.schemas.map((s) => s.id), cmd);
-        return tablesTable(names, cmd.includeSchema ? await Promise.all(names.map((n) => this.tableSchema(n))) : undefined);
+        const tables = selectCatalogTables(this.engine.catalog, cmd);
+        return tablesTable(tables.map((t) => t.name), cmd.includeSchema ? await Promise.all(tables.map((t) => this.tableSchema(t))) : undefined);
       }
       case 'getTableTypes':
         return tableTypesTable();
@@ -359,12 +361,13 @@ export class FlightSqlServer {
     return r.table;
   }
 
-  /** A dataset's columns as a query answers them (the presented types, not the stored ones). */
-  private async tableSchema(id: string): Promise<arrow.Schema> {
-    let s = this.tableSchemas.get(id);
+  /** A dataset's columns as a query answers them (the presented types, not the stored ones), with the catalog's types. */
+  private async tableSchema(rel: PgRelation): Promise<arrow.Schema> {
+    const key = rel.dataset as object;
+    let s = this.tableSchemas.get(key);
     if (!s) {
-      s = await this.engine.describe(`SELECT * FROM "${id.replace(/"/g, '""')}"`, 0);
-      this.tableSchemas.set(id, s);
+      s = flightTableSchema(rel, await this.engine.describe(`SELECT * FROM "${rel.name.replace(/"/g, '""')}"`, 0));
+      this.tableSchemas.set(key, s);
     }
     return s;
   }

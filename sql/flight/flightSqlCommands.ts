@@ -2,16 +2,21 @@
  * The Flight SQL commands the door understands, decoded from the google.protobuf.Any a client packs
  * into a FlightDescriptor, Ticket or Action body, and the catalog commands' answers (catalogs,
  * schemas, tables with their Arrow schemas, table types) over the datasets. hd_sql has one
- * catalog `hd` with one schema `public`, a table per dataset named by its id.
+ * catalog `hd` with one schema `public`, a table per dataset named by its id: the same tables, in
+ * the same order and with the same column types as the PostgreSQL catalog lists them
+ * (sql/pgcatalog/pgModel.ts), so ADBC's GetObjects / GetTableSchema agree with pgjdbc's getColumns.
  */
 import * as arrow from 'apache-arrow';
 import { ProtoWireError } from '../../lib/protoWire';
+import type { Catalog } from '../catalog';
+import { DATABASE } from '../pgcatalog/oids';
+import { PgModel, type PgRelation } from '../pgcatalog/pgModel';
 import { SqlError } from '../sqlError';
 import { SQL_TYPE_PREFIX, SqlMessage, unpackAny } from './flightProto';
 import { serializeSchema } from './ipcMessages';
 
 /** The catalog and schema every dataset lives in. */
-export const CATALOG = 'hd';
+export const CATALOG = DATABASE.name;
 /** The one database schema. */
 export const DB_SCHEMA = 'public';
 /** The table type of every dataset. */
@@ -132,6 +137,38 @@ export function selectTables(ids: readonly string[], c: { catalog?: string; sche
   if (c.tableTypes.length > 0 && !c.tableTypes.includes(TABLE_TYPE)) return [];
   const re = c.tablePattern === undefined ? undefined : likePattern(c.tablePattern);
   return ids.filter((id) => !re || re.test(id));
+}
+
+/** The datasets of `catalog` a CommandGetTables selects, in the PostgreSQL catalog's order. */
+export function selectCatalogTables(catalog: Catalog, c: { catalog?: string; schemaPattern?: string; tablePattern?: string; tableTypes: readonly string[] }): PgRelation[] {
+  const datasets = PgModel.of(catalog).datasets;
+  const names = new Set(selectTables(datasets.map((r) => r.name), c));
+  return datasets.filter((r) => names.has(r.name));
+}
+
+/**
+ * A dataset's Arrow schema as a query answers it (`described`), each column with the Flight SQL
+ * column metadata: `ARROW:FLIGHT:SQL:TYPE_NAME` is the SQL type of the type mapping — what
+ * information_schema.columns.data_type says — and precision/scale for numeric(p,s).
+ */
+export function flightTableSchema(rel: PgRelation, described: arrow.Schema): arrow.Schema {
+  const byName = new Map(rel.columns.map((c) => [c.name, c]));
+  const fields = described.fields.map((f) => {
+    const c = byName.get(f.name);
+    if (!c) return f;
+    const m = new Map(f.metadata);
+    m.set('ARROW:FLIGHT:SQL:CATALOG_NAME', CATALOG);
+    m.set('ARROW:FLIGHT:SQL:DB_SCHEMA_NAME', DB_SCHEMA);
+    m.set('ARROW:FLIGHT:SQL:TABLE_NAME', rel.name);
+    m.set('ARROW:FLIGHT:SQL:TYPE_NAME', c.sqlType);
+    m.set('ARROW:FLIGHT:SQL:IS_READ_ONLY', '1');
+    if (c.typeOid === 1700 && c.typmod >= 4) {
+      m.set('ARROW:FLIGHT:SQL:PRECISION', String((c.typmod - 4) >> 16));
+      m.set('ARROW:FLIGHT:SQL:SCALE', String((c.typmod - 4) & 0xffff));
+    }
+    return new arrow.Field(f.name, f.type, f.nullable, m);
+  });
+  return new arrow.Schema(fields, described.metadata);
 }
 
 /** CommandGetTables' answer; `schemas` (present when include_schema) holds each table's Arrow schema. */

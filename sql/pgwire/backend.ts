@@ -5,6 +5,8 @@ export interface PgField {
   readonly name: string;
   readonly typeOid: number;
   readonly typeSize: number;
+  /** atttypmod: `numeric(p,s)` as `(p << 16 | s) + 4`; -1 for none. */
+  readonly typeModifier: number;
   readonly format: 0 | 1;
 }
 
@@ -47,7 +49,7 @@ export const backend = {
   backendKeyData: (pid: number, secret: number): Buffer => msg('K', Buffer.concat([i32(pid), i32(secret)])),
   readyForQuery: (status: 'I' | 'T' | 'E' = 'I'): Buffer => msg('Z', Buffer.from(status, 'latin1')),
   rowDescription: (fields: readonly PgField[]): Buffer =>
-    msg('T', Buffer.concat([i16(fields.length), ...fields.flatMap((f) => [cstr(f.name), i32(0), i16(0), i32(f.typeOid), i16(f.typeSize), i32(-1), i16(f.format)])])),
+    msg('T', Buffer.concat([i16(fields.length), ...fields.flatMap((f) => [cstr(f.name), i32(0), i16(0), i32(f.typeOid), i16(f.typeSize), i32(f.typeModifier), i16(f.format)])])),
   dataRow: (values: readonly (Buffer | null)[]): Buffer => msg('D', Buffer.concat([i16(values.length), ...values.flatMap((v) => (v === null ? [i32(-1)] : [i32(v.length), v]))])),
   commandComplete: (tag: string): Buffer => msg('C', cstr(tag)),
   emptyQuery: (): Buffer => msg('I', Buffer.alloc(0)),

@@ -42,6 +42,24 @@ export class DataRowWriter {
     this.at += this.buf.write(s, this.at, 'utf8');
   }
 
+  /** A text value known to be ASCII (numbers, `t` / `f`): one byte a character, no UTF-8 length pass. */
+  writeAscii(s: string): void {
+    this.ensure(4 + s.length);
+    this.buf.writeInt32BE(s.length, this.at);
+    this.at += 4;
+    this.at += this.buf.write(s, this.at, 'latin1');
+  }
+
+  /** The bytes `src[start..end)` as a value (UTF-8 text an Arrow column already holds). */
+  writeBytesOf(src: Uint8Array, start: number, end: number): void {
+    const n = end - start;
+    this.ensure(4 + n);
+    this.buf.writeInt32BE(n, this.at);
+    this.at += 4;
+    this.buf.set(src.subarray(start, end), this.at);
+    this.at += n;
+  }
+
   /** A value already encoded (a binary-format value). */
   writeBytes(b: Uint8Array): void {
     this.ensure(4 + b.length);

@@ -18,10 +18,17 @@ function need(raw: Buffer, n: number, what: string): void {
   if (raw.length !== n) throw new PgBinaryError(`binary ${what} parameter must be ${n} bytes, got ${raw.length}`);
 }
 
-/** Binary timestamp of Unix milliseconds. */
+/** Binary timestamp of Unix milliseconds (a fraction carries the microseconds, as Arrow hands them over). */
 export function timestampBinary(ms: number): Buffer {
   const b = Buffer.alloc(8);
-  b.writeBigInt64BE((BigInt(Math.round(ms)) - BigInt(PG_EPOCH_MS)) * 1000n);
+  b.writeBigInt64BE(BigInt(Math.round(ms * 1000)) - BigInt(PG_EPOCH_MS) * 1000n);
+  return b;
+}
+
+/** Binary time of microseconds since midnight. */
+export function timeBinary(us: bigint): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigInt64BE(us);
   return b;
 }
 

@@ -1,15 +1,30 @@
 /**
- * Arrow result columns on the PostgreSQL wire: the type OID of each column and its values in text
- * format (and binary for the fixed-width scalar types), following the reference's type mapping.
+ * Arrow result columns on the PostgreSQL wire: the type OID and typmod of each column and its
+ * values in text format (and binary for the fixed-width scalar types), following the reference's
+ * type mapping. Addresses (ipv4 / ipv6) are inet text and go out as `text` (OID 25), as enum labels
+ * and chess notation do: the result of a statement does not say which text column holds addresses,
+ * and every driver reads text (docs/sql.md, "Result names, types and protocol details").
  */
 import * as arrow from 'apache-arrow';
+import { pgNameOf } from '../resultNames';
 import type { PgField } from './backend';
-import { arrayBinary, dateBinary, dateFromBinary, numericBinary, numericFromBinary, PgBinaryError, timestampBinary, timestampFromBinary } from './pgBinary';
+import { arrayBinary, dateBinary, dateFromBinary, numericBinary, numericFromBinary, PgBinaryError, timeBinary, timestampBinary, timestampFromBinary } from './pgBinary';
 
 /** PostgreSQL type OIDs used here. */
-export const OID = { bool: 16, bytea: 17, int8: 20, int2: 21, int4: 23, text: 25, float4: 700, float8: 701, numeric: 1700, date: 1082, timestamp: 1114, timestamptz: 1184, boolArray: 1000, int2Array: 1005, int4Array: 1007, textArray: 1009, int8Array: 1016, float4Array: 1021, float8Array: 1022, numericArray: 1231 } as const;
+export const OID = {
+  bool: 16, bytea: 17, int8: 20, int2: 21, int4: 23, text: 25, float4: 700, float8: 701, numeric: 1700, date: 1082, time: 1083, timestamp: 1114, timestamptz: 1184,
+  boolArray: 1000, byteaArray: 1001, int2Array: 1005, int4Array: 1007, textArray: 1009, int8Array: 1016, float4Array: 1021, float8Array: 1022,
+  timestampArray: 1115, dateArray: 1182, timeArray: 1183, timestamptzArray: 1185, numericArray: 1231,
+} as const;
 
-const ARRAY_OF: Readonly<Record<number, number>> = { [OID.bool]: OID.boolArray, [OID.int2]: OID.int2Array, [OID.int4]: OID.int4Array, [OID.int8]: OID.int8Array, [OID.text]: OID.textArray, [OID.float4]: OID.float4Array, [OID.float8]: OID.float8Array, [OID.numeric]: OID.numericArray };
+const ARRAY_OF: Readonly<Record<number, number>> = {
+  [OID.bool]: OID.boolArray, [OID.bytea]: OID.byteaArray, [OID.int2]: OID.int2Array, [OID.int4]: OID.int4Array, [OID.int8]: OID.int8Array, [OID.text]: OID.textArray,
+  [OID.float4]: OID.float4Array, [OID.float8]: OID.float8Array, [OID.numeric]: OID.numericArray, [OID.date]: OID.dateArray, [OID.time]: OID.timeArray,
+  [OID.timestamp]: OID.timestampArray, [OID.timestamptz]: OID.timestamptzArray,
+};
+
+/** PostgreSQL's largest numeric precision a typmod states here: DuckDB's DECIMAL goes to 38; 39 marks a widened HUGEINT / UBIGINT (numeric without a typmod). */
+const MAX_TYPMOD_PRECISION = 38;
 
 /** The OID and wire size of an Arrow type. */
 export function oidOf(t: arrow.DataType): { oid: number; size: number } {
@@ -26,11 +41,24 @@ export function oidOf(t: arrow.DataType): { oid: number; size: number } {
   if (arrow.DataType.isBinary(t) || arrow.DataType.isFixedSizeBinary(t) || arrow.DataType.isLargeBinary(t)) return { oid: OID.bytea, size: -1 };
   if (arrow.DataType.isDate(t)) return { oid: OID.date, size: 4 };
   if (arrow.DataType.isTimestamp(t)) return { oid: t.timezone ? OID.timestamptz : OID.timestamp, size: 8 };
+  if (arrow.DataType.isTime(t)) return { oid: OID.time, size: 8 };
   if (arrow.DataType.isList(t) || arrow.DataType.isFixedSizeList(t)) {
-    const child = oidOf((t.children[0] as arrow.Field).type).oid;
-    return { oid: ARRAY_OF[child] ?? OID.textArray, size: -1 };
+    // A list of lists is one multi-dimensional array of the innermost element, as in PostgreSQL.
+    let inner = (t.children[0] as arrow.Field).type;
+    while (arrow.DataType.isList(inner) || arrow.DataType.isFixedSizeList(inner)) inner = (inner.children[0] as arrow.Field).type;
+    return { oid: ARRAY_OF[oidOf(inner).oid] ?? OID.textArray, size: -1 };
   }
   return { oid: OID.text, size: -1 }; // Utf8, Dictionary (enum labels), inet text, anything else as its text
+}
+
+/**
+ * The type modifier RowDescription states: `numeric(p,s)` as PostgreSQL encodes it
+ * (`(p << 16 | s) + 4`), for a column and for an array of it; -1 (none) for everything else.
+ */
+export function typmodOf(t: arrow.DataType): number {
+  if (arrow.DataType.isDecimal(t)) return t.precision <= MAX_TYPMOD_PRECISION ? ((t.precision << 16) | t.scale) + 4 : -1;
+  if (arrow.DataType.isList(t) || arrow.DataType.isFixedSizeList(t)) return typmodOf((t.children[0] as arrow.Field).type);
+  return -1;
 }
 
 /** RowDescription fields of a result schema; `formats` per column (one entry applies to all). */
@@ -38,7 +66,7 @@ export function fieldsOf(schema: arrow.Schema, formats: readonly number[] = []):
   return schema.fields.map((f, i) => {
     const { oid, size } = oidOf(f.type);
     const format = (formats.length === 1 ? formats[0] : formats[i]) === 1 ? 1 : 0;
-    return { name: f.name, typeOid: oid, typeSize: size, format };
+    return { name: pgNameOf(f), typeOid: oid, typeSize: size, typeModifier: typmodOf(f.type), format };
   });
 }
 
@@ -59,14 +87,43 @@ function pad(n: number, w = 2): string {
   return String(n).padStart(w, '0');
 }
 
-function timestampText(ms: number, withZone: boolean): string {
-  const d = new Date(ms);
-  const frac = ms % 1000 === 0 ? '' : `.${pad(((ms % 1000) + 1000) % 1000, 3)}`;
-  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}${frac}${withZone ? '+00' : ''}`;
+/** Fractional seconds as PostgreSQL prints them: up to 6 digits, trailing zeros dropped, none for whole seconds. */
+function fraction(us: number): string {
+  return us === 0 ? '' : `.${pad(us, 6).replace(/0+$/, '')}`;
 }
 
-function arrayElementText(s: string, quote: boolean): string {
-  if (!quote) return s;
+/** `ms`: Unix milliseconds, a fraction carrying the microseconds (Arrow's timestamps read so). */
+function timestampText(ms: number, withZone: boolean): string {
+  const us = Math.round(ms * 1000);
+  const wholeMs = Math.floor(us / 1000);
+  const d = new Date(wholeMs);
+  const frac = fraction(((us % 1_000_000) + 1_000_000) % 1_000_000);
+  return `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}${frac}${withZone ? '+00' : ''}`;
+}
+
+/** Microseconds since midnight of a time value (Arrow reads Time64 as a bigint in the type's unit). */
+function timeMicros(t: arrow.DataType, v: unknown): bigint {
+  const n = typeof v === 'bigint' ? v : BigInt(Math.round(Number(v)));
+  switch ((t as arrow.Time).unit) {
+    case arrow.TimeUnit.SECOND:
+      return n * 1_000_000n;
+    case arrow.TimeUnit.MILLISECOND:
+      return n * 1000n;
+    case arrow.TimeUnit.NANOSECOND:
+      return n / 1000n;
+    default:
+      return n;
+  }
+}
+
+function timeText(us: bigint): string {
+  const s = Number(us / 1_000_000n);
+  return `${pad(Math.floor(s / 3600))}:${pad(Math.floor(s / 60) % 60)}:${pad(s % 60)}${fraction(Number(us % 1_000_000n))}`;
+}
+
+/** An array element as PostgreSQL's array output writes it: quoted when empty, NULL-like or holding a space, brace, quote, comma or backslash. */
+function arrayElementText(s: string, nested: boolean): string {
+  if (nested) return s;
   return /^[^{}",\\\s]+$/.test(s) && s.toUpperCase() !== 'NULL' ? s : `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
@@ -81,12 +138,13 @@ export function textOf(t: arrow.DataType, v: unknown): string | null {
     const ms = Number(v instanceof Date ? v.getTime() : v);
     return arrow.DataType.isDate(t) ? timestampText(ms, false).slice(0, 10) : timestampText(ms, Boolean((t as arrow.Timestamp).timezone));
   }
+  if (arrow.DataType.isTime(t)) return timeText(timeMicros(t, v));
   if (arrow.DataType.isList(t) || arrow.DataType.isFixedSizeList(t)) {
     const ct = (t.children[0] as arrow.Field).type;
-    const quote = oidOf(ct).oid === OID.text || oidOf(ct).oid === OID.bytea;
+    const nested = arrow.DataType.isList(ct) || arrow.DataType.isFixedSizeList(ct);
     const items = [...(v as Iterable<unknown>)].map((x) => {
       const s = textOf(ct, x);
-      return s === null ? 'NULL' : arrayElementText(s, quote);
+      return s === null ? 'NULL' : arrayElementText(s, nested);
     });
     return `{${items.join(',')}}`;
   }
@@ -105,6 +163,7 @@ export function binaryOf(oid: number, t: arrow.DataType, v: unknown): Buffer | u
   const element = ELEMENT_OF[oid];
   if (element !== undefined && (arrow.DataType.isList(t) || arrow.DataType.isFixedSizeList(t))) {
     const ct = (t.children[0] as arrow.Field).type;
+    if (arrow.DataType.isList(ct) || arrow.DataType.isFixedSizeList(ct)) return undefined; // multi-dimensional: text only
     const items: (Buffer | null)[] = [];
     for (const x of v as Iterable<unknown>) {
       if (x === null || x === undefined) items.push(null);
@@ -122,6 +181,8 @@ export function binaryOf(oid: number, t: arrow.DataType, v: unknown): Buffer | u
       return timestampBinary(msOf(v));
     case OID.date:
       return dateBinary(msOf(v));
+    case OID.time:
+      return arrow.DataType.isTime(t) ? timeBinary(timeMicros(t, v)) : undefined;
     case OID.numeric:
       return numericBinary(textOf(t, v) ?? '0');
     case OID.int2:

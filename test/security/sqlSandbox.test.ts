@@ -222,8 +222,12 @@ sandbox('SET / RESET / PRAGMA never reach DuckDB: refused on HTTP and Flight SQL
   const set = await viaPsql('SHOW extra_float_digits', 'SET extra_float_digits = 3');
   assert.is(set.code, 'ok', set.all);
   assert.match(set.all, /^SET\n3$/m);
-  // ... and a SET of a DuckDB setting in the same session turns nothing on.
-  const after = await viaPsql(`SELECT content FROM read_text('${key}')`, 'SET enable_external_access = true', 'SET lock_configuration = false');
+  // ... while a SET of a DuckDB setting is refused there (42704: no such PostgreSQL parameter) and turns nothing on.
+  for (const s of ['SET enable_external_access = true', 'SET lock_configuration = false']) {
+    const refused = await viaPsql('SELECT 1', s);
+    assert.is(refused.code, '42704', refused.all);
+  }
+  const after = await viaPsql(`SELECT content FROM read_text('${key}')`);
   assert.is(after.code, '0A000', after.all);
   assert.not.ok(after.all.includes(SECRET));
 });

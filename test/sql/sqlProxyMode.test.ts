@@ -77,7 +77,7 @@ pm.after(async (ctx) => {
 pm('an analyst role reads through the Proxy: the schema came from the DMS, filters and counts are right', async (ctx) => {
   const { sql, pgPort } = await startProxySql(ctx, 'analyst');
   try {
-    assert.match(sql.output(), /1 dataset\(s\) \(flows\) from the DMS at https:\/\/127\.0\.0\.1:\d+; Proxy https:\/\/127\.0\.0\.1:\d+ \(as analyst, with its client certificate\)/);
+    assert.match(sql.output(), /1 dataset\(s\) \(flows\) from the DMS at https:\/\/127\.0\.0\.1:\d+(, re-read every \d+ ms \(HD_SQL_CATALOG_REFRESH_MS\))?; Proxy https:\/\/127\.0\.0\.1:\d+ \(as analyst, with its client certificate\)/);
     assert.equal(await query(pgPort, `SELECT count(*)::INTEGER AS n FROM flows WHERE ${WINDOW}`), [{ n: 300 }]);
     assert.equal(await query(pgPort, `SELECT count(*)::INTEGER AS n, min(src_ip) AS lo FROM flows WHERE ${WINDOW} AND dst_port = 443`), [{ n: 150, lo: '10.0.0.0' }]);
   } finally {
@@ -98,7 +98,7 @@ pm("the policy applies to the service's identity: a guest gets src_ip zeroed, ev
 pm("without HD_DMS_* the schemas are the Proxy's copy (GET /v1/datasets, which needs an identity)", async (ctx) => {
   const { sql, pgPort } = await startProxySql(ctx, 'analyst', { HD_DMS_ENDPOINT: '', HD_DMS_CA_FILE: '', HD_DMS_CLIENT_CERT_FILE: '', HD_DMS_CLIENT_KEY_FILE: '', PLATFORM_CA_CERT_PEM: ctx.files.ca, HD_SQL_PROXY_TOKEN_FILE: path.join(ctx.dir, 'analyst.jwt') });
   try {
-    assert.match(sql.output(), /1 dataset\(s\) \(flows\) from the Proxy at https:\/\/127\.0\.0\.1:\d+; Proxy .* \(as analyst\)/);
+    assert.match(sql.output(), /1 dataset\(s\) \(flows\) from the Proxy at https:\/\/127\.0\.0\.1:\d+(, re-read every \d+ ms \(HD_SQL_CATALOG_REFRESH_MS\))?; Proxy .* \(as analyst\)/);
     assert.equal(await query(pgPort, `SELECT count(*)::INTEGER AS n FROM flows WHERE ${WINDOW}`), [{ n: 300 }]);
   } finally {
     assert.is(await sql.stop(), 0, sql.output());

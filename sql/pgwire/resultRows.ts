@@ -1,0 +1,83 @@
+/**
+ * A result's rows onto the wire: DataRow messages (text or binary per column) for a range of rows —
+ * a portal suspended by an Execute row limit resumes where it stopped — and `COPY ... TO STDOUT`
+ * text, pausing while the client has not read what was sent (HD_SQL_SEND_BUFFER_BYTES).
+ */
+import * as arrow from 'apache-arrow';
+import { SqlError } from '../sqlError';
+import { backend } from './backend';
+import { DataRowWriter } from './dataRows';
+import { binaryOf, fieldsOf, textOf } from './pgTypes';
+import { textCellWriter, type CellWriter } from './textCells';
+
+/** Where rows go. */
+export interface RowSink {
+  send(chunk: Buffer): void;
+  /** A promise while the client's socket holds too much unsent, else undefined. */
+  drain(): Promise<void> | undefined;
+  /** True once the connection is gone (writing stops). */
+  readonly gone: boolean;
+}
+
+/**
+ * Writes rows `from`..`to` of `t` as DataRows, each column in its result format (`formats`: one for
+ * all, or one per column). Chunk by chunk: text values come from the column buffers (textCells.ts).
+ */
+export async function writeRows(sink: RowSink, t: arrow.Table, formats: readonly number[], from: number, to: number): Promise<void> {
+  const fields = fieldsOf(t.schema, formats);
+  const w = new DataRowWriter((chunk) => sink.send(chunk));
+  const n = fields.length;
+  let base = 0;
+  for (const batch of t.batches) {
+    const lo = Math.max(from, base);
+    const hi = Math.min(to, base + batch.numRows);
+    if (lo < hi) {
+      const cells = fields.map((f, i): CellWriter => {
+        const d = batch.data.children[i] as arrow.Data;
+        return f.format === 1 ? binaryCellWriter(d, f.typeOid, f.name, w) : textCellWriter(d, w);
+      });
+      for (let r = lo; r < hi; r++) {
+        w.beginRow(n);
+        const i = r - base;
+        for (let c = 0; c < n; c++) (cells[c] as CellWriter)(i);
+        w.endRow();
+        const wait = sink.drain();
+        if (wait) await wait;
+        if (sink.gone) return;
+      }
+    }
+    base += batch.numRows;
+    if (base >= to) break;
+  }
+  w.flush();
+}
+
+/** Binary-format values of one column chunk, for the types that have one (else 0A000 naming the column). */
+function binaryCellWriter(d: arrow.Data, oid: number, name: string, w: DataRowWriter): CellWriter {
+  const v = arrow.makeVector(d);
+  return (i) => {
+    const x: unknown = v.get(i);
+    if (x === null || x === undefined) return w.writeNull();
+    const b = binaryOf(oid, v.type, x);
+    if (!b) throw new SqlError('unsupported_statement', `binary results for column ${name} (type oid ${oid}) are not supported; ask for text`);
+    w.writeBytes(b);
+  };
+}
+
+/** Writes `t` as `COPY ... TO STDOUT` text (CopyOutResponse, CopyData per row, CopyDone, CommandComplete). */
+export async function writeCopy(sink: RowSink, t: arrow.Table): Promise<void> {
+  const cols = t.schema.fields.map((_, i) => t.getChildAt(i) as arrow.Vector);
+  sink.send(backend.copyOutResponse(cols.length));
+  const esc = (s: string): string => s.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
+  for (let r = 0; r < t.numRows; r++) {
+    const line = cols.map((c) => {
+      const s = textOf(c.type, c.get(r));
+      return s === null ? '\\N' : esc(s);
+    });
+    sink.send(backend.copyData(Buffer.from(`${line.join('\t')}\n`, 'utf8')));
+    const wait = sink.drain();
+    if (wait) await wait;
+    if (sink.gone) return;
+  }
+  sink.send(Buffer.concat([backend.copyDone(), backend.commandComplete(`COPY ${t.numRows}`)]));
+}
