@@ -215,6 +215,12 @@ export interface Native {
     filter: ScanFilterHandle,
     verifyHash: boolean,
   ): Promise<{ handle: SegmentScannerHandle; records: number; blocks: number; batchId: Buffer; datasetId: string; closingHash: Buffer }>;
+  /** Opens a segment whose footer is in the footer cache, on this thread; undefined when it is not cached. */
+  scanOpenCachedSync(
+    path: string,
+    filter: ScanFilterHandle,
+    verifyHash: boolean,
+  ): { handle: SegmentScannerHandle; records: number; blocks: number; batchId: Buffer; datasetId: string; closingHash: Buffer } | undefined;
   /** Scans up to `maxBlocks` more blocks (off the event loop). */
   scanNext(handle: SegmentScannerHandle, maxBlocks: number): Promise<NativeScanStep>;
   /** Closes a scanner; a step in flight finishes first. */

@@ -169,6 +169,23 @@ export class SegmentScanner {
     }
   }
 
+  /**
+   * Opens `path` on this thread when the process's footer cache holds its footer (the segment was
+   * opened before and the file is unchanged: an open, a stat and a lookup, no footer read, so
+   * cheap enough for the event loop); undefined when it does not — then {@link SegmentScanner.open}
+   * reads and validates the footer off the event loop. A query over many batches opens each
+   * cached one without a thread hand-off.
+   * @throws like {@link SegmentScanner.open}
+   */
+  static openCached(path: string, filter: ScanFilter, opts: SegmentScanOptions = {}): SegmentScanner | undefined {
+    try {
+      const r = native.scanOpenCachedSync(path, filter.handle, opts.verifyHash ?? false);
+      return r ? new SegmentScanner(r.handle, path, r) : undefined;
+    } catch (err) {
+      throw toScanError(err);
+    }
+  }
+
   /** Scans up to `maxBlocks` more blocks (at least one; at most 16 MiB of records per step). */
   async next(maxBlocks: number = DEFAULT_SCAN_BLOCKS): Promise<ScanStep> {
     if (this.closed) throw new ScanError('ERR_SCAN_CLOSED', `the scanner of ${this.path} is closed`);

@@ -55,6 +55,7 @@ function table(results: SystemResult[], n: number): void {
     ['3 one-batch window, selective, p99 of 200', (r) => r.q3P99Ms, false],
     ['4a GROUP BY enum label, ORDER BY (median of 3)', (r) => r.q4GroupMs, false],
     ['4b rows to the client (median of 3)', (r) => r.q4RowsMs, false],
+    ['5 count(*) over all the data (median of 5)', (r) => r.q5Ms, false],
   ];
   const shown = [hd, ...peers].filter((r): r is SystemResult => r !== undefined && !r.skipped);
   console.log(`\n| workload | ${shown.map((r) => r.system).join(' | ')} | ${peers.map((p) => `HD / ${p.system}`).join(' | ')} |`);
@@ -84,7 +85,7 @@ function table(results: SystemResult[], n: number): void {
     const d = makeDataset(N);
     console.log(`${N} records of 150 bytes (${((N * 150) / 1e6).toFixed(0)} MB), ${d.batches.length} minute batches, ts ${d.first}..${d.end}; generated in ${(since(t) / 1000).toFixed(1)} s; ${os.cpus().length} cores, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
     const w = workload(d, (a, b) => `ts >= ${a} AND ts < ${b}`);
-    console.log(`Q2: ${w.q2}\nQ3 (1 of 200): ${w.q3[0]}\nQ4a: ${w.q4group}\nQ4b: ${w.q4rows}  (${w.rowsWanted} rows)`);
+    console.log(`Q2: ${w.q2}\nQ3 (1 of 200): ${w.q3[0]}\nQ4a: ${w.q4group}\nQ4b: ${w.q4rows}  (${w.rowsWanted} rows)\nQ5: ${w.q5}`);
     const csv = path.join(base, 'flows.csv');
     const ilp = path.join(base, 'flows.ilp');
     if (only.some((s) => s === 'pg' || s === 'chdb' || s === 'duckdb')) {
@@ -118,7 +119,7 @@ function table(results: SystemResult[], n: number): void {
     }
     table(results, N);
     console.log('\nAnswers (must agree):');
-    for (const r of results.filter((x) => !x.skipped)) console.log(`  ${r.system}: Q2 ${r.answers.q2}; Q3 rows ${r.answers.q3rows}; Q4a ${r.answers.q4group}; Q4b rows ${r.answers.q4rows}`);
+    for (const r of results.filter((x) => !x.skipped)) console.log(`  ${r.system}: Q2 ${r.answers.q2}; Q3 rows ${r.answers.q3rows}; Q4a ${r.answers.q4group}; Q4b rows ${r.answers.q4rows}; Q5 ${r.answers.q5}`);
     const distinct = new Set(results.filter((x) => !x.skipped).map((x) => JSON.stringify(x.answers)));
     console.log(distinct.size > 1 ? 'WARNING: the systems disagree (see the answers above)' : 'All measured systems gave the same answers.');
     for (const r of results.filter((x) => x.skipped)) console.log(`skipped ${r.system}: ${r.skipped}`);

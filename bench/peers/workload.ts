@@ -21,6 +21,8 @@ export interface Workload {
   readonly q3: readonly string[];
   /** 4a: GROUP BY the enum label over all the data, ORDER BY. */
   readonly q4group: string;
+  /** 5: count(*) over all the data (issue #17). */
+  readonly q5: string;
   /** 4b: a window returning `rowsWanted` rows to the client. */
   readonly q4rows: string;
   readonly rowsWanted: number;
@@ -44,11 +46,12 @@ export function workload(d: Dataset, bound: TimeBound): Workload {
     return `SELECT ts, src, dst, sport, bytes FROM flows WHERE ${bound(m, m + INTERVAL)} AND proto = 'udp' AND dport = 22 AND packets < 1000`;
   });
   const q4group = `SELECT proto, count(*) AS n, sum(bytes) AS b FROM flows WHERE ${bound(d.first, d.end)} GROUP BY proto ORDER BY n DESC, proto`;
+  const q5 = `SELECT count(*) FROM flows WHERE ${bound(d.first, d.end)}`;
   // Q4b: 1 000 000 rows (N/10 below 10M records), a window from the start of the data.
   const rowsWanted = Math.min(1_000_000, Math.floor(d.n / 10));
   const secs = Math.ceil(rowsWanted / PER_SECOND);
   const q4rows = `SELECT ts, proto, src, dport, bytes, host FROM flows WHERE ${bound(d.first, d.first + secs)} AND flow_id < ${rowsWanted * 7919}`;
-  return { q2, q2Window: [a, b], q3, q4group, q4rows, rowsWanted };
+  return { q2, q2Window: [a, b], q3, q4group, q5, q4rows, rowsWanted };
 }
 
 /** What a system measured; times in ms, undefined where not run. */
@@ -65,8 +68,9 @@ export interface SystemResult {
   q3P99Ms?: number;
   q4GroupMs?: number;
   q4RowsMs?: number;
+  q5Ms?: number;
   /** Answers, compared across systems: Q2's n|b|p, Q4a's groups, Q4b's row count, Q3's total rows. */
-  answers: { q2?: string; q4group?: string; q4rows?: number; q3rows?: number };
+  answers: { q2?: string; q4group?: string; q4rows?: number; q3rows?: number; q5?: string };
   notes: string[];
 }
 
@@ -129,6 +133,13 @@ export async function runQueries(w: Workload, run: SqlRunner, r: SystemResult): 
     r.answers.q4group = g.map((row) => row.map(String).join(':')).join(' ');
   }
   r.q4GroupMs = median(groups);
+  const counts: number[] = [];
+  for (let k = 0; k < 5; k++) {
+    t = process.hrtime.bigint();
+    r.answers.q5 = String((await run.query(w.q5))[0]?.[0]);
+    counts.push(since(t));
+  }
+  r.q5Ms = median(counts);
   const rowsMs: number[] = [];
   for (let k = 0; k < 3; k++) {
     t = process.hrtime.bigint();

@@ -41,17 +41,18 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
     async compile(spec: QuerySpec, helloRecordSize: number): Promise<CompiledQuery> {
       // The index is complete only once recovery ran.
       await node.started;
-      const schema = opts.schemas.get(spec.dataset);
+      // A dataset not known makes the schema directory and the DMS be read again.
+      const schema = await opts.schemas.find(spec.dataset);
       if (!schema && spec.branches > 0) {
-        throw new QueryError('dataset', `node '${name}' has no schema of dataset '${spec.dataset}' to compile the filters against (the scan stage's schema_dir)`);
+        throw new QueryError('dataset', `node '${name}' has no schema of dataset '${spec.dataset}' to compile the filters against (the scan stage's schema_dir, or the DMS when registered)`);
       }
       const filter = schema ? compileFilter(schema, spec.subQueriesJson) : undefined;
       if (spec.columnar && !schema) {
-        throw new QueryError('result_format', `node '${name}' has no schema of dataset '${spec.dataset}' to decode columns with (the scan stage's schema_dir); ask for records`);
+        throw new QueryError('result_format', `node '${name}' has no schema of dataset '${spec.dataset}' to decode columns with (the scan stage's schema_dir, or the DMS when registered); ask for records`);
       }
       const encodeColumns = spec.columnar && schema ? columnarEncoder(schema, spec.columnar.fields) : undefined;
       if (spec.aggregateJson !== undefined && !schema) {
-        throw new QueryError('aggregate', `node '${name}' has no schema of dataset '${spec.dataset}' to compute aggregates with (the scan stage's schema_dir)`);
+        throw new QueryError('aggregate', `node '${name}' has no schema of dataset '${spec.dataset}' to compute aggregates with (the scan stage's schema_dir, or the DMS when registered)`);
       }
       const aggregate = spec.aggregateJson !== undefined && schema ? compileAggregate(schema, spec.aggregateJson, spec.fieldMask) : undefined;
       const recordSize = schema?.recordSize ?? helloRecordSize;
@@ -67,7 +68,8 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
           try {
             if (filter) {
               if (filter.matchesNone && !verifyHash) return NOTHING_MATCHES;
-              const scanner = await SegmentScanner.open(at.path, filter, { verifyHash });
+              // A footer read before comes from the cache on this thread; else it is read off the event loop.
+              const scanner = SegmentScanner.openCached(at.path, filter, { verifyHash }) ?? (await SegmentScanner.open(at.path, filter, { verifyHash }));
               const partial = aggregate ? scanner.setAggregate(aggregate) : undefined;
               // Answered by the batch's summary: one finishing step, without a native call.
               if (partial !== undefined) return summaryScan(scanner, partial);

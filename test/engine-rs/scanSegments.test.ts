@@ -255,4 +255,36 @@ scan('open refuses a missing file, a foreign record size; next refuses a second 
   s.close();
 });
 
+scan('openCached: only once a footer is cached, scans as open does, and a replaced file is not cached', async () => {
+  const data = records(700, 9);
+  const seg = await write(dir, 'cached.hdseg', data, zoneFieldsOf(schema));
+  const filter = ScanFilter.compile(schema, '[{"filters":[{"field":"ts","op":"ge","value":"1200"}]}]');
+  assert.is(SegmentScanner.openCached(seg.path, filter), undefined, 'never opened: not cached');
+  const want = await scanAll(seg.path, filter, 5);
+  const s = SegmentScanner.openCached(seg.path, filter);
+  assert.ok(s, 'cached after an open');
+  const steps: ScanStep[] = [];
+  for (;;) {
+    const st = await s.next(5);
+    steps.push(st);
+    if (st.done) break;
+  }
+  s.close();
+  assert.ok(Buffer.concat(steps.map((x) => x.records)).equals(want.records));
+  assert.ok(want.matched > 0);
+  assert.is(s.records, 700);
+  // Another segment put in its place (a new file): read afresh, never the old footer.
+  const other = await write(dir, 'other.hdseg', records(300, 3), zoneFieldsOf(schema));
+  writeFileSync(seg.path, readFileSync(other.path));
+  assert.is(SegmentScanner.openCached(seg.path, filter), undefined);
+  assert.is((await SegmentScanner.open(seg.path, filter)).records, 300);
+  // A missing file throws as open does.
+  try {
+    SegmentScanner.openCached(path.join(dir, 'missing.hdseg'), filter);
+    assert.unreachable('opened a missing file');
+  } catch (err) {
+    assert.instance(err, SegmentError);
+  }
+});
+
 scan.run();

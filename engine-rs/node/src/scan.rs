@@ -139,28 +139,48 @@ fn scan_open<'cx>(
     Ok(cx
         .task(move || SegmentScanner::open(Path::new(&path), f, verify_hash))
         .promise(|mut cx, result| match result {
-            Ok(s) => {
-                let o = cx.empty_object();
-                let r = s.reader();
-                let v = cx.number(r.records() as f64);
-                o.set(&mut cx, "records", v)?;
-                let v = cx.number(r.blocks() as f64);
-                o.set(&mut cx, "blocks", v)?;
-                let v = JsBuffer::from_slice(&mut cx, &r.header().batch_id)?;
-                o.set(&mut cx, "batchId", v)?;
-                let v = cx.string(&r.header().dataset_id);
-                o.set(&mut cx, "datasetId", v)?;
-                let v = JsBuffer::from_slice(&mut cx, r.closing_hash().as_bytes())?;
-                o.set(&mut cx, "closingHash", v)?;
-                let handle = cx.boxed(Arc::new(ScannerBox {
-                    scanner: Mutex::new(Some(s)),
-                    closed: AtomicBool::new(false),
-                }));
-                o.set(&mut cx, "handle", handle)?;
-                Ok(o)
-            }
+            Ok(s) => scanner_object(&mut cx, s),
             Err(e) => throw_coded(&mut cx, e.code(), &e.to_string()),
         }))
+}
+
+/// Opens a segment whose footer the footer cache holds, on this thread (an open, a stat and a
+/// lookup): the object `scanOpen` resolves, or `undefined` when the footer is not cached.
+#[neon::export(name = "scanOpenCachedSync")]
+fn scan_open_cached_sync<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    path: String,
+    filter: Handle<'cx, JsValue>,
+    verify_hash: bool,
+) -> JsResult<'cx, JsValue> {
+    let f = unbox_filter(cx, filter)?;
+    match SegmentScanner::open_if_cached(Path::new(&path), f, verify_hash) {
+        Ok(Some(s)) => Ok(scanner_object(cx, s)?.upcast()),
+        Ok(None) => Ok(cx.undefined().upcast()),
+        Err(e) => throw_coded(cx, e.code(), &e.to_string()),
+    }
+}
+
+/// `{ handle, records, blocks, batchId, datasetId, closingHash }` of an open scanner.
+fn scanner_object<'cx, C: Context<'cx>>(cx: &mut C, s: SegmentScanner) -> JsResult<'cx, JsObject> {
+    let o = cx.empty_object();
+    let r = s.reader();
+    let v = cx.number(r.records() as f64);
+    o.set(cx, "records", v)?;
+    let v = cx.number(r.blocks() as f64);
+    o.set(cx, "blocks", v)?;
+    let v = JsBuffer::from_slice(cx, &r.header().batch_id)?;
+    o.set(cx, "batchId", v)?;
+    let v = cx.string(&r.header().dataset_id);
+    o.set(cx, "datasetId", v)?;
+    let v = JsBuffer::from_slice(cx, r.closing_hash().as_bytes())?;
+    o.set(cx, "closingHash", v)?;
+    let handle = cx.boxed(Arc::new(ScannerBox {
+        scanner: Mutex::new(Some(s)),
+        closed: AtomicBool::new(false),
+    }));
+    o.set(cx, "handle", handle)?;
+    Ok(o)
 }
 
 fn step_object<'cx>(cx: &mut TaskContext<'cx>, s: ScanStep) -> JsResult<'cx, JsObject> {

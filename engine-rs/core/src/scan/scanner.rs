@@ -3,7 +3,6 @@
 //! `verify_hash` every block is read, skipped or not, and fed to the hash chain; the last step
 //! reports whether every block hash and the closing hash match the footer.
 
-use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -74,7 +73,6 @@ pub struct ScanStep {
 /// A scan in progress over one segment.
 pub struct SegmentScanner {
     reader: SegmentReader,
-    file: File,
     filter: Arc<ScanFilter>,
     plan: ZonePlan,
     /// The batch filter rules the whole segment out.
@@ -97,23 +95,36 @@ impl SegmentScanner {
         verify_hash: bool,
     ) -> Result<Self, ScanError> {
         // Queries open the same batches again and again: the footer comes from the cache while the file is unchanged.
-        let reader = SegmentReader::open_cached(path)?;
+        Self::over(SegmentReader::open_cached(path)?, filter, verify_hash)
+    }
+
+    /// Like [`SegmentScanner::open`] when the segment's footer is in the footer cache (the file
+    /// unchanged since it was read); `None` when it is not (then `open` reads it). Cheap enough
+    /// for the caller's own thread: an open, a stat and a lookup, no footer read.
+    pub fn open_if_cached(
+        path: &Path,
+        filter: Arc<ScanFilter>,
+        verify_hash: bool,
+    ) -> Result<Option<Self>, ScanError> {
+        match SegmentReader::open_if_cached(path)? {
+            Some(r) => Ok(Some(Self::over(r, filter, verify_hash)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn over(
+        reader: SegmentReader,
+        filter: Arc<ScanFilter>,
+        verify_hash: bool,
+    ) -> Result<Self, ScanError> {
         let h = reader.header();
         if h.record_size as usize != filter.record_size() {
             return Err(ScanError::RecordSize {
-                path: path.display().to_string(),
+                path: reader.path().display().to_string(),
                 segment: h.record_size,
                 filter: filter.record_size(),
             });
         }
-        let file = reader
-            .file()
-            .try_clone()
-            .map_err(|source| SegmentError::Io {
-                op: "open",
-                path: path.to_path_buf(),
-                source,
-            })?;
         let plan = ZonePlan::new(&filter, &h.fields);
         let skip_all = !plan.may_match(reader.batch_filter()) && reader.blocks() > 0;
         let chain = if verify_hash {
@@ -125,7 +136,6 @@ impl SegmentScanner {
         };
         Ok(SegmentScanner {
             reader,
-            file,
             filter,
             plan,
             skip_all,
@@ -230,7 +240,8 @@ impl SegmentScanner {
         if self.buf.len() < len {
             self.buf.resize(len, 0);
         }
-        self.file
+        self.reader
+            .file()
             .read_exact_at(&mut self.buf[..len], entries[0].offset)
             .map_err(|source| SegmentError::Io {
                 op: "read",

@@ -115,7 +115,21 @@ impl SegmentReader {
         })
     }
 
-    /// The open file (a scanner reads through its own handle of the same file).
+    /// [`SegmentReader::open_cached`] when the cache holds this unchanged file's footer, else
+    /// `None` (nothing is read but the file's metadata).
+    pub fn open_if_cached(path: &Path) -> Result<Option<Self>, SegmentError> {
+        let file = File::open(path).map_err(io("open", path))?;
+        let stat = file.metadata().map_err(io("stat", path))?;
+        Ok(FOOTER_CACHE
+            .get(&FileIdentity::of(path, &stat))
+            .map(|meta| SegmentReader {
+                file,
+                path: path.to_path_buf(),
+                meta,
+            }))
+    }
+
+    /// The open file (a scanner reads blocks through it).
     pub fn file(&self) -> &File {
         &self.file
     }
