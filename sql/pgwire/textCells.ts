@@ -21,9 +21,10 @@ export function textCellWriter(d: arrow.Data, w: DataRowWriter): CellWriter {
 
 function fastCell(d: arrow.Data, w: DataRowWriter): CellWriter | undefined {
   const t = d.type;
+  if (arrow.DataType.isInt(t) && t.bitWidth === 64) return int64Cell(d, t.isSigned, w);
   if (arrow.DataType.isInt(t)) {
     // Arrow's value views start at the chunk's offset: row i is values[i].
-    const values = d.values as ArrayLike<number | bigint>;
+    const values = d.values as ArrayLike<number>;
     return (i) => w.writeAscii(String(values[i]));
   }
   if (arrow.DataType.isFloat(t) && t.precision !== arrow.Precision.HALF) {
@@ -58,6 +59,22 @@ function fastCell(d: arrow.Data, w: DataRowWriter): CellWriter | undefined {
     };
   }
   return undefined;
+}
+
+/**
+ * 64-bit integers read as two 32-bit halves: a value within ±2^53 (timestamps, counters, byte
+ * sums) becomes a Number without allocating a BigInt; only larger ones go through BigInt.
+ */
+function int64Cell(d: arrow.Data, signed: boolean, w: DataRowWriter): CellWriter {
+  const v = d.values as BigInt64Array | BigUint64Array;
+  const lo = new Uint32Array(v.buffer, v.byteOffset, v.length * 2);
+  const hi = signed ? new Int32Array(v.buffer, v.byteOffset, v.length * 2) : lo;
+  const LIMIT = 0x200000; // 2^21: |hi · 2^32 + lo| < 2^53
+  return (i) => {
+    const h = hi[2 * i + 1] as number;
+    if (h < LIMIT && h >= -LIMIT) w.writeAscii(String(h * 4294967296 + (lo[2 * i] as number)));
+    else w.writeAscii(String(v[i]));
+  };
 }
 
 /** Any other type: the chunk's vector's value through `textOf`. */

@@ -64,7 +64,8 @@ rows('writeRows from column buffers gives the bytes of the per-value textOf path
     s: arrow.vectorFromArray(['a', null, 'ü€', '', 'x', 'y', null, 'z', 'w', 'v'], new arrow.Utf8()),
     e: arrow.vectorFromArray(['tcp', 'udp', null, 'tcp', 'gre', 'tcp', 'udp', null, 'icmp', 'tcp'], new arrow.Dictionary(new arrow.Utf8(), new arrow.Int32())),
     f: arrow.vectorFromArray([0.1, NaN, null, -0, 1e300, 2.5, 3, null, -7.25, 1 / 3], new arrow.Float64()),
-    g: arrow.vectorFromArray([1n, -2n, null, 2n ** 62n, 5n, 6n, 7n, null, 9n, 10n], new arrow.Int64()),
+    g: arrow.vectorFromArray([1n, -2n, null, 2n ** 62n, -(2n ** 53n) + 1n, 2n ** 53n - 1n, -(2n ** 53n), null, -(2n ** 63n), 2n ** 53n], new arrow.Int64()),
+    u: arrow.vectorFromArray([0n, 2n ** 64n - 1n, null, 2n ** 53n - 1n, 2n ** 53n, 4294967296n, 4294967295n, 7n, 2n ** 63n, 1n], new arrow.Uint64()),
   });
   const tables: arrow.Table[] = [new arrow.Table(batches), extra, extra.slice(3, 9), new arrow.Table([...extra.slice(1, 4).batches, ...extra.slice(5).batches])];
   for (const t of tables) {
