@@ -10,82 +10,28 @@ import { arrowSchemaFor } from '../engine-rs/decode';
 import type { Schema } from '../engine-rs/schema';
 import { enumDictionaries, type LocalSql } from '../local/localSql';
 import { LocalSqlError } from '../local/localSqlError';
-import type { LocalSqlSession, SqlParam } from '../local/localSqlSession';
-import { AggregateMerger } from './aggregateMerge';
-import { MERGED_TABLE, type AggregatePlan } from './aggregatePushdown';
-import { stringifyBigJson } from './bigJson';
+import type { LocalSqlSession } from '../local/localSqlSession';
+import { aggregateRunCache, runAggregate } from './aggregateRun';
 import type { Catalog } from './catalog';
 import { ensureAddressFunctions } from './addressFunctions';
 import { withPinnedNames } from './addressPins';
 import { ensureChessFunctions } from './chessFunctions';
-import type { DatasetFetcher, FetchOutcome } from './datasetFetcher';
+import type { DatasetFetcher } from './datasetFetcher';
+import type { ExecuteOptions, SqlEngineSettings, SqlResult } from './engineTypes';
 import { registerCatalogTables } from './pgcatalog/catalogTables';
 import { ensurePgFunctions } from './pgcatalog/pgFunctions';
 import { PgModel } from './pgcatalog/pgModel';
 import { pgSyntax } from './pgcatalog/pgSyntax';
-import { planStatement, statementsOf, type DatasetRead, type Plan } from './planner';
-import { isNode } from './pushdown';
+import { runPassthrough } from './passthroughRun';
+import { planStatement, type DatasetRead, type Plan } from './planner';
+import { projected } from './projectedBatch';
 import { resultNamingOf, schemaWithNames, withNames, type ResultNaming } from './resultNames';
 import { SessionPool } from './sessionPool';
-import { passthroughTable } from './passthroughTable';
-import type { PassthroughPlan } from './rowPassthrough';
 import { SqlError } from './sqlError';
+import { answer, noteFailedBatches, paramsOf, runLimits, statementText, type StatementRun } from './statementRun';
 import { READS_DATASETS_ONLY } from './statementGuard';
 
-/** Settings of the engine (the reference's SQL server settings it uses). */
-export interface SqlEngineSettings {
-  /** HD_SQL_DEFAULT_LOOKBACK_SEC (3600). */
-  readonly lookbackSec: number;
-  /** HD_SQL_QUERY_TIMEOUT_MS (300000): dispatch, waiting and local evaluation. */
-  readonly timeoutMs: number;
-  /** HD_SQL_MAX_ROWS (0 = unlimited). */
-  readonly maxRows: number;
-  /** HD_SQL_QUERY_QOS (1..255). */
-  readonly qos: number;
-  /** HD_SQL_STRICT (ours): a statement whose answer would carry a notice fails instead. */
-  readonly strict?: boolean;
-  /**
-   * Decode and load only the columns the statement can read (default true; `sql/columnUse.ts`).
-   * False loads every column (tests compare both).
-   */
-  readonly projectColumns?: boolean;
-  /**
-   * HD_SQL_AGGREGATE_PUSHDOWN (ours, default true): statements that split compute their
-   * aggregates on the Storage Nodes (docs/sql.md, "Aggregate pushdown"). False: the record path always.
-   */
-  readonly aggregatePushdown?: boolean;
-  /**
-   * HD_SQL_EXPLAIN_PUSHDOWN (ours, default false): every answer carries an informational notice
-   * saying what was pushed down (filters, aggregate, or why the aggregate was not). Such a notice
-   * never makes HD_SQL_STRICT fail a statement.
-   */
-  readonly explainPushdown?: boolean;
-  /**
-   * HD_SQL_ROW_PASSTHROUGH (ours, default true): a statement that only picks columns of one
-   * dataset, its WHERE pushed whole, is answered by the fetched batches without DuckDB
-   * (docs/sql.md, "Row passthrough"). False: every statement runs in DuckDB.
-   */
-  readonly rowPassthrough?: boolean;
-}
-
-/** The answer to one statement. */
-export interface SqlResult {
-  readonly table: arrow.Table;
-  readonly notices: string[];
-  /** The plan it ran (for EXPLAIN-like diagnostics and tests). */
-  readonly plan: Plan;
-  /** True when the Storage Nodes computed the aggregates (the plan split and no fallback was needed). */
-  readonly aggregatePushed?: boolean;
-  /** True when the fetched batches were the answer (sql/rowPassthrough.ts), not DuckDB's run over them. */
-  readonly passedThrough?: boolean;
-}
-
-/** Options of one execution. */
-export interface ExecuteOptions {
-  readonly params?: readonly SqlParam[];
-  /** Aborting cancels the query at the SCCs and in DuckDB (57014). */
-  readonly signal?: AbortSignal;
-}
+export type { ExecuteOptions, SqlEngineSettings, SqlResult } from './engineTypes';
 
 /** Label vectors of enum columns per (projected) Arrow schema: built once, not per statement. */
 const enumLabels = new WeakMap<arrow.Schema, Map<string, arrow.Vector>>();
@@ -134,6 +80,8 @@ export class SqlEngine {
   private readonly namings = new BoundedMap<string, ResultNaming>(PARSED_STATEMENTS);
   /** The result schema of each passing-through plan (the statement over the empty dataset table). */
   private readonly passSchemas = new WeakMap<Plan, arrow.Schema>();
+  /** What the aggregate path keeps per plan (sql/aggregateRun.ts). */
+  private readonly aggregateCache = aggregateRunCache();
   /** DuckDB's aggregate functions and macros (lower case), read once: the aggregate pushdown's refusals. */
   private aggregateNames: Set<string> | undefined;
 
@@ -236,167 +184,24 @@ export class SqlEngine {
     // Fetched rows are loaded in a transaction the pool rolls back afterwards: no commit per batch,
     // and the rows (and their memory) are gone before the session serves another statement.
     await session.begin();
-    const info: string[] = [];
-    if (this.settings.explainPushdown) info.push(...plan.reads.map(pushdownNotice));
+    const run: StatementRun = { session, sql, plan, opts, deadline, settings: this.settings, fetcher: this.fetcher, notices, info: [], deserialize: (tree) => this.deserialize(session, tree) };
+    if (this.settings.explainPushdown) run.info.push(...plan.reads.map(pushdownNotice));
     if (plan.aggregate && this.fetcher.fetchAggregate) {
-      const pushed = await this.aggregateIn(session, sql, plan, plan.aggregate, opts, deadline, notices, info);
+      const pushed = await runAggregate(run, plan.aggregate, this.aggregateCache);
       if (pushed) return pushed;
-    } else if (plan.noAggregate !== undefined && this.settings.explainPushdown) info.push(`${plan.reads[0]?.schema.id ?? 'statement'}: aggregate not pushed down: ${plan.noAggregate}`);
-    if (plan.passthrough && plan.reads.length === 1) return await this.passthroughIn(session, sql, plan, plan.passthrough, opts, deadline, notices, info);
+    } else if (plan.noAggregate !== undefined && this.settings.explainPushdown) run.info.push(`${plan.reads[0]?.schema.id ?? 'statement'}: aggregate not pushed down: ${plan.noAggregate}`);
+    if (plan.passthrough && plan.reads.length === 1) return runPassthrough(run, plan.passthrough, this.passSchemas);
+    const limits = runLimits(run);
     for (const read of plan.reads) {
-      const s = read.schema;
       if (read.startTime > read.endTime) continue;
-      // A fetcher that decoded more than the projection (the columns are a request, not a promise): keep the plan's.
-      const cols = read.columns;
-      const fit = (b: arrow.RecordBatch): arrow.RecordBatch => (cols && b.numCols !== cols.length ? pick(b, cols) : b);
-      const out = await this.fetcher.fetch(read, (b) => session.append(s.id, fit(b), { deadline, ...(opts.signal ? { signal: opts.signal } : {}) }), { deadline, qos: this.settings.qos, ...(opts.signal ? { signal: opts.signal } : {}) });
-      // A batch no node holds is an interval nobody ingested (the batch ids of a window extend one
-      // interval past it): absent, not a failure. Only failed batches make the answer incomplete.
-      if (out.batchErrors.length > 0) {
-        notices.push(`${s.id}: ${out.batchErrors.length} batch(es) failed delivery and are absent from the result${out.batchErrors[0] ? ` (first: ${out.batchErrors[0].message})` : ''}`);
-      }
+      const out = await this.fetcher.fetch(read, (b) => session.append(read.schema.id, projected(b, read.columns), limits), { ...limits, qos: this.settings.qos });
+      // A batch no node holds is an interval nobody ingested: absent, not a failure. Only failed batches make the answer incomplete.
+      noteFailedBatches(run, read.schema.id, out);
     }
-    const text = plan.rewrittenTree === undefined ? sql : await this.deserialize(session, plan.rewrittenTree);
     // HD_SQL_MAX_ROWS is applied while DuckDB produces the rows: it streams them and stops one row
     // past the cap (that row says the cap applied), instead of materialising the whole result first.
     const max = this.settings.maxRows;
-    let table = await session.query(text, { deadline, ...(max > 0 ? { maxRows: max } : {}), ...(opts.params && opts.params.length > 0 ? { params: opts.params } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
-    if (max > 0 && table.numRows > max) {
-      notices.push(`the result was cut to ${max} rows (HD_SQL_MAX_ROWS): the statement stopped producing rows there, more were left`);
-      table = table.slice(0, max);
-    }
-    this.checkStrict(notices);
-    return { table, notices: [...notices, ...info], plan };
-  }
-
-  /**
-   * Row passthrough (sql/rowPassthrough.ts): the read's batches are the answer, under the names and
-   * types of the statement run over the empty dataset table (kept per plan). When a batch does not
-   * fit those types, the same batches are loaded into DuckDB and the statement runs as usual.
-   */
-  private async passthroughIn(session: LocalSqlSession, sql: string, plan: Plan, pass: PassthroughPlan, opts: ExecuteOptions, deadline: number, notices: string[], info: string[]): Promise<SqlResult> {
-    const read = plan.reads[0] as DatasetRead;
-    const s = read.schema;
-    const run = { deadline, ...(opts.signal ? { signal: opts.signal } : {}) };
-    const params = opts.params && opts.params.length > 0 ? { params: opts.params } : {};
-    const text = plan.rewrittenTree === undefined ? sql : await this.deserialize(session, plan.rewrittenTree);
-    let expected = this.passSchemas.get(plan);
-    if (!expected) this.passSchemas.set(plan, (expected = (await session.query(text, { ...run, ...params })).schema));
-    const batches: arrow.RecordBatch[] = [];
-    let out: FetchOutcome = { batchErrors: [], missingBatches: 0 };
-    if (read.startTime <= read.endTime) {
-      out = await this.fetcher.fetch(read, async (b) => void batches.push(b), { deadline, qos: this.settings.qos, ...(opts.signal ? { signal: opts.signal } : {}) });
-    }
-    if (out.batchErrors.length > 0) notices.push(`${s.id}: ${out.batchErrors.length} batch(es) failed delivery and are absent from the result${out.batchErrors[0] ? ` (first: ${out.batchErrors[0].message})` : ''}`);
-    const max = this.settings.maxRows;
-    const built = passthroughTable(batches, pass, expected, max > 0 ? max : undefined);
-    if (!(built instanceof arrow.Table)) {
-      // DuckDB answers instead, over the same batches: nothing is fetched twice.
-      if (this.settings.explainPushdown) info.push(`${s.id}: row passthrough fell back to DuckDB: ${built.reason}`);
-      const cols = read.columns;
-      for (const b of batches) await session.append(s.id, cols && b.numCols !== cols.length ? pick(b, cols) : b, run);
-      let table = await session.query(text, { ...run, ...(max > 0 ? { maxRows: max } : {}), ...params });
-      if (max > 0 && table.numRows > max) {
-        notices.push(`the result was cut to ${max} rows (HD_SQL_MAX_ROWS): the statement stopped producing rows there, more were left`);
-        table = table.slice(0, max);
-      }
-      this.checkStrict(notices);
-      return { table, notices: [...notices, ...info], plan };
-    }
-    let table = built;
-    if (max > 0 && table.numRows > max) {
-      notices.push(`the result was cut to ${max} rows (HD_SQL_MAX_ROWS): the statement stopped producing rows there, more were left`);
-      table = table.slice(0, max);
-    }
-    if (this.settings.explainPushdown) info.push(`${s.id}: answered by the fetched rows (row passthrough; DuckDB not run)`);
-    this.checkStrict(notices);
-    return { table, notices: [...notices, ...info], plan, passedThrough: true };
-  }
-
-  private checkStrict(notices: readonly string[]): void {
-    if (this.settings.strict && notices.length > 0) {
-      throw new SqlError('incomplete_result', `HD_SQL_STRICT is on and the answer would not be exactly what was asked: ${notices.join('; ')}. Bound the time field, narrow the query, or retry once the batches are readable`);
-    }
-  }
-
-  /**
-   * The aggregate path (docs/sql.md, "Aggregate pushdown"): the nodes' partials merged exactly,
-   * loaded as a small table, and the outer statement run over it. Undefined when the statement must
-   * take the record path instead — a node refused the aggregate, a partial did not fit, or the
-   * outer statement's columns would differ from the normal path's (names and types are checked
-   * against the statement run over the empty dataset table). Timeouts and cancels are not fallbacks.
-   */
-  private async aggregateIn(session: LocalSqlSession, sql: string, plan: Plan, agg: AggregatePlan, opts: ExecuteOptions, deadline: number, notices: string[], info: string[]): Promise<SqlResult | undefined> {
-    const read = plan.reads[0] as DatasetRead;
-    const s = read.schema;
-    const run = { deadline, ...(opts.signal ? { signal: opts.signal } : {}) };
-    const params = opts.params && opts.params.length > 0 ? { params: opts.params } : {};
-    const fallback = (why: string): undefined => {
-      if (this.settings.explainPushdown) info.push(`${s.id}: aggregate pushdown fell back to the record path: ${why}`);
-      return undefined;
-    };
-    // What the normal path answers with: the statement over the (still empty) dataset table.
-    let expected: arrow.Schema;
-    try {
-      expected = (await session.query(sql, { ...run, ...params })).schema;
-    } catch {
-      return fallback('the statement does not run over the dataset table as written'); // the record path reports DuckDB's error
-    }
-    const merger = new AggregateMerger(agg, s);
-    let mergeError: Error | undefined;
-    let partials = 0;
-    let out: FetchOutcome = { batchErrors: [], missingBatches: 0 };
-    const started = Date.now();
-    if (read.startTime <= read.endTime) {
-      try {
-        out = await this.fetcher.fetchAggregate!(read, agg.spec, (p) => {
-          if (mergeError) return;
-          partials++;
-          try {
-            merger.add(p);
-          } catch (err) {
-            mergeError = err instanceof Error ? err : new Error(String(err));
-          }
-        }, { ...run, qos: this.settings.qos });
-      } catch (err) {
-        if (err instanceof SqlError && (err.kind === 'query_timeout' || err.kind === 'upstream_unavailable')) throw err;
-        return fallback(err instanceof Error ? err.message : String(err));
-      }
-    }
-    if (mergeError) return fallback(mergeError.message);
-    let outerSql: string;
-    try {
-      await session.register(MERGED_TABLE, merger.table(), { ...run, dictionaries: merger.keyDictionaries });
-      const top = statementsOf(agg.outerTree)[0]!;
-      const items = isNode(top.node) && Array.isArray(top.node.select_list) ? top.node.select_list : [];
-      for (const i of agg.renamedItems) {
-        const item = items[i];
-        const name = expected.fields[i]?.name;
-        if (isNode(item) && item.alias === '' && name !== undefined) item.alias = name;
-      }
-      outerSql = await this.deserialize(session, stringifyBigJson({ error: false, statements: [top] }));
-    } catch (err) {
-      return fallback(err instanceof Error ? err.message : String(err));
-    }
-    const max = this.settings.maxRows;
-    let table: arrow.Table;
-    try {
-      table = await session.query(outerSql, { ...run, ...(max > 0 ? { maxRows: max } : {}) });
-    } catch (err) {
-      if (err instanceof LocalSqlError && err.code === 'ERR_SQL_INTERRUPTED') throw err;
-      return fallback(`the outer statement failed: ${err instanceof Error ? err.message : String(err)}`);
-    }
-    const got = table.schema.fields.map((f) => `${f.name}:${String(f.type)}`).join(', ');
-    const want = expected.fields.map((f) => `${f.name}:${String(f.type)}`).join(', ');
-    if (got !== want) return fallback(`the outer statement's columns (${got}) differ from the statement's (${want})`);
-    if (out.batchErrors.length > 0) notices.push(`${s.id}: ${out.batchErrors.length} batch(es) failed delivery and are absent from the result${out.batchErrors[0] ? ` (first: ${out.batchErrors[0].message})` : ''}`);
-    if (max > 0 && table.numRows > max) {
-      notices.push(`the result was cut to ${max} rows (HD_SQL_MAX_ROWS): the statement stopped producing rows there, more were left`);
-      table = table.slice(0, max);
-    }
-    this.checkStrict(notices);
-    if (this.settings.explainPushdown) info.push(`${s.id}: ${agg.summary}; ${merger.size} group(s) merged from ${partials} partial(s) in ${Date.now() - started} ms`);
-    return { table, notices: [...notices, ...info], plan, aggregatePushed: true };
+    return answer(run, await session.query(await statementText(run), { ...limits, ...(max > 0 ? { maxRows: max } : {}), ...paramsOf(run) }));
   }
 
   private async planIn(session: LocalSqlSession, sql: string, params: readonly unknown[], catalog: Catalog): Promise<Plan> {
@@ -460,14 +265,6 @@ function pushdownNotice(read: DatasetRead): string {
 }
 
 /** `b`'s columns named `names`, in that order (apache-arrow's `select` misplaces the children). */
-function pick(b: arrow.RecordBatch, names: readonly string[]): arrow.RecordBatch {
-  const ix = names.map((n) => b.schema.fields.findIndex((f) => f.name === n));
-  if (ix.some((i) => i < 0)) return b; // missing columns: the append's shape check says which
-  const fields = ix.map((i) => b.schema.fields[i]!);
-  const schema = new arrow.Schema(fields, b.schema.metadata);
-  return new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(fields), length: b.numRows, nullCount: 0, children: ix.map((i) => b.data.children[i]!) }));
-}
-
 /** DuckDB's refusals under the sandbox: external access off, configuration locked. */
 const SANDBOX_REFUSAL = /^Permission Error:|the configuration has been locked|Loading external extensions is disabled/;
 

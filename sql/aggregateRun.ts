@@ -1,0 +1,114 @@
+/**
+ * The aggregate path of a statement (docs/sql.md, "Aggregate pushdown"): the Storage Nodes'
+ * partials merged exactly (sql/aggregateMerge.ts), loaded as a small table, and the outer statement
+ * run over it. What the statement answers over the empty dataset table (its result schema) and the
+ * outer statement's text are kept per plan: a repeated statement pays neither again.
+ */
+import type * as arrow from 'apache-arrow';
+import { LocalSqlError } from '../local/localSqlError';
+import { AggregateMerger } from './aggregateMerge';
+import { MERGED_TABLE, type AggregatePlan } from './aggregatePushdown';
+import { stringifyBigJson } from './bigJson';
+import type { FetchOutcome } from './datasetFetcher';
+import type { SqlResult } from './engineTypes';
+import type { DatasetRead, Plan } from './planner';
+import { statementsOf } from './planner';
+import { isNode } from './pushdown';
+import { SqlError } from './sqlError';
+import { answer, noteFailedBatches, paramsOf, runLimits, type StatementRun } from './statementRun';
+
+/** What the aggregate path keeps per plan. */
+export interface AggregateRunCache {
+  /** The statement's result schema over the empty dataset table (what the record path answers with). */
+  readonly expected: WeakMap<Plan, arrow.Schema>;
+  /** The outer statement's SQL text. */
+  readonly outer: WeakMap<Plan, string>;
+}
+
+/** An empty cache. */
+export function aggregateRunCache(): AggregateRunCache {
+  return { expected: new WeakMap(), outer: new WeakMap() };
+}
+
+/**
+ * Runs `agg` for `r`'s plan. Undefined when the statement must take the record path instead — a
+ * node refused the aggregate, a partial did not fit, or the outer statement's columns would differ
+ * from the record path's (names and types checked against the statement over the empty dataset
+ * table). Timeouts, cancels and an unreachable upstream are errors, not fallbacks.
+ */
+export async function runAggregate(r: StatementRun, agg: AggregatePlan, cache: AggregateRunCache): Promise<SqlResult | undefined> {
+  const read = r.plan.reads[0] as DatasetRead;
+  const s = read.schema;
+  const limits = runLimits(r);
+  const fallback = (why: string): undefined => {
+    if (r.settings.explainPushdown) r.info.push(`${s.id}: aggregate pushdown fell back to the record path: ${why}`);
+    return undefined;
+  };
+  let expected = cache.expected.get(r.plan);
+  if (!expected) {
+    try {
+      expected = (await r.session.query(r.sql, { ...limits, ...paramsOf(r) })).schema;
+    } catch {
+      return fallback('the statement does not run over the dataset table as written'); // the record path reports DuckDB's error
+    }
+    cache.expected.set(r.plan, expected);
+  }
+  const merger = new AggregateMerger(agg, s);
+  let mergeError: Error | undefined;
+  let partials = 0;
+  let out: FetchOutcome = { batchErrors: [], missingBatches: 0 };
+  const started = Date.now();
+  if (read.startTime <= read.endTime && r.fetcher.fetchAggregate) {
+    try {
+      out = await r.fetcher.fetchAggregate(read, agg.spec, (p) => {
+        if (mergeError) return;
+        partials++;
+        try {
+          merger.add(p);
+        } catch (err) {
+          mergeError = err instanceof Error ? err : new Error(String(err));
+        }
+      }, { ...limits, qos: r.settings.qos });
+    } catch (err) {
+      if (err instanceof SqlError && (err.kind === 'query_timeout' || err.kind === 'upstream_unavailable')) throw err;
+      return fallback(err instanceof Error ? err.message : String(err));
+    }
+  }
+  if (mergeError) return fallback(mergeError.message);
+  let outerSql = cache.outer.get(r.plan);
+  try {
+    await r.session.register(MERGED_TABLE, merger.table(), { ...limits, dictionaries: merger.keyDictionaries });
+    if (outerSql === undefined) {
+      outerSql = await outerStatement(r, agg, expected);
+      cache.outer.set(r.plan, outerSql);
+    }
+  } catch (err) {
+    return fallback(err instanceof Error ? err.message : String(err));
+  }
+  const max = r.settings.maxRows;
+  let table: arrow.Table;
+  try {
+    table = await r.session.query(outerSql, { ...limits, ...(max > 0 ? { maxRows: max } : {}) });
+  } catch (err) {
+    if (err instanceof LocalSqlError && err.code === 'ERR_SQL_INTERRUPTED') throw err;
+    return fallback(`the outer statement failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const got = table.schema.fields.map((f) => `${f.name}:${String(f.type)}`).join(', ');
+  const want = expected.fields.map((f) => `${f.name}:${String(f.type)}`).join(', ');
+  if (got !== want) return fallback(`the outer statement's columns (${got}) differ from the statement's (${want})`);
+  noteFailedBatches(r, s.id, out);
+  if (r.settings.explainPushdown) r.info.push(`${s.id}: ${agg.summary}; ${merger.size} group(s) merged from ${partials} partial(s) in ${Date.now() - started} ms`);
+  return answer(r, table, { aggregatePushed: true });
+}
+
+/** The outer statement's text, its replaced select items named as the statement names them. */
+async function outerStatement(r: StatementRun, agg: AggregatePlan, expected: arrow.Schema): Promise<string> {
+  const top = statementsOf(agg.outerTree)[0]!;
+  const items = isNode(top.node) && Array.isArray(top.node.select_list) ? top.node.select_list : [];
+  for (const i of agg.renamedItems) {
+    const item = items[i];
+    const name = expected.fields[i]?.name;
+    if (isNode(item) && item.alias === '' && name !== undefined) item.alias = name;
+  }
+  return r.deserialize(stringifyBigJson({ error: false, statements: [top] }));
+}

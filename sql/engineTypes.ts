@@ -1,0 +1,62 @@
+/**
+ * The engine's settings, answers and execution options (sql/sqlEngine.ts), apart so the runs of a
+ * statement's paths (sql/statementRun.ts, aggregateRun.ts, passthroughRun.ts) can name them.
+ */
+import type * as arrow from 'apache-arrow';
+import type { SqlParam } from '../local/localSqlSession';
+import type { Plan } from './planner';
+
+/** Settings of the engine (the reference's SQL server settings it uses). */
+export interface SqlEngineSettings {
+  /** HD_SQL_DEFAULT_LOOKBACK_SEC (3600). */
+  readonly lookbackSec: number;
+  /** HD_SQL_QUERY_TIMEOUT_MS (300000): dispatch, waiting and local evaluation. */
+  readonly timeoutMs: number;
+  /** HD_SQL_MAX_ROWS (0 = unlimited). */
+  readonly maxRows: number;
+  /** HD_SQL_QUERY_QOS (1..255). */
+  readonly qos: number;
+  /** HD_SQL_STRICT (ours): a statement whose answer would carry a notice fails instead. */
+  readonly strict?: boolean;
+  /**
+   * Decode and load only the columns the statement can read (default true; `sql/columnUse.ts`).
+   * False loads every column (tests compare both).
+   */
+  readonly projectColumns?: boolean;
+  /**
+   * HD_SQL_AGGREGATE_PUSHDOWN (ours, default true): statements that split compute their
+   * aggregates on the Storage Nodes (docs/sql.md, "Aggregate pushdown"). False: the record path always.
+   */
+  readonly aggregatePushdown?: boolean;
+  /**
+   * HD_SQL_EXPLAIN_PUSHDOWN (ours, default false): every answer carries an informational notice
+   * saying what was pushed down (filters, aggregate, or why the aggregate was not). Such a notice
+   * never makes HD_SQL_STRICT fail a statement.
+   */
+  readonly explainPushdown?: boolean;
+  /**
+   * HD_SQL_ROW_PASSTHROUGH (ours, default true): a statement that only picks columns of one
+   * dataset, its WHERE pushed whole, is answered by the fetched batches without DuckDB
+   * (docs/sql.md, "Row passthrough"). False: every statement runs in DuckDB.
+   */
+  readonly rowPassthrough?: boolean;
+}
+
+/** The answer to one statement. */
+export interface SqlResult {
+  readonly table: arrow.Table;
+  readonly notices: string[];
+  /** The plan it ran (for EXPLAIN-like diagnostics and tests). */
+  readonly plan: Plan;
+  /** True when the Storage Nodes computed the aggregates (the plan split and no fallback was needed). */
+  readonly aggregatePushed?: boolean;
+  /** True when the fetched batches were the answer (sql/rowPassthrough.ts), not DuckDB's run over them. */
+  readonly passedThrough?: boolean;
+}
+
+/** Options of one execution. */
+export interface ExecuteOptions {
+  readonly params?: readonly SqlParam[];
+  /** Aborting cancels the query at the SCCs and in DuckDB (57014). */
+  readonly signal?: AbortSignal;
+}

@@ -1,0 +1,37 @@
+/**
+ * Row passthrough of a statement (sql/rowPassthrough.ts, docs/sql.md "Row passthrough"): the
+ * read's batches are the answer, under the names and types of the statement over the empty dataset
+ * table (kept per plan). When a batch does not fit those types, the same batches are loaded into
+ * DuckDB and the statement runs as usual: nothing is fetched twice.
+ */
+import * as arrow from 'apache-arrow';
+import type { FetchOutcome } from './datasetFetcher';
+import type { SqlResult } from './engineTypes';
+import { passthroughTable } from './passthroughTable';
+import type { DatasetRead, Plan } from './planner';
+import type { PassthroughPlan } from './rowPassthrough';
+import { projected } from './projectedBatch';
+import { answer, noteFailedBatches, paramsOf, runLimits, statementText, type StatementRun } from './statementRun';
+
+/** Runs `pass` for `r`'s plan; `expected` keeps each plan's result schema. */
+export async function runPassthrough(r: StatementRun, pass: PassthroughPlan, expected: WeakMap<Plan, arrow.Schema>): Promise<SqlResult> {
+  const read = r.plan.reads[0] as DatasetRead;
+  const s = read.schema;
+  const limits = runLimits(r);
+  const text = await statementText(r);
+  let schema = expected.get(r.plan);
+  if (!schema) expected.set(r.plan, (schema = (await r.session.query(text, { ...limits, ...paramsOf(r) })).schema));
+  const batches: arrow.RecordBatch[] = [];
+  let out: FetchOutcome = { batchErrors: [], missingBatches: 0 };
+  if (read.startTime <= read.endTime) out = await r.fetcher.fetch(read, async (b) => void batches.push(b), { ...limits, qos: r.settings.qos });
+  noteFailedBatches(r, s.id, out);
+  const max = r.settings.maxRows;
+  const built = passthroughTable(batches, pass, schema, max > 0 ? max : undefined);
+  if (built instanceof arrow.Table) {
+    if (r.settings.explainPushdown) r.info.push(`${s.id}: answered by the fetched rows (row passthrough; DuckDB not run)`);
+    return answer(r, built, { passedThrough: true });
+  }
+  if (r.settings.explainPushdown) r.info.push(`${s.id}: row passthrough fell back to DuckDB: ${built.reason}`);
+  for (const b of batches) await r.session.append(s.id, projected(b, read.columns), limits);
+  return answer(r, await r.session.query(text, { ...limits, ...(max > 0 ? { maxRows: max } : {}), ...paramsOf(r) }));
+}
