@@ -99,7 +99,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^(node_modules|dist|engine-rs/(target|core|node|fuzz))/' },
+    // web/: the WebUX's browser modules, imported by URL (/vendor/…), not by Node.
+    exclude: { path: '^(node_modules|dist|web|engine-rs/(target|core|node|fuzz))/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     moduleSystems: ['cjs', 'es6'],

@@ -1,6 +1,7 @@
 /**
  * The `hd up`, `hd status` and `hd down` commands (the platform on one machine; up/platform.ts).
  */
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { alive, platformStatus, readUpState, runUp } from '../up/platform';
 import type { CliIo, Command } from './command';
@@ -17,11 +18,16 @@ export const upCommand: Command = {
   summary: 'run the whole platform on this machine, with demo data',
   help: [
     'Starts every node (the DMS with its CA, the Proxy, an SCC, two Storage Nodes, the SQL server) as',
-    "its own process on its own loopback address (127.0.x.y), so each keeps the reference's standard",
-    'ports; declares the topology, the dataset schemas and (first start only) an allow-all policy to',
-    'the DMS; ingests the demo datasets on the first start (a second start finds them and the DMS',
-    'state), prints where to connect, and runs until Ctrl-C or `hd down`. A node that crashes is',
-    'restarted and the restart is logged. The DMS administrator credential is <data-dir>/dms/admin/.',
+    "its own process, in its own process group, on its own loopback address (127.0.x.y), so each keeps",
+    "the reference's standard ports; declares the topology, the dataset schemas and (first start only)",
+    'an allow-all policy to the DMS; prints where to connect as soon as the nodes answer, then loads the',
+    'demo datasets in the background with a progress bar (queries see each batch as it lands). The demo',
+    'is the same on every start of a data directory: a first start interrupted at any point (Ctrl-C, a',
+    'kill) resumes on the next, sending only the batches that had not landed; once complete it is not',
+    'loaded again. Runs until Ctrl-C or `hd down`, which stop the nodes in order. A node that crashes is',
+    'restarted and the restart is logged. A fatal error ends it with a non-zero status, one line saying',
+    "why and the log to read (a node's, or <data-dir>/logs/up.log). The DMS administrator credential is",
+    '<data-dir>/dms/admin/.',
     '',
     'Options:',
     DATA_DIR_HELP,
@@ -44,6 +50,12 @@ export const upCommand: Command = {
     if ((ingest === undefined) !== (schema === undefined)) {
       io.stderr.write('hd up: --ingest and --schema go together (the file and its dataset schema)\n');
       return 2;
+    }
+    for (const [flag, file] of [['--ingest', ingest], ['--schema', schema]] as const) {
+      if (file !== undefined && !existsSync(file)) {
+        io.stderr.write(`hd up: ${flag} ${file}: no such file\n`);
+        return 2;
+      }
     }
     return runUp({
       dataDir: dataDir(values),

@@ -59,3 +59,15 @@ export function sccTargetOf(a: Pick<SccAddress, 'host' | 'port' | 'grpc_port'>):
 export function sccTargetJson(t: SccTarget): Pick<SccAddress, 'host' | 'port' | 'grpc_port'> {
   return { host: t.host, port: t.port, ...(t.grpcPort !== undefined ? { grpc_port: t.grpcPort } : {}) };
 }
+
+/**
+ * One Storage Node of a cluster's replica set as the DMS hands it to the cluster's SCCs (the
+ * registration answer's and `GET /v1/nodes/{name}/config`'s `replicas`): the spelling of one
+ * SN_TARGETS entry, `node_name:ip:control_port:prod_port`.
+ */
+export interface ReplicaAddress {
+  readonly name: string;
+  readonly host: string;
+  readonly control_port: number;
+  readonly prod_port: number;
+}

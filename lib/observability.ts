@@ -4,6 +4,7 @@
  * a role adds (the Storage Node's `/v1/batches`). Generic: each role registers its own health parts
  * and metrics; {@link ingestMetrics} holds the ingest metrics the SCC and the Storage Node share.
  */
+import { open } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import net, { type AddressInfo } from 'node:net';
@@ -28,11 +29,18 @@ export interface JsonResponse {
   readonly body: unknown;
 }
 
+/** A route's answer that is a whole file, streamed as `application/octet-stream` (a Storage Node's segment copy). */
+export interface FileResponse {
+  readonly status: 200;
+  /** Absolute path of the file sent. */
+  readonly file: string;
+}
+
 /** The connection a request came on: plain, or TLS (see {@link Observability.acceptTls}). */
 export type RouteCaller = { readonly tls: false; readonly socket: net.Socket } | { readonly tls: true; readonly socket: TLSSocket };
 
 /** Handles `GET <path>`; `query` holds the URL's search parameters, `caller` the connection. */
-export type JsonRoute = (query: URLSearchParams, caller: RouteCaller) => JsonResponse | Promise<JsonResponse>;
+export type JsonRoute = (query: URLSearchParams, caller: RouteCaller) => JsonResponse | FileResponse | Promise<JsonResponse | FileResponse>;
 
 /** Options of {@link Observability}. */
 export interface ObservabilityOptions {
@@ -179,10 +187,31 @@ export class Observability {
       if (!route) return send(res, 404, 'application/json', JSON.stringify({ error: `no route ${url.pathname}` }));
       const sock = req.socket;
       const r = await route(url.searchParams, sock instanceof TLSSocket ? { tls: true, socket: sock } : { tls: false, socket: sock });
+      if ('file' in r) return await sendFile(res, r.file);
       send(res, r.status, 'application/json', JSON.stringify(r.body));
     } catch (err) {
+      // A file cut mid-stream: the client sees a short body (content-length), nothing else to send.
+      if (res.headersSent) return void res.destroy();
       send(res, 500, 'application/json', JSON.stringify({ error: (err as Error).message }));
     }
+  }
+}
+
+/** Streams a whole file (its size in content-length, so a cut transfer shows as short). */
+async function sendFile(res: ServerResponse, file: string): Promise<void> {
+  const fh = await open(file, 'r');
+  try {
+    const { size } = await fh.stat();
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': size });
+    const rs = fh.createReadStream({ autoClose: false });
+    await new Promise<void>((resolve, reject) => {
+      rs.once('error', reject);
+      res.once('error', reject);
+      res.once('close', () => (res.writableFinished ? resolve() : reject(new Error('the client went away'))));
+      rs.pipe(res);
+    });
+  } finally {
+    await fh.close();
   }
 }
 

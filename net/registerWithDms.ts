@@ -6,7 +6,7 @@
  */
 import { createPublicKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { NodeAddresses, NodeRole, SccAddress } from '../control/api';
+import type { NodeAddresses, NodeRole, ReplicaAddress, SccAddress } from '../control/api';
 import { DMS_PEER_ROLES, requestJson } from './jsonClient';
 import { createCsr } from './pki/csr';
 import { readSecretFile } from './pki/wrapKey';
@@ -72,6 +72,10 @@ export interface RegistrationResult {
   readonly policy?: { version: number; rego: string; data?: Record<string, unknown> };
   /** How often the node should report its health to the DMS (absent from an older DMS). */
   readonly health_interval_ms?: number;
+  /** SCCs and Storage Nodes: the Storage Nodes of the node's cluster (absent from an older DMS). */
+  readonly replicas?: ReplicaAddress[];
+  /** How often the node re-reads its configuration (`GET /v1/nodes/{name}/config`; absent from an older DMS). */
+  readonly config_poll_ms?: number;
 }
 
 function failure(message: string, keyPem = ''): RegistrationResult {
@@ -163,6 +167,8 @@ export async function registerWithDms(opts: RegisterOptions): Promise<Registrati
     cluster: (r.cluster as string | null) ?? null,
     ...(r.policy !== undefined && { policy: r.policy as RegistrationResult['policy'] }),
     ...(typeof r.health_interval_ms === 'number' && r.health_interval_ms > 0 && { health_interval_ms: r.health_interval_ms }),
+    ...(Array.isArray(r.replicas) && { replicas: r.replicas as ReplicaAddress[] }),
+    ...(typeof r.config_poll_ms === 'number' && r.config_poll_ms > 0 && { config_poll_ms: r.config_poll_ms }),
   };
 }
 

@@ -23,8 +23,20 @@ export interface HashQueueStats {
 export interface HashChainOperatorOptions {
   /** HASH_ALGORITHM; default sha512. */
   readonly algorithm?: HashAlgorithmName;
-  /** RECORD_SIZE: the chain splits records here; every records chunk must have this record size. */
+  /** RECORD_SIZE: the chain splits records here; every records chunk must have this record size (unless `recordSizes` says otherwise for its dataset). */
   readonly recordSize: number;
+  /**
+   * Per-dataset record sizes (docs/scc.md, "Record sizes"): a batch's records must have its
+   * dataset's size; absent: every dataset has `recordSize`.
+   */
+  readonly recordSizes?: {
+    /** The size `dataset` must have given records of `seen` bytes arrived (may read its source again). */
+    expect(dataset: string, seen: number): Promise<number>;
+    /** The size of `dataset` as known now. */
+    sizeOf(dataset: string): number;
+    /** Where that size comes from, for the refusal. */
+    describe(dataset: string): string;
+  };
   /** HASH_CHAIN_BLOCK_SIZE; default 64. */
   readonly blockSize?: number;
   /**
@@ -45,6 +57,8 @@ export interface HashChainOperatorOptions {
 
 interface Batch {
   readonly chain: HashChain;
+  /** The record size its chain splits at. */
+  readonly recordSize: number;
   readonly batchId: BatchID;
   /** Updates not yet settled. */
   readonly pending: Set<Promise<void>>;
@@ -72,6 +86,8 @@ export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chun
   if (!Number.isSafeInteger(cap) || cap <= 0) throw new RangeError(`maxQueueBytes must be a positive integer, got ${cap}`);
   // Every chain also digests its bytes, so an eob carrying the sender's batch digest can be checked.
   const chainOpts = { algorithm: opts.algorithm ?? 'sha512', recordSize: opts.recordSize, blockSize: opts.blockSize ?? 64, withDigest: true };
+  const sizes = opts.recordSizes;
+  const newBatch = (batchId: BatchID, recordSize: number): Batch => ({ chain: new HashChain(batchId, { ...chainOpts, recordSize }), recordSize, batchId, pending: new Set() });
   // Fail on bad settings now rather than on the first batch.
   new HashChain(new Uint8Array(64), chainOpts).finish();
 
@@ -93,11 +109,11 @@ export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chun
       stats.waits++;
       while (stats.queuedBytes > 0 && stats.queuedBytes + bytes > cap) await new Promise<void>((r) => waiters.push(r));
     };
-    const batchOf = (dataset: string, batchId: BatchID): Batch => {
+    const batchOf = (dataset: string, batchId: BatchID, recordSize: number): Batch => {
       const key = batchKey(dataset, batchId);
       let b = batches.get(key);
       if (!b) {
-        b = { chain: new HashChain(batchId, chainOpts), batchId, pending: new Set() };
+        b = newBatch(batchId, recordSize);
         batches.set(key, b);
         stats.openChains = batches.size;
       }
@@ -124,9 +140,14 @@ export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chun
         case 'records': {
           if (!isBatched(el)) throw new TypeError('hashChain takes batched records; got records without a batch id');
           counters.received += el.count;
-          const b = batchOf(el.dataset, el.batchId);
-          if (el.recordSize !== opts.recordSize) {
-            b.failure ??= { code: HDWP_ERROR_FRAME_CODES.unsupported, message: `records of ${el.recordSize} bytes; this SCC hashes RECORD_SIZE=${opts.recordSize}` };
+          const open = batches.get(batchKey(el.dataset, el.batchId));
+          // The batch's record size is its dataset's, settled on its first records (a dataset not
+          // known yet makes the DMS be read again).
+          const expected = open ? open.recordSize : sizes ? await sizes.expect(el.dataset, el.recordSize) : opts.recordSize;
+          const b = open ?? batchOf(el.dataset, el.batchId, expected);
+          if (el.recordSize !== b.recordSize) {
+            const why = sizes ? `dataset '${el.dataset}' takes ${b.recordSize}-byte records (${sizes.describe(el.dataset)})` : `this SCC hashes RECORD_SIZE=${opts.recordSize}`;
+            b.failure ??= { code: HDWP_ERROR_FRAME_CODES.unsupported, message: `records of ${el.recordSize} bytes; ${why}` };
           } else if (!b.failure) {
             const bytes = el.buf.length;
             await room(bytes);
@@ -149,7 +170,7 @@ export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chun
           return [el];
         }
         case 'eob': {
-          const b = drop(el.dataset, el.batchId) ?? { chain: new HashChain(el.batchId, chainOpts), batchId: el.batchId, pending: new Set<Promise<void>>() };
+          const b = drop(el.dataset, el.batchId) ?? newBatch(el.batchId, sizes ? sizes.sizeOf(el.dataset) : opts.recordSize);
           await Promise.all([...b.pending]);
           counters.controls++;
           if (b.failure) return [refuse(el, b.failure.code, b.failure.message)];
@@ -157,7 +178,7 @@ export function hashChain(opts: HashChainOperatorOptions): OperatorFunction<Chun
           // What arrived is not what the sender's eob describes: records lost or added on the way
           // (a batch spanning an SCC restart). Error 14 names it; the sender re-sends the batch.
           const mismatch = HDWP_ERROR_FRAME_CODES.batchMismatch;
-          if (r.tailBytes !== 0) return [refuse(el, mismatch, `batch mismatch: the batch ends inside a record (${r.tailBytes} of ${opts.recordSize} bytes)`)];
+          if (r.tailBytes !== 0) return [refuse(el, mismatch, `batch mismatch: the batch ends inside a record (${r.tailBytes} of ${b.recordSize} bytes)`)];
           if (r.records !== el.recordCount) return [refuse(el, mismatch, `batch mismatch: its eob counts ${el.recordCount} records, ${r.records} arrived`)];
           if (el.digest && el.digest.length > 0 && !(r.digest && r.digest.equals(el.digest))) {
             return [refuse(el, mismatch, `batch mismatch: the sender's batch digest differs from the digest of the ${r.records} records that arrived`)];

@@ -143,7 +143,9 @@ export function parsePipeline(text: string, file: string, opts: LoadOptions): Lo
     }
   }
   const env = opts.env ?? process.env;
-  const lookup: VarLookup = (n) => opts.overrides?.[n] ?? env[n] ?? fileSettings.get(n);
+  // The reference's container variables stand in for the role variables they name (docs/deploy.md).
+  const containerAlias = (n: string): string | undefined => (n === 'NODE_NAME' ? env.PLATFORM_NODE_NAME : n === 'DMS_URL' ? env.PLATFORM_DMS_URL : undefined);
+  const lookup: VarLookup = (n) => opts.overrides?.[n] ?? env[n] ?? containerAlias(n) ?? fileSettings.get(n);
   const baseDir = opts.baseDir ?? path.dirname(path.resolve(file));
 
   // Services first: a stage's `uses:` is checked against them.

@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 for c in kafka s3; do bash "scripts/$c.sh" install || echo "test.sh: scripts/$c.sh install failed; its ingester tests will be SKIPPED" >&2; done
 # Clients from outside the project for the SQL doors' tests (ADBC's Flight SQL driver, psycopg 3, pgjdbc).
 for c in flightsql-client pg-clients; do bash "scripts/$c.sh" install || echo "test.sh: scripts/$c.sh install failed; the SQL client tests that need it will fail" >&2; done
+# Headless Chromium from Debian's packages for the WebUX browser test (it skips loudly without one).
+bash scripts/chromium.sh install || echo "test.sh: scripts/chromium.sh install failed; the WebUX browser test will be SKIPPED" >&2
 
 FILE_LIMIT_S=${HD_TEST_FILE_LIMIT_S:-600}
 strip() { sed -E 's/\x1b\[[0-9;]*m//g'; }

@@ -15,8 +15,10 @@ import { packageRoot } from './packageRoot';
 export interface DemoDataset {
   readonly id: string;
   readonly schemaJson: string;
-  /** Records it holds. */
+  /** Records it holds (for chess, computing it plays the games: seconds of CPU). */
   readonly rows: number;
+  /** Records it holds when known without generating anything (the ready message shows it). */
+  readonly plannedRows: number | undefined;
   /** NDJSON blocks, timestamps ascending, the last one no later than `endTime`. */
   blocks(endTime: number): Iterable<string>;
 }
@@ -35,6 +37,7 @@ export function flowsDataset(rows: number, spanSec = 24 * 3600): DemoDataset {
     id: 'flows',
     schemaJson: schemaText('flows'),
     rows,
+    plannedRows: rows,
     *blocks(endTime: number) {
       const rand = mulberry32(42);
       const start = endTime - spanSec;
@@ -110,6 +113,7 @@ export function chessDataset(games: number, copies: number, spanSec = 24 * 3600)
   return {
     id: 'chess',
     schemaJson: schemaText('chess'),
+    plannedRows: undefined,
     get rows() {
       return rowsPerCopy() * copies;
     },

@@ -24,12 +24,22 @@ export interface IngestNdjsonOptions {
   readonly progress?: Progress;
   /** Told about each line the parser refused (the first few are worth showing). */
   onRejected?(line: number, reason: string): void;
+  /**
+   * Start times (unix seconds) of windows whose batches landed on an earlier run: their records
+   * are counted but not sent (resuming an interrupted ingest of the same data).
+   */
+  readonly skip?: ReadonlySet<number>;
+  /** Awaited after the SCC acknowledged the end of each batch sent (not for skipped ones). */
+  onLanded?(windowStart: number): void | Promise<void>;
+  /** Stops the ingest between blocks and batches (it then rejects with the signal's reason). */
+  readonly signal?: AbortSignal;
 }
 
 /**
  * Parses each NDJSON block natively, splits the records into time windows of the schema's
  * interval, streams each window's records under its time batch id and ends a window once the data
- * has moved `lagSec` past it. Throws when the SCC refuses a send or an end-of-batch.
+ * has moved `lagSec` past it. Windows in `skip` are counted and not sent. Throws when the SCC
+ * refuses a send or an end-of-batch, or when `signal` aborts.
  */
 export async function ingestNdjson(blocks: Iterable<string> | AsyncIterable<string>, opts: IngestNdjsonOptions): Promise<IngestSummary> {
   const codec = new RecordCodec(opts.schemaJson);
@@ -40,7 +50,9 @@ export async function ingestNdjson(blocks: Iterable<string> | AsyncIterable<stri
   const client = new PlatformIngestClient();
   client.loadDatasetSchema(schema);
   client.setSccTargets([opts.scc]);
-  const open = new Map<number, ReturnType<typeof client.generateBatchIdTime>>();
+  // A window in `skip` is open without a batch id: its records are counted, nothing is sent.
+  const open = new Map<number, ReturnType<typeof client.generateBatchIdTime> | undefined>();
+  const skip = opts.skip ?? new Set<number>();
   let records = 0;
   let batches = 0;
   let rejected = 0;
@@ -49,14 +61,18 @@ export async function ingestNdjson(blocks: Iterable<string> | AsyncIterable<stri
     if (!ok) throw new Error(`${what} for dataset ${schema.id}: ${client.lastError?.message ?? 'refused'}`);
   };
   const close = async (start: number): Promise<void> => {
+    if (!open.has(start)) return;
     const id = open.get(start);
-    if (!id) return;
     open.delete(start);
-    check(await client.sendEob(id), `end of batch ${new Date(start * 1000).toISOString()}`);
     batches++;
+    if (!id) return;
+    opts.signal?.throwIfAborted();
+    check(await client.sendEob(id), `end of batch ${new Date(start * 1000).toISOString()}`);
+    await opts.onLanded?.(start);
   };
   try {
     for await (const text of blocks) {
+      opts.signal?.throwIfAborted();
       const bytes = Buffer.from(text);
       const parsed = await codec.parseNdjson(bytes, line);
       line += parsed.lines;
@@ -67,12 +83,9 @@ export async function ingestNdjson(blocks: Iterable<string> | AsyncIterable<stri
       }
       let newest = -Infinity;
       for (const w of codec.timeWindows(parsed.records, interval)) {
-        let id = open.get(w.start);
-        if (!id) {
-          id = client.generateBatchIdTime(w.start, w.start + interval, interval);
-          open.set(w.start, id);
-        }
-        check(await client.streamInsert(id, w.records), 'records');
+        if (!open.has(w.start)) open.set(w.start, skip.has(w.start) ? undefined : client.generateBatchIdTime(w.start, w.start + interval, interval));
+        const id = open.get(w.start);
+        if (id) check(await client.streamInsert(id, w.records), 'records');
         newest = Math.max(newest, w.start);
         records += w.count;
         opts.progress?.addRecords(w.count);

@@ -1,20 +1,27 @@
 /**
  * `hd up`, `hd status`, `hd down`: the whole platform on one machine, its state file and its
  * health. The command wiring is in bin/upCommands.ts.
+ *
+ * `hd up` starts the nodes (each in its own process group: up/supervisor.ts), prints where to
+ * connect as soon as they answer, then loads the demo data in the background (up/demoLoad.ts),
+ * resuming what an interrupted start left. Ctrl-C or SIGTERM stops the load and the nodes, the
+ * last started first. Any fatal error ends it with one line and the log to read (up/upError.ts).
  */
-import { createReadStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Progress, type ProgressStream } from '../lib/progress';
-import { checkReachable } from '../lib/reachability';
-import { chessDataset, flowsDataset, type DemoDataset } from './demoData';
-import { ingestNdjson, type IngestSummary } from './demoIngest';
+import type { ProgressStream } from '../lib/progress';
 import { DmsAdmin, declarePlatform, ensurePolicy, platformKeyBits, registerSqlServer } from './controlPlane';
+import { DataLoad } from './demoLoad';
 import { ensureIngressSecret } from './ingressSecret';
 import { platformLayout, type PlatformLayout } from './layout';
+import { DATA_DIR_ENV, forgetPids, recordPids, stopLeftovers } from './leftovers';
+import { waitReady } from './nodeReady';
 import { hdCommand, packageRoot } from './packageRoot';
+import { portInUse } from './portsFree';
 import { readyMessage } from './readyMessage';
 import { ensureSqlPassword } from './sqlPassword';
 import { Supervisor, type NodeSpec } from './supervisor';
+import { fatalLine, UpError } from './upError';
 
 /** Options of {@link runUp}. */
 export interface UpOptions {
@@ -26,9 +33,9 @@ export interface UpOptions {
   readonly ingest?: { readonly file: string; readonly schema: string };
   readonly out: { write(s: string): unknown };
   readonly err: ProgressStream;
-  /** Resolves when the platform should stop (Ctrl-C, SIGTERM); default: those signals. */
+  /** Resolves when the platform should stop; default: Ctrl-C (SIGINT) or SIGTERM. */
   readonly until?: Promise<unknown>;
-  /** Called once everything is up and demo data is in (tests). */
+  /** Called once every node answers (the data may still be loading). */
   onReady?(state: UpState): void;
 }
 
@@ -54,7 +61,8 @@ const STATE = 'up.json';
  * certificate hd up has it issue) or `scc` (direct SCC mode over the schema directory).
  */
 const SQL_UPSTREAM: 'proxy' | 'scc' = 'proxy';
-const DEMO = 'demo.json';
+/** How long a node may take to come up. */
+const READY_MS = 60_000;
 
 /** Reads `<dataDir>/up.json`, or undefined when no platform was started there. */
 export function readUpState(dataDir: string): UpState | undefined {
@@ -73,49 +81,40 @@ export function alive(pid: number): boolean {
   }
 }
 
-/** The last lines of a node's log, for an error message. */
-function logTail(file: string, lines = 8): string {
-  try {
-    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).map((l) => `    ${l}`).join('\n');
-  } catch {
-    return '    (no log)';
-  }
+/** `<dataDir>/logs/up.log`: hd up's own messages, and the details of a fatal error. */
+export function upLogFile(dataDir: string): string {
+  return path.join(dataDir, 'logs', 'up.log');
 }
 
-/** Whether the node's /health answers ok or degraded (its listeners are open once it does). */
-async function healthAnswers(url: string): Promise<boolean> {
-  try {
-    const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
-    const status = ((await r.json()) as { status?: string }).status;
-    return status === 'ok' || status === 'degraded';
-  } catch {
-    return false;
-  }
+/** Resolves on the first SIGINT or SIGTERM; later ones only say it is stopping already. */
+function stopSignals(err: ProgressStream): { readonly signalled: Promise<unknown>; dispose(): void } {
+  let count = 0;
+  let resolve!: (v: unknown) => void;
+  const signalled = new Promise((r) => (resolve = r));
+  const on = (sig: NodeJS.Signals): void => {
+    if (count++ === 0) resolve(sig);
+    else err.write(`hd up: ${sig}: already stopping the nodes (each gets up to 10 s)\n`);
+  };
+  process.on('SIGINT', on);
+  process.on('SIGTERM', on);
+  return {
+    signalled,
+    dispose() {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+    },
+  };
 }
 
-async function waitReady(n: NodeSpec, sup: Supervisor, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (sup.exits(n.name) >= 3) throw new Error(`${n.name} keeps exiting while it starts; the end of ${sup.logFile(n.name)}:\n${logTail(sup.logFile(n.name))}`);
-    // A Storage Node's ports take only the SCC's certificate: a bare probe there would show up in its
-    // refused-handshake count, so it is asked over its /health instead.
-    const ok = n.role === 'storage-node' ? await healthAnswers(n.healthUrl) : (await checkReachable(n.host, n.readyPort)) === undefined;
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`${n.name} did not open ${n.host}:${n.readyPort} within ${timeoutMs / 1000} s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-function demoDatasets(demo: UpOptions['demo']): DemoDataset[] {
-  if (demo === 'none') return [];
-  if (demo === 'small') return [flowsDataset(20_000, 3600), chessDataset(10, 2, 3600)];
-  return [flowsDataset(2_000_000), chessDataset(150, 20)];
-}
-
-/** Starts the platform, ingests demo data on the first start, and runs until `until` resolves. */
+/** Starts the platform, loads the data in the background, and runs until `until` resolves or a fatal error. */
 export async function runUp(opts: UpOptions): Promise<number> {
   const dataDir = path.resolve(opts.dataDir);
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(path.join(dataDir, 'logs'), { recursive: true });
+  const upLog = upLogFile(dataDir);
+  const say = (line: string): void => {
+    opts.err.write(`${line}\n`);
+    appendFileSync(upLog, `${new Date().toISOString()} ${line}\n`);
+  };
   const previous = readUpState(dataDir);
   if (previous && previous.pid !== process.pid && alive(previous.pid)) {
     opts.err.write(`hd up: a platform is already running from ${dataDir} (pid ${previous.pid}); 'hd status' shows it, 'hd down' stops it\n`);
@@ -128,31 +127,70 @@ export async function runUp(opts: UpOptions): Promise<number> {
     opts.err.write(`hd up: ${(err as Error).message}\n`);
     return 2;
   }
-  const layout = platformLayout({ dataDir, sqlUpstream: SQL_UPSTREAM, ...(opts.net ? { net: opts.net } : {}), ...(opts.ingest ? { schemaFiles: [opts.ingest.schema] } : {}) });
-  // hd_sql's doors ask for a password, made on the first start (up/sqlPassword.ts).
-  ensureSqlPassword(dataDir);
-  // Set once the DMS is up; the Proxy and hd_sql get fresh credentials from it before every start.
-  let admin: DmsAdmin | undefined;
-  const dms = (): DmsAdmin => {
-    if (!admin) throw new Error('the DMS is not up yet');
-    return admin;
-  };
-  const nodes: NodeSpec[] = layout.nodes.map((n) => {
-    // Bootstrap tokens are single-use: each start of the Proxy (a crash restart too) gets a new one.
-    // Its ingress secret is made once per data directory (up/ingressSecret.ts).
-    if (n.role === 'proxy') return { ...n, prepare: async () => (ensureIngressSecret(dataDir), { PLATFORM_BOOTSTRAP_TOKEN: await dms().bootstrapToken(layout.proxy.nodeName) }) };
-    // The SCC and the Storage Nodes keep the certificate they got (a restart presents it); the token
-    // is for a first start, or a state directory that was wiped.
-    if (n.role === 'scc') return { ...n, prepare: async () => ({ PLATFORM_BOOTSTRAP_TOKEN: await dms().bootstrapToken(layout.sccName) }) };
-    if (n.role === 'storage-node') return { ...n, prepare: async () => ({ PLATFORM_BOOTSTRAP_TOKEN: await dms().bootstrapToken(n.name) }) };
-    if (n.role === 'sql' && layout.sqlUpstream === 'proxy') return { ...n, prepare: async () => (await registerSqlServer(dms(), dataDir, keyBits), {}) };
-    return n;
-  });
-  const root = packageRoot();
-  const sup = new Supervisor(hdCommand(root), root, path.join(dataDir, 'logs'), (e) => {
-    if (e.kind === 'crashed') opts.err.write(`hd up: ${e.node} exited (${e.code}); restarting in ${e.restartInMs} ms — log: ${sup.logFile(e.node)}\n`);
-  });
-  const state: UpState = {
+  const signals = opts.until ? undefined : stopSignals(opts.err);
+  const stop = new AbortController();
+  void (opts.until ?? signals?.signalled)?.then(() => stop.abort(new Error('stopped')));
+  let sup: Supervisor | undefined;
+  let load: Promise<unknown> | undefined;
+  try {
+    // An earlier hd up that was killed leaves its nodes running (their own process groups).
+    const left = await stopLeftovers(dataDir);
+    if (left.length > 0) say(`hd up: stopped ${left.join(', ')}, left running by an earlier 'hd up' of ${dataDir}`);
+    const layout = platformLayout({ dataDir, sqlUpstream: SQL_UPSTREAM, ...(opts.net ? { net: opts.net } : {}), ...(opts.ingest ? { schemaFiles: [opts.ingest.schema] } : {}) });
+    const taken = await portInUse(layout.nodes);
+    if (taken) throw new Error(taken);
+    // hd_sql's doors ask for a password, made on the first start (up/sqlPassword.ts).
+    ensureSqlPassword(dataDir);
+    const data = new DataLoad({ dataDir, demo: opts.demo, ...(opts.ingest ? { ingest: opts.ingest } : {}) });
+    const started = new Supervisor(hdCommand(packageRoot()), packageRoot(), path.join(dataDir, 'logs'), (e) => {
+      if (e.kind === 'crashed') say(`hd up: ${e.node} exited (${e.code}); restarting in ${e.restartInMs} ms — log: ${started.logFile(e.node)}`);
+      if (e.kind === 'started') recordPids(dataDir, started.pids());
+    });
+    sup = started;
+    const state = stateOf(dataDir, layout, started);
+    writeFileSync(path.join(dataDir, STATE), `${JSON.stringify(state, null, 2)}\n`);
+    say(`hd up: starting ${layout.nodes.length} nodes (data in ${dataDir}, logs in ${path.join(dataDir, 'logs')})`);
+    const policy = await startNodes(layout, started, dataDir, keyBits, say, stop.signal);
+    const loading = data.pending();
+    const sdkDataset = sdkDatasetOf(data, opts, layout);
+    opts.out.write(readyMessage(state, { loaded: data.done, loading }, policy, sdkDataset && { packageDir: packageRoot(), ...sdkDataset }));
+    opts.onReady?.(state);
+    if (data.resuming()) say('hd up: an earlier start was interrupted while loading the demo; resuming it');
+    else if (loading.length === 0 && data.done.length > 0) say(`hd up: data from an earlier start found in ${dataDir}; not ingesting again`);
+    load = data.run({ scc: { host: layout.scc.host, port: layout.scc.port }, log: say, progressStream: opts.err, signal: stop.signal }).then(
+      (all) => {
+        if (loading.length > 0) say(`hd up: data loaded: ${all.map((s) => `${s.dataset} ${s.records.toLocaleString('en-US')} records in ${s.batches} batches`).join(', ')}`);
+      },
+      (err: unknown) => {
+        throw new UpError(`loading the data failed: ${err instanceof Error ? err.message : String(err)}; what landed stays, and the next 'hd up' resumes the demo`, upLog);
+      },
+    );
+    // Runs until stopped; a load that fails is fatal (the next start resumes it).
+    await Promise.race([new Promise((resolve) => stop.signal.addEventListener('abort', resolve, { once: true })), load]);
+    await new Promise((resolve) => (stop.signal.aborted ? resolve(undefined) : stop.signal.addEventListener('abort', resolve, { once: true })));
+    say('hd up: stopping...');
+    return 0;
+  } catch (err) {
+    if (stop.signal.aborted) {
+      say('hd up: stopping...');
+      return 0;
+    }
+    appendFileSync(upLog, `${new Date().toISOString()} fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    opts.err.write(fatalLine(err, upLog));
+    return 1;
+  } finally {
+    stop.abort(new Error('stopped'));
+    signals?.dispose();
+    await load?.catch(() => undefined);
+    await sup?.stopAll();
+    forgetPids(dataDir);
+    rmSync(path.join(dataDir, STATE), { force: true });
+  }
+}
+
+/** The state file's content. */
+function stateOf(dataDir: string, layout: PlatformLayout, sup: Supervisor): UpState {
+  return {
     pid: process.pid,
     startedAt: new Date().toISOString(),
     dataDir,
@@ -163,84 +201,67 @@ export async function runUp(opts: UpOptions): Promise<number> {
     proxy: { url: layout.proxy.url },
     sqlUpstream: layout.sqlUpstream,
   };
-  writeFileSync(path.join(dataDir, STATE), `${JSON.stringify(state, null, 2)}\n`);
-  const until = opts.until ?? new Promise((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-  try {
-    opts.err.write(`hd up: starting ${layout.nodes.length} nodes (data in ${dataDir}, logs in ${path.join(dataDir, 'logs')})\n`);
-    const ready = (role: string): Promise<unknown> => Promise.all(nodes.filter((x) => x.role === role).map((x) => waitReady(x, sup, 60_000)));
-    const startRole = (role: string): void => nodes.filter((x) => x.role === role).forEach((x) => sup.start(x));
-    // The DMS first (its CA and the administrator credential are made on its first start), then
-    // what every node needs from it: the topology, the schemas and a policy. The Storage Nodes and
-    // the SCC register (their links are mutual TLS), then the Proxy and hd_sql.
-    startRole('dms');
-    await ready('dms');
-    admin = DmsAdmin.open(layout);
-    const declared = await declarePlatform(admin, layout);
-    const policy = await ensurePolicy(admin);
-    opts.err.write(`hd up: DMS ready: cluster c1 with ${layout.storageNodes.length} Storage Nodes, datasets ${declared.datasets.join(', ')}; policy version ${policy.version}${policy.installed ? ' (the default: allow everything)' : ''}\n`);
-    startRole('storage-node');
-    await ready('storage-node');
-    startRole('scc');
-    await ready('scc');
-    startRole('proxy');
-    startRole('sql');
-    for (const n of nodes) await waitReady(n, sup, 60_000);
-    const summaries = await ingestOnFirstStart(dataDir, layout, opts);
-    opts.out.write(readyMessage(state, summaries, policy));
-    opts.onReady?.(state);
-    await until;
-    opts.err.write('hd up: stopping...\n');
-    return 0;
-  } catch (err) {
-    opts.err.write(`hd up: ${err instanceof Error ? err.message : String(err)}\nNode logs: ${path.join(dataDir, 'logs')}\n`);
-    return 1;
-  } finally {
-    await sup.stopAll();
-    rmSync(path.join(dataDir, STATE), { force: true });
-  }
 }
 
-async function ingestOnFirstStart(dataDir: string, layout: PlatformLayout, opts: UpOptions): Promise<IngestSummary[]> {
-  const marker = path.join(dataDir, DEMO);
-  const done: IngestSummary[] = existsSync(marker) ? (JSON.parse(readFileSync(marker, 'utf8')) as IngestSummary[]) : [];
-  const scc = { host: layout.scc.host, port: layout.scc.port };
-  const endTime = Math.floor(Date.now() / 1000);
-  const work: { name: string; schemaJson: string; blocks: Iterable<string> | AsyncIterable<string>; lagSec: number }[] = [];
-  for (const d of demoDatasets(opts.demo)) {
-    if (!done.some((s) => s.dataset === d.id)) work.push({ name: d.id, schemaJson: d.schemaJson, blocks: d.blocks(endTime), lagSec: d.id === 'chess' ? 600 : 0 });
-  }
+/** The dataset the ready message's SDK example queries: the demo's flows, else the --ingest one. */
+function sdkDatasetOf(data: DataLoad, opts: UpOptions, layout: PlatformLayout): { dataset: string; schemaFile: string } | undefined {
+  const names = [...data.done.map((s) => s.dataset), ...data.pending().filter((l) => l.demo).map((l) => l.name)];
+  if (names.includes('flows')) return { dataset: 'flows', schemaFile: path.join(layout.schemaDir, 'flows.json') };
   if (opts.ingest) {
-    const { file, schema } = opts.ingest;
-    work.push({ name: path.basename(file), schemaJson: readFileSync(schema, 'utf8'), blocks: createReadStream(file, { encoding: 'utf8', highWaterMark: 4 << 20 }), lagSec: 3600 });
+    const id = (JSON.parse(readFileSync(opts.ingest.schema, 'utf8')) as { id?: string }).id;
+    if (id) return { dataset: id, schemaFile: path.join(layout.schemaDir, `${id}.json`) };
   }
-  if (work.length === 0) {
-    if (done.length > 0) opts.err.write(`hd up: data from an earlier start found in ${dataDir}; not ingesting again\n`);
-    return done;
-  }
-  for (const w of work) {
-    const progress = new Progress({ stream: opts.err, label: `ingest ${w.name}` });
-    progress.start();
-    let shown = 0;
-    try {
-      const s = await ingestNdjson(w.blocks, {
-        scc,
-        schemaJson: w.schemaJson,
-        lagSec: w.lagSec,
-        progress,
-        onRejected: (line, reason) => {
-          if (shown++ < 5) opts.err.write(`hd up: ${w.name} line ${line}: ${reason}\n`);
-        },
-      });
-      done.push(s);
-    } finally {
-      progress.stop();
-    }
-    writeFileSync(marker, `${JSON.stringify(done, null, 2)}\n`);
-  }
-  return done;
+  return undefined;
+}
+
+/**
+ * Starts the nodes in order and resolves with the DMS's policy once every one answers: the DMS
+ * first (its CA and the administrator credential are made on its first start), then what every
+ * node needs from it (the topology, the schemas, a policy); the Storage Nodes and the SCC register
+ * (their links are mutual TLS), then the Proxy and hd_sql.
+ */
+async function startNodes(layout: PlatformLayout, sup: Supervisor, dataDir: string, keyBits: number, say: (line: string) => void, signal: AbortSignal): Promise<{ version: number; installed: boolean }> {
+  // Set once the DMS is up; the Proxy and hd_sql get fresh credentials from it before every start.
+  let admin: DmsAdmin | undefined;
+  const dms = (): DmsAdmin => {
+    if (!admin) throw new Error('the DMS is not up yet');
+    return admin;
+  };
+  const nodes: NodeSpec[] = layout.nodes.map((plain) => {
+    // The data directory in every node's environment marks it as ours (up/leftovers.ts).
+    const n = { ...plain, env: { ...plain.env, [DATA_DIR_ENV]: dataDir } };
+    // Bootstrap tokens are single-use: each start of the Proxy (a crash restart too) gets a new one.
+    // Its ingress secret is made once per data directory (up/ingressSecret.ts).
+    if (n.role === 'proxy') return { ...n, prepare: async () => (ensureIngressSecret(dataDir), { PLATFORM_BOOTSTRAP_TOKEN: await dms().bootstrapToken(layout.proxy.nodeName) }) };
+    // The SCC and the Storage Nodes keep the certificate they got (a restart presents it); the token
+    // is for a first start, or a state directory that was wiped.
+    if (n.role === 'scc') return { ...n, prepare: async () => ({ PLATFORM_BOOTSTRAP_TOKEN: await dms().bootstrapToken(layout.sccName) }) };
+    if (n.role === 'storage-node') return { ...n, prepare: async () => ({ PLATFORM_BOOTSTRAP_TOKEN: await dms().bootstrapToken(n.name) }) };
+    if (n.role === 'sql' && layout.sqlUpstream === 'proxy') return { ...n, prepare: async () => (await registerSqlServer(dms(), dataDir, keyBits), {}) };
+    return n;
+  });
+  const ready = (role: string): Promise<unknown> => Promise.all(nodes.filter((x) => x.role === role).map((x) => waitReady(x, sup, READY_MS, signal)));
+  const startRole = (role: string): void => nodes.filter((x) => x.role === role).forEach((x) => sup.start(x));
+  const step = async <T>(p: Promise<T>): Promise<T> => {
+    signal.throwIfAborted();
+    const v = await p;
+    signal.throwIfAborted();
+    return v;
+  };
+  startRole('dms');
+  await ready('dms');
+  admin = DmsAdmin.open(layout);
+  const declared = await step(declarePlatform(admin, layout));
+  const policy = await step(ensurePolicy(admin));
+  say(`hd up: DMS ready: cluster c1 with ${layout.storageNodes.length} Storage Nodes, datasets ${declared.datasets.join(', ')}; policy version ${policy.version}${policy.installed ? ' (the default: allow everything)' : ''}`);
+  startRole('storage-node');
+  await ready('storage-node');
+  startRole('scc');
+  await ready('scc');
+  startRole('proxy');
+  startRole('sql');
+  for (const n of nodes) await waitReady(n, sup, READY_MS, signal);
+  return policy;
 }
 
 /** One row of `hd status`. */

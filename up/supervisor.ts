@@ -1,6 +1,11 @@
 /**
  * Runs the nodes of `hd up` as child processes: logs to files, restarts a node that crashes (with
- * backoff), stops them all cleanly (SIGTERM, then SIGKILL after a grace period).
+ * backoff), stops them all cleanly (SIGTERM, then SIGKILL after a grace period), last started
+ * first.
+ *
+ * Each node runs in its own process group (and session): a Ctrl-C at the terminal reaches `hd up`
+ * only, which then stops the nodes in order, instead of every node at once (which the supervisor
+ * would take for crashes). Signals go to the whole group, so whatever a node started goes too.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
@@ -31,6 +36,16 @@ export type SupervisorEvent =
   | { readonly kind: 'started'; readonly node: string; readonly pid: number }
   | { readonly kind: 'crashed'; readonly node: string; readonly code: number | string; readonly restartInMs: number }
   | { readonly kind: 'stopped'; readonly node: string };
+
+/** Sends `signal` to the process group of `pid` (the node and whatever it started); false when it is gone. */
+export function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 interface Running {
   readonly spec: NodeSpec;
@@ -77,32 +92,43 @@ export class Supervisor {
     return path.join(this.logDir, `${name}.log`);
   }
 
-  /** Starts a node (and restarts it whenever it exits until stopAll). */
+  /** Starts a node (and restarts it whenever it exits until stopAll); does nothing once stopAll was called. */
   start(spec: NodeSpec): void {
+    if (this.stopping) return;
     if (this.nodes.has(spec.name)) throw new Error(`node ${spec.name} is already supervised`);
     const r: Running = { spec, proc: undefined, restarts: 0, exits: 0, timer: undefined, log: createWriteStream(this.logFile(spec.name), { flags: 'a' }) };
     this.nodes.set(spec.name, r);
     this.launch(r);
   }
 
-  /** SIGTERM to every node, SIGKILL to those still running after `graceMs`; resolves once all exited. */
+  /**
+   * Stops every node, the last started first (nodes of the same role side by side): SIGTERM to its
+   * process group, SIGKILL after `graceMs`; resolves once all exited. Nothing restarts after it.
+   */
   async stopAll(graceMs = 10_000): Promise<void> {
     this.stopping = true;
-    await Promise.all(
-      [...this.nodes.values()].map(async (r) => {
-        if (r.timer) clearTimeout(r.timer);
-        const p = r.proc;
-        if (p && p.exitCode === null && p.signalCode === null) {
-          const exited = new Promise<void>((resolve) => p.once('exit', () => resolve()));
-          p.kill('SIGTERM');
-          const t = setTimeout(() => p.kill('SIGKILL'), graceMs);
-          await exited;
-          clearTimeout(t);
-        }
-        this.onEvent({ kind: 'stopped', node: r.spec.name });
-        await new Promise<void>((resolve) => r.log.end(resolve));
-      }),
-    );
+    const order = [...this.nodes.values()].reverse();
+    for (let i = 0; i < order.length; ) {
+      const role = order[i]?.spec.role;
+      const tier: Running[] = [];
+      while (i < order.length && order[i]?.spec.role === role) tier.push(order[i++] as Running);
+      await Promise.all(tier.map((r) => this.stopOne(r, graceMs)));
+    }
+  }
+
+  private async stopOne(r: Running, graceMs: number): Promise<void> {
+    if (r.timer) clearTimeout(r.timer);
+    const p = r.proc;
+    if (p?.pid !== undefined && p.exitCode === null && p.signalCode === null) {
+      const pid = p.pid;
+      const exited = new Promise<void>((resolve) => p.once('exit', () => resolve()));
+      signalGroup(pid, 'SIGTERM');
+      const t = setTimeout(() => signalGroup(pid, 'SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(t);
+    }
+    this.onEvent({ kind: 'stopped', node: r.spec.name });
+    await new Promise<void>((resolve) => r.log.end(resolve));
   }
 
   private launch(r: Running): void {
@@ -122,7 +148,8 @@ export class Supervisor {
 
   private spawn(r: Running, extra: Readonly<Record<string, string>>): void {
     const [cmd, ...lead] = this.hdCommand;
-    const proc = spawn(cmd as string, [...lead, ...r.spec.args], { cwd: this.cwd, env: { ...process.env, ...r.spec.env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // detached: a process group (and session) of its own, so the terminal's Ctrl-C does not reach it.
+    const proc = spawn(cmd as string, [...lead, ...r.spec.args], { cwd: this.cwd, env: { ...process.env, ...r.spec.env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     r.proc = proc;
     // The pid in the log: how an operator (or a test) finds the process of a node.
     r.log.write(`--- ${new Date().toISOString()} start: hd ${r.spec.args.join(' ')} (pid ${proc.pid ?? '?'})\n`);

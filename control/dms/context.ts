@@ -32,6 +32,9 @@ export interface DmsContext {
   log(message: string): void;
 }
 
+/** Set by the WebUX (control/dms/webux/webuxServer.ts) on requests of a signed-in administrator session. */
+export const SESSION_PEER: unique symbol = Symbol('hd.dms.sessionPeer');
+
 /** A caller authenticated by a client certificate from our CA. */
 export interface Peer {
   readonly name: string;
@@ -45,6 +48,8 @@ export interface Peer {
  * certificate is an error (the TLS layer does not know the DMS's latest revocations).
  */
 export function peerOf(req: FastifyRequest, ctx: DmsContext): Peer | undefined {
+  const session = (req as unknown as { [SESSION_PEER]?: Peer })[SESSION_PEER];
+  if (session) return session;
   const socket = req.raw.socket as TLSSocket;
   if (typeof socket.getPeerCertificate !== 'function' || !socket.authorized) return undefined;
   const c = socket.getPeerCertificate();

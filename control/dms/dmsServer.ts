@@ -22,6 +22,7 @@ import { HealthWatch } from './healthWatch';
 import { PolicyPusher } from './policyPush';
 import { registerPolicyRoutes } from './policyRoutes';
 import { checkDmsSettings, type DmsSettings } from './settings';
+import { WebUx, type WebuxOptions } from './webux/webuxServer';
 import { checkState, initialState, NODE_STATES, type DmsState } from './state';
 import { generateRsaKey } from '../../net/pki/x509';
 
@@ -54,6 +55,8 @@ export class DmsServer {
     private readonly obs: Observability | undefined,
     private readonly ctx: DmsContext,
     private identity: DmsIdentity,
+    /** The WebUX (docs/webux.md): its routes are on the control plane, its pages on its own port. */
+    readonly webux: WebUx,
   ) {}
 
   /** The CA certificate (the bundle nodes are given as PLATFORM_CA_CERT_PEM). */
@@ -71,8 +74,8 @@ export class DmsServer {
     return this.ctx.store.get();
   }
 
-  /** Opens the store and the CA (creating them on first start), then serves. */
-  static async start(settings: DmsSettings, log: (message: string) => void = (m) => console.error(`dms: ${m}`)): Promise<DmsServer> {
+  /** Opens the store and the CA (creating them on first start), then serves (the WebUX too when `webux.port` is set). */
+  static async start(settings: DmsSettings, log: (message: string) => void = (m) => console.error(`dms: ${m}`), webuxOptions: WebuxOptions = {}): Promise<DmsServer> {
     const problems = checkDmsSettings(settings);
     if (problems.length > 0) throw new Error(`invalid DMS settings:\n  ${problems.join('\n  ')}`);
     await mkdir(settings.dataDir, { recursive: true, mode: 0o700 });
@@ -138,6 +141,9 @@ export class DmsServer {
       obs.addHealthPart('store', () => ({ file: store.file, nodes: Object.keys(store.get().nodes).length, datasets: Object.keys(store.get().datasets).length }));
       obs.addHealthPart('ca', () => ({ created: ca.created, crl_number: store.get().crl_number }));
     }
+    // The WebUX's routes first: its hook records every policy version published (docs/webux.md).
+    const webux = await WebUx.open(ctx, webuxOptions);
+    webux.registerControlPlane(app);
     registerNodeRoutes(app, ctx, observe);
     registerAdminRoutes(app, ctx);
     registerPolicyRoutes(app, ctx);
@@ -148,7 +154,8 @@ export class DmsServer {
     const obsAddress = obs ? await obs.listen() : undefined;
     obs?.setStatus('ok');
     log(`DMS-Core listening on https://${address.host}:${address.port} (instance ${store.get().instance.id})`);
-    const server = new DmsServer(settings, address, obsAddress, admin, app, obs, ctx, identity);
+    await webux.listen(identity);
+    const server = new DmsServer(settings, address, obsAddress, admin, app, obs, ctx, identity, webux);
     server.scheduleRenewal();
     pusher = new PolicyPusher(ctx, () => server.identity, observePush);
     server.pusher = pusher;
@@ -168,6 +175,7 @@ export class DmsServer {
         (id) => {
           this.identity = id;
           (this.app.server as unknown as HttpsServer).setSecureContext({ key: id.keyPem, cert: id.certPem, ca: [id.caPem] });
+          this.webux.setTls(id);
           this.scheduleRenewal();
         },
         (err: unknown) => {
@@ -186,6 +194,7 @@ export class DmsServer {
     this.pusher?.stop();
     this.healthWatch?.stop();
     await this.app.close();
+    await this.webux.close();
     await this.obs?.close();
   }
 }

@@ -1,12 +1,13 @@
 /**
  * DMS-Core routes for nodes: registration and renewal, the CA bundle and revocation list (public),
- * and, for any caller holding a certificate from DMS-CA, the topology, the dataset schemas and the
- * node's own health reports.
+ * and, for any caller holding a certificate from DMS-CA, the topology, the dataset schemas, the
+ * node's own configuration and its health reports.
  */
 import type { FastifyInstance } from 'fastify';
 import { asObject, NAME_PATTERN, onlyKeys, reqString } from '../http/body';
 import { HttpError } from '../http/errors';
 import { ADMIN_ROLE, peerOf, requirePeer, type DmsContext } from './context';
+import { nodeConfig } from './nodeConfig';
 import { register, renew } from './registration';
 import type { NodeState } from './state';
 import { datasetsFor, topologyView } from './topology';
@@ -53,6 +54,20 @@ export function registerNodeRoutes(app: FastifyInstance, ctx: DmsContext, observ
     const d = Object.values(ctx.store.get().datasets).find((x) => x.id === id || x.schema.name === id);
     if (!d) throw new HttpError('unknown_dataset', `no dataset '${id}'`);
     return d.schema;
+  });
+
+  // A node's configuration, as its registration answer carried it (docs/control-plane.md, "Node
+  // configuration"): registered SCCs and Storage Nodes poll it every config_poll_ms.
+  app.get('/v1/nodes/:name/config', async (req) => {
+    const peer = requirePeer(req, ctx);
+    const name = (req.params as { name: string }).name;
+    if (!NAME_PATTERN.test(name)) throw new HttpError('invalid_request', `bad node name ${JSON.stringify(name)}`);
+    if (peer.name !== name && peer.role !== ADMIN_ROLE) throw new HttpError('forbidden', `'${peer.name}' may read only its own configuration`);
+    const s = ctx.store.get();
+    const node = s.nodes[name];
+    if (!node) throw new HttpError('unknown_node', `no node '${name}'`);
+    if (node.state === 'quarantined') throw new HttpError('forbidden', `node '${name}' is quarantined`);
+    return nodeConfig(s, node, undefined, ctx);
   });
 
   app.post('/v1/nodes/:name/health', async (req) => {

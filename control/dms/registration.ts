@@ -23,9 +23,8 @@ import type { IssuedCertificate, SubjectAltNames } from '../../net/pki/certifica
 import { checkCsr, CsrError, type CheckedCsr } from '../../net/pki/csr';
 import { BOOTSTRAP_TOKEN_PATTERN, hashToken } from './credentials';
 import { ADMIN_ROLE, type DmsContext, type Peer } from './context';
-import { NODE_ROLES, PRIVILEGED_ROLES, type DmsState, type NodeAddresses, type NodeRecord, type NodeRole } from './state';
-import type { SccAddress } from '../api';
-import { datasetsFor, primaryCluster, sccTargets } from './topology';
+import { NODE_ROLES, PRIVILEGED_ROLES, type NodeAddresses, type NodeRecord, type NodeRole } from './state';
+import { nodeConfig, type NodeConfig } from './nodeConfig';
 
 /** Which credential a registration used. */
 export type CredentialKind = 'certificate' | 'bootstrap_token' | 'k8s_token';
@@ -57,23 +56,12 @@ function certificateAnswer(ctx: DmsContext, issued: IssuedCertificate, now: Date
 }
 
 /** The body of a successful `POST /v1/register`. */
-export interface RegistrationResponse extends CertificateAnswer {
+export interface RegistrationResponse extends CertificateAnswer, NodeConfig {
   readonly success: true;
   readonly node_name: string;
   readonly role: NodeRole;
   readonly cluster: string | null;
   readonly credential: CredentialKind;
-  /** The schema of `dataset` when asked, else of the only dataset; empty when neither applies. */
-  readonly schema_json: string;
-  readonly datasets: Record<string, unknown>[];
-  readonly scc_targets: SccAddress[];
-  readonly record_size: number;
-  readonly devices: { name: string; address: string; type: string }[];
-  readonly hash_election: { algorithm: string; chain_block_size: number; record_size: number; computed_by: 'scc'; offload: string };
-  /** How often the node reports its health (`POST /v1/nodes/{name}/health`); DMS_HEALTH_INTERVAL_MS. */
-  readonly health_interval_ms: number;
-  /** Proxies only: the policy to enforce from the start. */
-  readonly policy?: { version: number; rego: string; data?: Record<string, unknown> };
 }
 
 const ADDRESS_KEYS = ['control', 'production', 'grpc', 'observability'] as const;
@@ -186,31 +174,6 @@ async function authenticate(body: JsonObject, peer: Peer | undefined, ctx: DmsCo
     return { kind: 'k8s_token', nodeName: id.podName, role: id.role };
   }
   throw new HttpError('unauthenticated', 'no credential: present a client certificate from DMS-CA, a bootstrap_token, or a k8s_token');
-}
-
-/** Builds the response parts that do not depend on the certificate. */
-function nodeConfig(s: Readonly<DmsState>, node: NodeRecord, dataset: string | undefined, ctx: DmsContext): Omit<RegistrationResponse, 'success' | 'node_name' | 'role' | 'credential' | keyof CertificateAnswer> {
-  const cluster = node.cluster ?? null;
-  const datasets = datasetsFor(s, node.role === 'scc' || node.role === 'storageNode' ? node.cluster : undefined);
-  let schema: Record<string, unknown> | undefined;
-  if (dataset !== undefined) {
-    schema = datasets.find((d) => d.id === dataset || d.name === dataset);
-    if (!schema) throw new HttpError('unknown_dataset', `dataset '${dataset}' is not known to the DMS (or not distributed to cluster ${cluster ?? '-'})`);
-  } else if (datasets.length === 1) schema = datasets[0];
-  const e = ctx.settings.hashElection;
-  const recordSize = typeof schema?.record_size === 'number' ? schema.record_size : e.recordSize;
-  const targets = node.role === 'storageNode' || node.role === 'scc' ? sccTargets(s, node.cluster) : sccTargets(s, primaryCluster(s));
-  return {
-    cluster,
-    schema_json: schema ? JSON.stringify(schema) : '',
-    datasets,
-    scc_targets: targets,
-    record_size: recordSize,
-    devices: node.devices ?? [],
-    hash_election: { algorithm: e.algorithm, chain_block_size: e.chainBlockSize, record_size: e.recordSize, computed_by: 'scc', offload: node.hash_offload_platform ?? 'cpu' },
-    health_interval_ms: ctx.settings.healthIntervalMs,
-    ...(node.role === 'proxy' && s.policy && { policy: { version: s.policy.version, rego: s.policy.rego, ...(s.policy.data && { data: s.policy.data }) } }),
-  };
 }
 
 /** Handles `POST /v1/register`. */

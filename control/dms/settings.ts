@@ -13,6 +13,8 @@ export const DEFAULT_TOKEN_TTL_S = 3600;
 export const MAX_TOKEN_TTL_S = 7 * 24 * 3600;
 /** Default period of node health reports: 10 s. */
 export const DEFAULT_HEALTH_INTERVAL_MS = 10_000;
+/** Default DMS_CONFIG_POLL_MS: how often a registered node re-reads its configuration. */
+export const DEFAULT_CONFIG_POLL_MS = 5000;
 
 /** The values the DMS elects for every node (they must be identical on all nodes). */
 export interface HashElectionSettings {
@@ -57,6 +59,8 @@ export interface DmsSettings {
   readonly healthIntervalMs: number;
   /** Missed reports after which a node is marked `down` (DMS_HEALTH_MISSED_REPORTS). */
   readonly healthMissedReports: number;
+  /** How often registered SCCs and Storage Nodes re-read their configuration (DMS_CONFIG_POLL_MS; handed out at registration). */
+  readonly configPollMs: number;
 }
 
 /** Checks cross-setting rules the per-setting parsers cannot; returns problems naming the settings. */
@@ -66,6 +70,7 @@ export function checkDmsSettings(s: DmsSettings): string[] {
   if (s.minKeyBits < 2048) out.push(`DMS_MIN_KEY_BITS must be at least 2048, got ${s.minKeyBits}`);
   if (s.caKeyBits < 2048) out.push(`DMS_CA_KEY_BITS must be at least 2048, got ${s.caKeyBits}`);
   if (s.healthIntervalMs < 100) out.push(`DMS_HEALTH_INTERVAL_MS must be at least 100 ms, got ${s.healthIntervalMs}`);
+  if (s.configPollMs < 100) out.push(`DMS_CONFIG_POLL_MS must be at least 100 ms, got ${s.configPollMs}`);
   if (s.healthMissedReports < 1) out.push(`DMS_HEALTH_MISSED_REPORTS must be at least 1, got ${s.healthMissedReports}`);
   if (s.serverNames.length === 0) out.push('DMS_SERVER_NAMES must name at least one host name or address');
   return out;
@@ -89,6 +94,7 @@ export function dmsSettings(dataDir: string, overrides: Partial<DmsSettings> = {
     policyRetryMs: 10_000,
     healthIntervalMs: DEFAULT_HEALTH_INTERVAL_MS,
     healthMissedReports: 3,
+    configPollMs: DEFAULT_CONFIG_POLL_MS,
     ...overrides,
   };
 }

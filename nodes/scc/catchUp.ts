@@ -27,6 +27,8 @@ export interface CatchUpContext {
   lag(r: Replica): void;
   /** State changes worth a log line. */
   event(message: string): void;
+  /** Whether the node reports cold-boot synchronisation (false when nobody can tell). */
+  syncing(r: Replica): Promise<boolean>;
 }
 
 /**
@@ -50,6 +52,18 @@ export async function catchUpReplica(ctx: CatchUpContext, r: Replica): Promise<v
     }
   } catch (err) {
     if (r.epoch === epoch) ctx.fail(r, `catch-up failed: ${(err as Error).message}`);
+    return;
+  }
+  if (r.epoch !== epoch) return;
+  // A node back from a restart may still be copying what it missed from its peers (cold-boot
+  // synchronisation): it stays out of queries and acknowledgements until it reports ready.
+  if (await ctx.syncing(r)) {
+    if (r.epoch !== epoch) return;
+    r.state = 'syncing';
+    r.reason = 'caught up from the log; the node reports cold-boot synchronisation: no queries, its acknowledgements do not count until it is ready';
+    r.since = Date.now();
+    r.backoff = ctx.minBackoffMs;
+    ctx.event(`replica ${r.target.name} is syncing (cold-boot synchronisation)`);
     return;
   }
   if (r.epoch !== epoch) return;

@@ -120,6 +120,11 @@ export class CatchUpLog {
     }
   }
 
+  /** Keys of every batch held now (open, or closed and waiting for a replica). */
+  keys(): string[] {
+    return [...this.batches.keys()];
+  }
+
   /** Batches `replica` still needs, oldest first. */
   waitingFor(replica: string): LoggedBatch[] {
     return [...this.batches.values()].filter((b) => b.waitingFor.has(replica));

@@ -1,11 +1,17 @@
 /**
- * The SCC's command port (COMMAND_PORT, 6986): the REST side of the Control Plane. Registration and
- * configuration come with the control plane issue; today it serves the one route the reference
- * fixes for an SCC: `POST /v1/query/stop`, retired, answering 410 Gone and naming the gRPC method
- * `CancelQuery` of the query dispatch service that replaced it.
+ * The SCC's command port (COMMAND_PORT, 6986): the REST side of the Control Plane. It serves the one
+ * route the reference fixes for an SCC: `POST /v1/query/stop`, retired, answering 410 Gone and
+ * naming the gRPC method `CancelQuery` of the query dispatch service that replaced it. Registered
+ * with the DMS, the port is HTTPS with mutual TLS like the rest of the Control Plane: a client
+ * without a certificate of the DMS-CA (unrevoked, unexpired) fails the handshake. Without a DMS it
+ * is plain HTTP.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { peerIdentity, serverTlsOptions } from '../../net/mtls';
+import type { NodeIdentity } from '../../net/nodeIdentity';
 
 /** The body of the 410 answer. */
 export const QUERY_STOP_GONE = {
@@ -18,13 +24,27 @@ export const QUERY_STOP_GONE = {
 export class CommandApi {
   private server: Server | undefined;
 
-  /** @param opts bind address and port (0: a free one) */
-  constructor(private readonly opts: { readonly host: string; readonly port: number }) {}
+  /** @param opts bind address and port (0: a free one); `tls`: the SCC's DMS identity (HTTPS, mutual TLS) */
+  constructor(private readonly opts: { readonly host: string; readonly port: number; readonly tls?: NodeIdentity }) {}
+
+  /** Whether the port is HTTPS with mutual TLS. */
+  get mutualTls(): boolean {
+    return this.opts.tls !== undefined;
+  }
 
   /** Starts serving; resolves with the bound address. */
   listen(): Promise<{ host: string; port: number }> {
     if (this.server) return Promise.reject(new Error('CommandApi.listen called twice'));
-    const server = createServer((req, res) => this.handle(req, res));
+    const id = this.opts.tls;
+    const server: Server = id ? createHttpsServer(serverTlsOptions(id.identity), (req, res) => this.handle(req, res)) : createServer((req, res) => this.handle(req, res));
+    if (id) {
+      // Every handshake is verified (rejectUnauthorized): the identity records who came, and who was refused.
+      server.on('secureConnection', (socket: TLSSocket) => {
+        const peer = peerIdentity(socket);
+        if (peer) id.peerAccepted(peer, 'command');
+      });
+      server.on('tlsClientError', (err: Error) => id.peerRefused(`command port: ${err.message}`));
+    }
     this.server = server;
     return new Promise((resolve, reject) => {
       server.once('error', reject);

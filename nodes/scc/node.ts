@@ -5,6 +5,7 @@
  */
 import net from 'node:net';
 import { ingestMetrics, Observability, type IngestMetrics } from '../../lib/observability';
+import type { NodeIdentity } from '../../net/nodeIdentity';
 import { CommandApi } from './commandApi';
 import type { ReplicaSet } from './replicas';
 import { interfaceAddress, type SnTarget } from './settings';
@@ -17,7 +18,8 @@ export interface SccNodeOptions {
   /** Where the ingest listener binds, for the start-up line. */
   readonly production: { readonly ip: string; readonly port: number; readonly interface: string };
   readonly observability: { readonly interface: string; readonly port: number };
-  readonly command: { readonly interface: string; readonly port: number };
+  /** The command port; `tls` (the DMS identity) makes it HTTPS with mutual TLS. */
+  readonly command: { readonly interface: string; readonly port: number; readonly tls?: NodeIdentity };
   /** Extra /health facts (settings in force). */
   readonly facts?: Record<string, unknown>;
   /** Where the start-up line goes; default stderr. */
@@ -51,7 +53,7 @@ export class SccNode {
       const facts = opts.facts;
       this.observability.addHealthPart('settings', () => ({ ...facts }));
     }
-    this.command = new CommandApi({ host: bindAddress(opts.command.interface), port: opts.command.port });
+    this.command = new CommandApi({ host: bindAddress(opts.command.interface), port: opts.command.port, ...(opts.command.tls && { tls: opts.command.tls }) });
   }
 
   /** Starts both servers and prints the start-up line. */
@@ -76,9 +78,9 @@ export class SccNode {
   startupLine(): string {
     const p = this.opts.production;
     const where = `${p.ip}:${p.port === 0 ? '(a free port)' : p.port}${p.interface ? ` (interface ${p.interface})` : ''}`;
-    const reps = this.opts.targets.map((t) => `${t.name} ${t.host}:${t.prodPort}`).join(', ');
+    const reps = this.opts.replicas.targets.map((t) => `${t.name} ${t.host}:${t.prodPort}`).join(', ') || '(none yet)';
     const obs = this.addresses.observability;
     const cmd = this.addresses.command;
-    return `scc '${this.opts.nodeName}': ingest (HDWP) on ${where}; replicas ${reps}; /health and /metrics on ${obs?.host}:${obs?.port}; command API on ${cmd?.host}:${cmd?.port}`;
+    return `scc '${this.opts.nodeName}': ingest (HDWP) on ${where}; replicas ${reps}; /health and /metrics on ${obs?.host}:${obs?.port}; command API on ${cmd?.host}:${cmd?.port}${this.command.mutualTls ? ' (HTTPS, mutual TLS)' : ''}`;
   }
 }

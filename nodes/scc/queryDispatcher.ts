@@ -37,10 +37,12 @@ const RECENT_QUERIES = 1024;
 export interface QueryDispatcherOptions {
   /** The SCC's NODE_NAME (in messages). */
   readonly nodeName: string;
-  /** SN_TARGETS: queries go to each node's control_port. */
-  readonly targets: readonly SnTarget[];
+  /** SN_TARGETS: queries go to each node's control_port (read per query: the replica set may change). */
+  readonly targets: readonly SnTarget[] | (() => readonly SnTarget[]);
   /** RECORD_SIZE, sent in the legs' hello. */
   readonly recordSize: number;
+  /** Each dataset's record size (its schema's on the DMS); absent: `recordSize` for every dataset. */
+  readonly recordSizeOf?: (dataset: string) => number;
   /** Replica states by name; undefined while no replica set is registered (every target counts as healthy). */
   readonly health: () => Readonly<Record<string, ReplicaState>> | undefined;
   /** Most queries running at once; default 256. */
@@ -89,6 +91,11 @@ export class QueryDispatcher {
   private healthTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private counts = { dispatched: 0, refused: 0, cancelled: 0 };
+
+  /** The replicas now (SN_TARGETS, or the DMS's replica set). */
+  private targets(): readonly SnTarget[] {
+    return typeof this.opts.targets === 'function' ? this.opts.targets() : this.opts.targets;
+  }
 
   /** @param opts targets, health, limits */
   constructor(private readonly opts: QueryDispatcherOptions) {
@@ -159,8 +166,8 @@ export class QueryDispatcher {
       if (this.closed) throw new QueryDispatchFailure(status.UNAVAILABLE, `${this.opts.nodeName} is shutting down`);
       const run = new QueryRun({
         query,
-        targets: this.opts.targets,
-        recordSize: this.opts.recordSize,
+        targets: this.targets(),
+        recordSize: this.opts.recordSizeOf?.(query.dataset) ?? this.opts.recordSize,
         health: this.opts.health,
         maxQueryMs: this.opts.maxQueryMs ?? 3_600_000,
         connectTimeoutMs: this.opts.connectTimeoutMs,
@@ -175,7 +182,7 @@ export class QueryDispatcher {
       const placed = run.start();
       if (placed.batches === 0 && placed.missing.length > 0) {
         const states = this.opts.health() ?? {};
-        const described = this.opts.targets.map((t) => `${t.name} ${states[t.name] ?? 'unknown'}`).join(', ');
+        const described = this.targets().map((t) => `${t.name} ${states[t.name] ?? 'unknown'}`).join(', ');
         throw new QueryDispatchFailure(status.UNAVAILABLE, `no healthy replica for any of the ${placed.missing.length} batch(es) of query ${id} (${described})`);
       }
       this.counts.dispatched++;

@@ -7,8 +7,12 @@ import { HdwpStreamError } from '../../hdwp/hdwpStreamError';
 import type { HdwpClient } from '../../hdwp/hdwpClient';
 import type { SnTarget } from './settings';
 
-/** Where a replica stands (docs/scc.md, "Replica states"). */
-export type ReplicaState = 'healthy' | 'down' | 'catching-up' | 'out-of-sync';
+/**
+ * Where a replica stands (docs/scc.md, "Replica states"). `syncing`: the node reports cold-boot
+ * synchronisation — it gets new batches live but takes no queries and does not count for
+ * acknowledgements (a later `quarantined` state would be one more such state, queryHealth.ts).
+ */
+export type ReplicaState = 'healthy' | 'down' | 'catching-up' | 'out-of-sync' | 'syncing';
 
 /** One Storage Node's mutable state inside a replica set. */
 export interface Replica {

@@ -15,6 +15,7 @@ import { catchUpReplica, type CatchUpContext } from './catchUp';
 import { batchKey, CatchUpLog, type LoggedBatch } from './catchUpLog';
 import { isBatchRefusal, newReplica, TIMEOUT, within, type Replica, type ReplicaState } from './replica';
 import type { SnTarget } from './settings';
+import type { SyncProbe } from './syncProbe';
 
 export type { ReplicaState } from './replica';
 
@@ -39,6 +40,10 @@ export interface ReplicaSetOptions {
   readonly onEvent?: (message: string) => void;
   /** Told how many batches each replica has not made durable yet (the replica lag metric). */
   readonly onLag?: (replica: string, batches: number) => void;
+  /** Asks a node whether it is in cold-boot synchronisation (syncProbe.ts); absent: never asked, no replica is `syncing`. */
+  readonly syncProbe?: SyncProbe;
+  /** How often healthy and syncing replicas are asked; default 500 ms. */
+  readonly syncPollMs?: number;
 }
 
 /** The replicas of one SCC. */
@@ -50,6 +55,8 @@ export class ReplicaSet {
   private readonly minBackoff: number;
   private readonly catchUp: CatchUpContext;
   private closed = false;
+  private syncTimer: NodeJS.Timeout | undefined;
+  private polling = false;
 
   /** @param opts targets and bounds */
   constructor(private readonly opts: ReplicaSetOptions) {
@@ -74,7 +81,12 @@ export class ReplicaSet {
       outOfSync: (r, reason) => this.outOfSync(r, reason),
       lag: (r) => this.lag(r),
       event: (m) => this.opts.onEvent?.(m),
+      syncing: async (r) => (await this.opts.syncProbe?.(r.target)) === 'syncing',
     };
+    if (opts.syncProbe) {
+      this.syncTimer = setInterval(() => void this.pollSync(), opts.syncPollMs ?? 500);
+      this.syncTimer.unref?.();
+    }
   }
 
   /** Names and states, for the start-up line and tests. */
@@ -152,9 +164,48 @@ export class ReplicaSet {
     };
   }
 
+  /** The Storage Nodes replicated to now. */
+  get targets(): SnTarget[] {
+    return this.replicas.map((r) => r.target);
+  }
+
+  /**
+   * Changes the replica set without a restart (the DMS changed the cluster, docs/scc.md "Replica
+   * set from the DMS"): a node that left has its streams closed and is forgotten by the catch-up
+   * log; a new node (or one whose address changed) gets the batches that open from now on, not
+   * those already open (they could reach it only in part). Returns what changed, for the log.
+   */
+  setTargets(targets: readonly SnTarget[]): { added: string[]; removed: string[] } {
+    const same = (a: SnTarget, b: SnTarget): boolean => a.host === b.host && a.prodPort === b.prodPort && a.controlPort === b.controlPort;
+    const removed: string[] = [];
+    for (const r of [...this.replicas]) {
+      const next = targets.find((t) => t.name === r.target.name);
+      if (next && same(next, r.target)) continue;
+      this.replicas.splice(this.replicas.indexOf(r), 1);
+      r.epoch++;
+      clearTimeout(r.timer);
+      for (const c of r.clients.values()) c.then((x) => x.close()).catch(() => undefined);
+      r.clients.clear();
+      this.wakeLag(r);
+      this.log.forget(r.target.name);
+      removed.push(r.target.name);
+    }
+    const added: string[] = [];
+    const open = this.log.keys();
+    for (const t of targets) {
+      if (this.replicas.some((r) => r.target.name === t.name)) continue;
+      const r = newReplica(t, this.minBackoff);
+      for (const key of open) r.behind.add(key);
+      this.replicas.push(r);
+      added.push(t.name);
+    }
+    return { added, removed: removed.filter((n) => !added.includes(n)) };
+  }
+
   /** Closes every stream and stops reconnecting. */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.syncTimer);
     const all: Promise<unknown>[] = [];
     for (const r of this.replicas) {
       clearTimeout(r.timer);
@@ -173,7 +224,46 @@ export class ReplicaSet {
 
   /** The replica gets this batch's elements as they come (not through catch-up). */
   private isLive(r: Replica, b: LoggedBatch): boolean {
-    return (r.state === 'healthy' || r.state === 'catching-up') && !r.behind.has(b.key);
+    return (r.state === 'healthy' || r.state === 'catching-up' || r.state === 'syncing') && !r.behind.has(b.key);
+  }
+
+  /**
+   * Asks the healthy and syncing replicas whether they are in cold-boot synchronisation: a healthy
+   * one that is becomes `syncing` (no queries, no acknowledgement counted; batches still go to it
+   * live); a syncing one that is ready is caught up from the log (what it missed while it was not
+   * live) and then healthy. A replica that does not answer keeps its state.
+   */
+  private async pollSync(): Promise<void> {
+    const probe = this.opts.syncProbe;
+    if (!probe || this.polling || this.closed) return;
+    this.polling = true;
+    try {
+      await Promise.all(
+        this.replicas
+          .filter((r) => r.state === 'healthy' || r.state === 'syncing')
+          .map(async (r) => {
+            const epoch = r.epoch;
+            const was = r.state;
+            const s = await probe(r.target);
+            if (this.closed || r.epoch !== epoch || r.state !== was) return;
+            if (was === 'healthy' && s === 'syncing') this.setSyncing(r);
+            else if (was === 'syncing' && s === 'ready') {
+              // What it missed before it was live again comes from the log, as for any returning replica.
+              r.state = 'down';
+              void catchUpReplica(this.catchUp, r);
+            }
+          }),
+      );
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private setSyncing(r: Replica): void {
+    r.state = 'syncing';
+    r.reason = 'the node reports cold-boot synchronisation: no queries, its acknowledgements do not count until it is ready';
+    r.since = Date.now();
+    this.opts.onEvent?.(`replica ${r.target.name} is syncing (cold-boot synchronisation)`);
   }
 
   private markBehind(r: Replica, b: LoggedBatch): void {

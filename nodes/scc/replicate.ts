@@ -21,6 +21,8 @@ export interface ReplicateOptions {
   readonly maxPendingCloses?: number;
   /** Told about every batch that failed or was refused. */
   readonly onProblem?: (message: string) => void;
+  /** Each dataset's record size (for a batch closed or discarded without records); default the replica set's RECORD_SIZE. */
+  readonly recordSizeOf?: (dataset: string) => number;
   /** Told about every batch made durable (records, bytes are not known here: records only). */
   readonly onDurable?: (records: number) => void;
 }
@@ -83,7 +85,8 @@ export function replicate(opts: ReplicateOptions): (input: Observable<Chunk>) =>
           case 'eob':
           case 'bbn': {
             counters.controls++;
-            void answer(el, el.kind === 'eob' ? opts.replicas.eob(el) : opts.replicas.bbn(el));
+            const size = opts.recordSizeOf?.(el.dataset);
+            void answer(el, el.kind === 'eob' ? opts.replicas.eob(el, size) : opts.replicas.bbn(el, size));
             while (pending.size >= maxPending) await Promise.race(pending);
             return [];
           }

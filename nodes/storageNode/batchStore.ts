@@ -73,6 +73,8 @@ interface OpenBatch {
 /** Open batches of a Storage Node and their commit / discard. */
 export class BatchStore {
   private readonly open = new Map<string, OpenBatch>();
+  /** Batches being copied from a peer (cold-boot sync): the SCC's elements for them wait until the copy settled. */
+  private readonly copying = new Map<string, Promise<void>>();
 
   /** @param opts devices, index, chain settings, metrics */
   constructor(private readonly opts: BatchStoreOptions) {}
@@ -100,6 +102,7 @@ export class BatchStore {
    * awaits it slows its source to the disk's pace.
    */
   async append(c: StoreChunk): Promise<AppendOutcome> {
+    await this.copying.get(key(c.dataset, c.batchId));
     if (this.index.has(c.dataset, c.batchId) && !this.open.has(key(c.dataset, c.batchId))) {
       return { written: false, reason: 'duplicate', message: `batch ${c.batchId.toHex()} of '${c.dataset}' is already durable here` };
     }
@@ -128,6 +131,7 @@ export class BatchStore {
   async commit(dataset: string, batchId: BatchID, recordCount: number, recordSize: number, closingHash?: Uint8Array): Promise<CloseOutcome> {
     const expected = closingHash && closingHash.length > 0 ? Buffer.from(closingHash) : undefined;
     const k = key(dataset, batchId);
+    await this.copying.get(k);
     let b = this.open.get(k);
     if (!b) {
       const stored = this.index.get(dataset, batchId);
@@ -164,6 +168,7 @@ export class BatchStore {
 
   /** Discards an open batch (bbn): its partial segment is removed. A batch already durable is kept and the bbn refused. */
   async discard(dataset: string, batchId: BatchID, reason = 'bbn'): Promise<DiscardOutcome> {
+    await this.copying.get(key(dataset, batchId));
     const b = this.open.get(key(dataset, batchId));
     if (!b) {
       if (this.index.has(dataset, batchId)) {
@@ -174,6 +179,33 @@ export class BatchStore {
     const dropped = b.records;
     await this.close(b, reason);
     return { ok: true, dropped };
+  }
+
+  /**
+   * Installs a batch copied from a peer replica (cold-boot synchronisation, coldBootSync.ts):
+   * `copy` writes and verifies the segment on the device the drive strategy picks and returns its
+   * entry, which is then indexed. Resolves `held` without copying when the batch is already durable
+   * here, open (the SCC is sending it) or being copied; while a copy runs, the SCC's records, eob
+   * or bbn for the same batch wait for it (then find it durable: a duplicate, answered
+   * idempotently). A failed copy leaves nothing indexed and rejects.
+   */
+  installCopy(dataset: string, batchId: BatchID, copy: (device: StorageDevice) => Promise<BatchEntry>): Promise<'installed' | 'held'> {
+    const k = key(dataset, batchId);
+    if (this.index.has(dataset, batchId) || this.open.has(k) || this.copying.has(k)) return Promise.resolve('held');
+    const run = (async (): Promise<'installed'> => {
+      const entry = await copy(await this.opts.pool.pick());
+      this.index.add(entry);
+      return 'installed';
+    })();
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.copying.set(k, settled);
+    void settled.then(() => {
+      if (this.copying.get(k) === settled) this.copying.delete(k);
+    });
+    return run;
   }
 
   /** Aborts every open batch (shutdown): their partial segments are removed, none was acknowledged. */

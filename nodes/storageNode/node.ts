@@ -12,6 +12,9 @@ import { BatchFilterCache, batchFilterRefusal, batchFiltersRoute } from './batch
 import { batchRangesRoute } from './batchRanges';
 import { BatchIndex } from './batchIndex';
 import { BatchStore } from './batchStore';
+import { ColdBootSync, type SyncReport } from './coldBootSync';
+import type { SyncPeer } from './peerLink';
+import { segmentRefusal, segmentRoute } from './segmentRoute';
 import type { StorageNodeConfig } from './config';
 import { DevicePool, StorageDevice, type FreeSpace } from './devices';
 import { OcfReadCache, type ReadLocation } from './ocf';
@@ -51,6 +54,8 @@ export class StorageNode {
   private observabilityAt: { host: string; port: number } | undefined;
   private readonly log: (line: string) => void;
   private markStarted!: () => void;
+  /** The cold-boot synchronisation, once `startSync` ran. */
+  private sync: ColdBootSync | undefined;
   /** Resolves once `start` has recovered the devices and built the index (queries wait for it). */
   readonly started: Promise<void> = new Promise((resolve) => (this.markStarted = resolve));
 
@@ -108,8 +113,33 @@ export class StorageNode {
     this.observability.acceptTls(serverTlsOptions(id.identity, { requireClientCert: false }));
   }
 
+  /**
+   * Starts cold-boot synchronisation with `peers` (docs/storage-node.md, "Cold-boot
+   * synchronisation"): the node reports `syncing` at once and `ready` once it holds every batch its
+   * peers hold (copied and verified); over mutual TLS when the node has an identity (`useIdentity`
+   * first). Without peers it is `ready` at once. Call after `start`, once; returns the run.
+   */
+  startSync(peers: readonly SyncPeer[], opts: { readonly maxBytesPerSecond?: number } = {}): Promise<void> {
+    if (this.sync) throw new Error('startSync called twice');
+    this.sync = new ColdBootSync({
+      peers,
+      store: this.store,
+      chain: { algorithm: this.opts.algorithm, blockSize: this.opts.blockSize },
+      ...(this.identity && { identity: this.identity.identity }),
+      ...(opts.maxBytesPerSecond !== undefined && { maxBytesPerSecond: opts.maxBytesPerSecond }),
+      log: (l) => this.log(`storage node '${this.config.nodeName}': ${l}`),
+    });
+    return this.sync.run();
+  }
+
+  /** Where synchronisation stands: `ready` when it never started (no peers). */
+  syncReport(): SyncReport | { readonly state: 'ready'; readonly reason: string } {
+    return this.sync?.report() ?? { state: 'ready', reason: 'no cold-boot synchronisation configured' };
+  }
+
   /** Aborts open batches (never acknowledged, so nothing durable is lost) and stops the observability server. */
   async stop(): Promise<number> {
+    await this.sync?.stop();
     const dropped = await this.store.abortAll();
     await this.observability.close();
     return dropped;
@@ -156,6 +186,18 @@ export class StorageNode {
       const r = this.recovery;
       if (!r) return { done: false };
       return { done: true, complete: r.complete, discarded: r.discarded.length, quarantined: r.quarantined, duplicates: r.duplicates.length, ms: r.ms };
+    });
+    // Cold-boot synchronisation: `syncing` lowers /health to degraded; the SCC reads /v1/sync-state.
+    obs.addHealthPart('sync', () => {
+      const r = this.syncReport();
+      return { ...r, status: r.state === 'syncing' ? 'degraded' : 'ok' };
+    });
+    obs.addRoute('/v1/sync-state', () => ({ status: this.recovery ? 200 : 503, body: this.recovery ? this.syncReport() : { state: 'initializing', reason: 'recovery has not finished' } }));
+    // Whole segments for a peer's cold-boot synchronisation: mutual TLS to storageNode certificates when registered.
+    obs.addRoute('/v1/segment', (q, caller) => {
+      const refused = segmentRefusal(caller, this.identity);
+      if (refused) return refused;
+      return this.recovery ? segmentRoute(this.index, q) : { status: 503, body: { error: 'initializing: recovery has not finished' } };
     });
     if (this.cache) {
       const cache = this.cache;

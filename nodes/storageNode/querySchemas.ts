@@ -1,8 +1,11 @@
 /**
  * The dataset schemas a Storage Node compiles query filters against (docs/storage-node.md,
- * "Queries"): every `*.json` file of one directory (`schema_dir` of the scan stage), by schema id.
- * Read when the pipeline loads; a dataset not found later makes the directory be read again, so a
- * schema dropped in while the node runs is picked up without a restart.
+ * "Queries"): every `*.json` file of one directory (`schema_dir` of the scan stage), by schema id,
+ * and, when the node is registered, the schemas the DMS distributes to its cluster
+ * ({@link QuerySchemas.setDms}; a file of the directory wins for the same id: the operator set it).
+ * Read when the pipeline loads; a dataset not found later makes the directory be read again, and
+ * {@link QuerySchemas.find} also asks the DMS again, so a schema dropped in or registered while the
+ * node runs is picked up without a restart.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -18,6 +21,8 @@ export interface SchemaFileProblem {
 export class QuerySchemas {
   private byId = new Map<string, Schema>();
   private problemList: SchemaFileProblem[] = [];
+  private dms = new Map<string, Schema>();
+  private dmsRefresh: (() => Promise<unknown>) | undefined;
 
   /** Reads `dir` now (throws if it cannot be listed); `undefined`: no schemas. */
   constructor(readonly dir: string | undefined) {
@@ -31,19 +36,38 @@ export class QuerySchemas {
 
   /** Dataset ids with a schema. */
   get datasets(): string[] {
-    return [...this.byId.keys()].sort();
+    return [...new Set([...this.byId.keys(), ...this.dms.keys()])].sort();
+  }
+
+  /**
+   * The DMS's schemas (replacing the ones set before), and how to read the DMS again when a
+   * dataset is not known ({@link find}).
+   */
+  setDms(schemas: ReadonlyMap<string, Schema>, refresh?: () => Promise<unknown>): void {
+    this.dms = new Map(schemas);
+    if (refresh) this.dmsRefresh = refresh;
   }
 
   /** The schema of `dataset`, reading the directory again when it is not known yet. */
   get(dataset: string): Schema | undefined {
     const have = this.byId.get(dataset);
-    if (have || this.dir === undefined) return have;
-    try {
-      this.reload();
-    } catch {
-      // The directory went away: keep what was loaded.
+    if (have) return have;
+    if (this.dir !== undefined) {
+      try {
+        this.reload();
+      } catch {
+        // The directory went away: keep what was loaded.
+      }
     }
-    return this.byId.get(dataset);
+    return this.byId.get(dataset) ?? this.dms.get(dataset);
+  }
+
+  /** Like {@link get}, but a dataset not known makes the DMS be read again first (registered a moment ago). */
+  async find(dataset: string): Promise<Schema | undefined> {
+    const have = this.get(dataset);
+    if (have || !this.dmsRefresh) return have;
+    await this.dmsRefresh();
+    return this.get(dataset);
   }
 
   private reload(): void {

@@ -28,6 +28,8 @@ const settings = {
   policy_push_timeout_ms: int({ doc: 'time a policy push to one Proxy may take — DMS_POLICY_PUSH_TIMEOUT_MS', default: 5000, min: 100, max: 600_000 }),
   health_interval_ms: int({ doc: 'how often registered nodes report their health (handed out at registration) — DMS_HEALTH_INTERVAL_MS', default: 10_000, min: 100, max: 3_600_000 }),
   health_missed_reports: int({ doc: 'reports a node may miss before it is marked down — DMS_HEALTH_MISSED_REPORTS', default: 3, min: 1, max: 1000 }),
+  config_poll_ms: int({ doc: 'how often registered SCCs and Storage Nodes re-read their configuration (datasets, replica set; handed out at registration) — DMS_CONFIG_POLL_MS', default: 5000, min: 100, max: 3_600_000 }),
+  webux_port: int({ doc: 'DMS-WebUX HTTPS port (docs/webux.md); -1 turns it off; a port in use is logged, not fatal — DMS_WEBUX_PORT', default: 3000, min: -1, max: 65535 }),
   policy_retry_ms: int({ doc: 'how often Proxies that missed a policy are pushed to again — DMS_POLICY_RETRY_MS', default: 10_000, min: 100, max: 3_600_000 }),
 };
 
@@ -59,7 +61,8 @@ export const dmsServiceType: ServiceType<typeof settings, Record<string, never>,
       policyRetryMs: c.policy_retry_ms,
       healthIntervalMs: c.health_interval_ms,
       healthMissedReports: c.health_missed_reports,
+      configPollMs: c.config_poll_ms,
     });
-    return serve(() => DmsServer.start(s));
+    return serve(() => DmsServer.start(s, undefined, { port: c.webux_port }));
   },
 };

@@ -2,6 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import { DmsConfigFeed } from '../../net/dmsConfigFeed';
 import { reportFromHealthUrl } from '../../net/healthReporter';
 import { NodeIdentity, type NodeIdentityOptions } from '../../net/nodeIdentity';
 import type { NodeAddresses } from '../../control/api';
@@ -71,6 +72,17 @@ const settings = {
   crl_refresh_ms: int({ doc: 'how often the revocation list is fetched from the DMS — PLATFORM_CRL_REFRESH_MS', default: 300_000, min: 100, max: 86_400_000 }),
 };
 
+/** The configuration feed of each running identity (docs/control-plane.md, "Node configuration"). */
+const feeds = new WeakMap<NodeIdentity, DmsConfigFeed>();
+
+/**
+ * The node's configuration from the DMS (registration answer, then polled) for a running identity
+ * of this service; undefined for an identity started elsewhere.
+ */
+export function dmsConfigOf(id: NodeIdentity): DmsConfigFeed | undefined {
+  return feeds.get(id);
+}
+
 /**
  * How a stage or service uses the node's identity: optional in the file; the value is undefined
  * without one, and also when the identity service runs without dms_url (no DMS: plain TCP).
@@ -130,6 +142,22 @@ export const nodeIdentityType: ServiceType<typeof settings, Record<string, never
           : () => Promise.resolve({ status: 'ok', detail: { health: 'no /health port to read (observability off)' } }),
     };
     const id = await NodeIdentity.start(opts);
-    return { value: id, stop: () => id.stop() };
+    const feed = new DmsConfigFeed({
+      nodeName,
+      dmsUrl: c.dms_url,
+      ...(c.dms_server_name !== '' && { dmsServerName: c.dms_server_name }),
+      identity: id.identity,
+      initial: id.registration,
+      log: (l) => process.stderr.write(`${c.role} '${nodeName}': ${l}\n`),
+    });
+    feeds.set(id, feed);
+    feed.start();
+    return {
+      value: id,
+      stop: () => {
+        feed.stop();
+        return id.stop();
+      },
+    };
   },
 };

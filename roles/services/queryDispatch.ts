@@ -35,8 +35,9 @@ export const queryDispatchType: ServiceType<typeof settings, { identity: typeof 
     const roles = c.query_roles;
     const dispatcher = new QueryDispatcher({
       nodeName: scc.nodeName,
-      targets: scc.targets,
+      targets: () => scc.targets,
       recordSize: scc.recordSize,
+      recordSizeOf: (dataset) => scc.recordSizes.sizeOf(dataset),
       health: () => scc.replicas.states(),
       maxQueries: c.max_queries,
       maxQueryMs: c.max_query_ms,

@@ -4,18 +4,22 @@
  * `replicate` sink sends batches through its replica set; the `queryDispatch` service reads replica
  * health from it. Started before them, stopped after them: the replica set closes, then the servers.
  */
+import type { HashElection } from '../../net/dmsConfigFeed';
+import { DatasetRecordSizes } from '../../nodes/scc/datasetRecordSizes';
 import { SccNode } from '../../nodes/scc/node';
 import { ReplicaSet } from '../../nodes/scc/replicas';
 import type { SnTarget } from '../../nodes/scc/settings';
 import { tlsReplicaConnector } from '../../nodes/scc/linkTls';
+import { parseObservabilityPorts, syncStateProbe } from '../../nodes/scc/syncProbe';
 import { needs, type ServiceType } from '../../pipelines/registry';
 import { byteSize, int } from '../../pipelines/settings';
-import { sccSetting } from '../stages/sccSetting';
-import { usesIdentity } from './nodeIdentity';
+import { optionalSccSetting, sccSetting } from '../stages/sccSetting';
+import { dmsConfigOf, usesIdentity } from './nodeIdentity';
+import { followDms, targetsOf } from '../../nodes/scc/dmsConfig';
 
 const settings = {
-  sn_targets: { ...sccSetting<SnTarget[]>('SN_TARGETS'), required: true, fallback: undefined },
-  record_size: sccSetting<number>('RECORD_SIZE'),
+  sn_targets: optionalSccSetting<SnTarget[]>('SN_TARGETS', 'the replicas, node_name:ip:control_port:prod_port, comma-separated; empty: the Storage Nodes of the cluster on the DMS (required without DMS_URL) — SN_TARGETS'),
+  record_size: optionalSccSetting<number>('RECORD_SIZE', "record size of datasets no schema names; empty: the DMS's elected RECORD_SIZE, else 150 — RECORD_SIZE"),
   node_name: sccSetting<string>('NODE_NAME'),
   production_ip: sccSetting<string>('PRODUCTION_IP', 'address the ingest listener binds (shown in the start-up line and /health) — PRODUCTION_IP'),
   production_port: sccSetting<number>('PRODUCTION_PORT', 'ingest port (shown in the start-up line and /health) — PRODUCTION_PORT'),
@@ -33,6 +37,20 @@ const settings = {
   platform_opt_in: sccSetting<string>('PLATFORM_OPT_IN'),
   max_lag_bytes: byteSize({ doc: 'record bytes a replica may have unsent before records wait for it', default: 64 * 1024 * 1024, min: 1024 * 1024, max: 16 * 1024 ** 3 }),
   ack_timeout_ms: int({ doc: 'a replica past the lag bound, or not acknowledging an eob, this long is marked down', default: 30_000, min: 100, max: 3_600_000 }),
+  sn_observability_ports: {
+    expects: 'comma-separated node_name:observability_port of SN_TARGETS nodes, or empty',
+    doc: "each Storage Node's observability port (node_name:port, comma-separated; its host is SN_TARGETS'): the SCC asks /v1/sync-state there and keeps a node that reports cold-boot synchronisation out of queries and acknowledgements — SN_OBSERVABILITY_PORTS; empty: never asked",
+    required: false,
+    fallback: new Map<string, number>(),
+    parse: (v: { value: unknown }) => {
+      if (typeof v.value !== 'string') return { ok: false as const, expected: 'a string node_name:port,...' };
+      try {
+        return { ok: true as const, value: parseObservabilityPorts(v.value) };
+      } catch (err) {
+        return { ok: false as const, expected: `comma-separated node_name:observability_port; ${(err as Error).message}` };
+      }
+    },
+  },
   catch_up_log_bytes: byteSize({ doc: 'record bytes kept to catch up replicas that were down', default: 256 * 1024 * 1024, min: 0, max: 64 * 1024 ** 3 }),
 };
 
@@ -40,10 +58,14 @@ const settings = {
 export interface SccNodeService {
   /** NODE_NAME, as written (may be empty). */
   readonly nodeName: string;
-  /** SN_TARGETS. */
+  /** The replicas now: SN_TARGETS, or the cluster's Storage Nodes on the DMS (they may change while it runs). */
   readonly targets: readonly SnTarget[];
-  /** RECORD_SIZE. */
+  /** RECORD_SIZE: the record size of datasets no schema names. */
   readonly recordSize: number;
+  /** Each dataset's record size (its schema's on the DMS, else RECORD_SIZE). */
+  readonly recordSizes: DatasetRecordSizes;
+  /** The DMS's hash election, when registered (the hash stage takes it where HASH_ALGORITHM / HASH_CHAIN_BLOCK_SIZE are not set). */
+  readonly hashElection: HashElection | undefined;
   /** COMMAND_INTERFACE. */
   readonly commandInterface: string;
   readonly replicas: ReplicaSet;
@@ -62,36 +84,61 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
   uses: { identity: usesIdentity },
   start: async (c, ctx) => {
     const id = ctx.services.identity;
+    const feed = id ? dmsConfigOf(id) : undefined;
+    const dms = feed?.config;
+    // Precedence (docs/scc.md, "Configuration from the DMS"): a variable the operator set, then the DMS, then the default.
+    const targets = c.sn_targets ?? (dms ? targetsOf(dms.replicas) : undefined);
+    if (!targets) throw new Error(id ? 'SN_TARGETS is empty and the DMS has not answered with the replica set yet; set SN_TARGETS or start the SCC when the DMS answers' : 'SN_TARGETS is required without DMS_URL (with DMS_URL, empty SN_TARGETS takes the Storage Nodes of the cluster from the DMS)');
+    const recordSize = c.record_size ?? dms?.hashElection?.recordSize ?? 150;
+    const recordSizes = new DatasetRecordSizes(recordSize);
     const replicas: ReplicaSet = new ReplicaSet({
       // Registered with the DMS: replication streams are mutual TLS (docs/control-plane.md).
       ...(id && { connect: tlsReplicaConnector(id) }),
-      targets: c.sn_targets,
-      recordSize: c.record_size,
+      targets,
+      recordSize,
       maxLagBytes: c.max_lag_bytes,
       ackTimeoutMs: c.ack_timeout_ms,
       logBytes: c.catch_up_log_bytes,
       onEvent: (m) => ctx.report(m),
       onLag: (name, batches) => node.metrics.replicaLag.set({ replica: name }, batches),
+      ...(c.sn_observability_ports.size > 0 && { syncProbe: syncStateProbe(c.sn_observability_ports, id?.identity) }),
     });
     const node: SccNode = new SccNode({
       nodeName: c.node_name,
       replicas,
-      targets: c.sn_targets,
+      targets,
       production: { ip: c.production_ip, port: c.production_port, interface: c.production_interface },
       observability: { interface: c.observability_interface, port: c.observability_port },
-      command: { interface: c.command_interface, port: c.command_port },
-      facts: { record_size: c.record_size, log_level: c.log_level, dms_url: c.dms_url },
+      command: { interface: c.command_interface, port: c.command_port, ...(id && { tls: id }) },
+      facts: { record_size: recordSize, log_level: c.log_level, dms_url: c.dms_url },
     });
     if (id) node.observability.addHealthPart('identity', () => id.health());
+    const unfollow = feed ? followDms(feed, { recordSizes, replicas, fixedTargets: c.sn_targets !== undefined, log: (m) => process.stderr.write(`scc '${c.node_name}': ${m}\n`) }) : () => undefined;
+    if (feed) node.observability.addHealthPart('datasets', () => ({ status: 'ok', record_size: recordSize, datasets: Object.fromEntries(feed.config?.recordSizes ?? []) }));
     try {
       await node.start();
     } catch (err) {
+      unfollow();
       await replicas.close();
       throw err;
     }
     return {
-      value: { nodeName: c.node_name, targets: c.sn_targets, recordSize: c.record_size, commandInterface: c.command_interface, replicas, node },
-      stop: () => replicas.close().then(() => node.stop()),
+      value: {
+        nodeName: c.node_name,
+        get targets() {
+          return replicas.targets;
+        },
+        recordSize,
+        recordSizes,
+        hashElection: dms?.hashElection,
+        commandInterface: c.command_interface,
+        replicas,
+        node,
+      },
+      stop: () => {
+        unfollow();
+        return replicas.close().then(() => node.stop());
+      },
     };
   },
 };

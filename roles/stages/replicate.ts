@@ -17,9 +17,10 @@ export const replicateStage = defineSink({
   settings,
   uses: { scc: usesSccNode },
   create: (c, ctx) => {
-    const { replicas, node } = ctx.services.scc;
+    const { replicas, node, recordSizes } = ctx.services.scc;
     return replicate({
       replicas,
+      recordSizeOf: (dataset) => recordSizes.sizeOf(dataset),
       flow: ctx.flow,
       counters: ctx.counters,
       maxPendingCloses: c.max_pending_closes,

@@ -8,6 +8,8 @@ import { ReadScheduler } from '../../operators/readScheduler';
 import { scan } from '../../operators/scan';
 import { defineOperator } from '../../pipelines/registry';
 import { byteSize, int } from '../../pipelines/settings';
+import { followDmsSchemas } from '../../nodes/storageNode/dmsSchemas';
+import { dmsConfigOf, usesIdentity } from '../services/nodeIdentity';
 import { usesStorageNode } from '../services/storageNode';
 import { schemaDirSetting } from './schemaDirSetting';
 
@@ -37,10 +39,14 @@ export const scanStage = defineOperator({
   input: 'queries',
   output: 'query-results',
   settings,
-  uses: { node: usesStorageNode },
+  uses: { node: usesStorageNode, identity: usesIdentity },
   create: (c, ctx) => {
     const n = ctx.services.node;
     const schemas = new QuerySchemas(c.schema_dir);
+    // Registered: the schemas the DMS distributes to the node's cluster too, followed while it runs.
+    const id = ctx.services.identity;
+    const feed = id ? dmsConfigOf(id) : undefined;
+    if (feed) followDmsSchemas(feed, schemas, (m) => ctx.report(m));
     for (const p of schemas.problems) ctx.report(`schema file ${p.file} not loaded: ${p.message}`);
     const line = filterDeviceLine(n.config);
     if (line) process.stderr.write(`${line}\n`);

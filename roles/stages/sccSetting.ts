@@ -27,3 +27,23 @@ export function sccSetting<T>(name: string, doc?: string): Setting<T> {
     },
   };
 }
+
+/**
+ * Like {@link sccSetting}, but a variable left empty gives `undefined` rather than its default: the
+ * operator did not set it, so a registered SCC takes the DMS's value (docs/scc.md, "Configuration
+ * from the DMS") and only then the variable's default.
+ *
+ * @param name the variable, e.g. `RECORD_SIZE`
+ * @param doc one line for listings
+ */
+export function optionalSccSetting<T>(name: string, doc: string): Setting<T | undefined> {
+  const inner = sccSetting<T>(name, doc);
+  return {
+    ...inner,
+    fallback: undefined,
+    parse(v, ctx) {
+      if (v.value === '' || v.value === undefined || v.value === null) return { ok: true, value: undefined };
+      return inner.parse(v, ctx);
+    },
+  };
+}

@@ -33,8 +33,10 @@ export interface Cluster {
     readonly stateDir?: string;
   };
   readonly sns: ClusterSn[];
-  /** Starts Storage Node `i` again (after a stop or a crash) on its ports and data. */
-  restartSn(i: number): Promise<void>;
+  /** Starts Storage Node `i` again (after a stop or a crash) on its ports and data, with `env` added to its environment. */
+  restartSn(i: number, env?: Record<string, string>): Promise<void>;
+  /** The SCC's environment (to start it again by hand). */
+  readonly sccEnv: Record<string, string>;
   /** Stops every process and removes the data directories. */
   stop(): Promise<void>;
 }
@@ -51,6 +53,8 @@ export interface ClusterOptions {
   readonly schemas?: readonly string[];
   /** Register every node with this DMS: the SCC ↔ Storage Node links are then mutual TLS. */
   readonly dms?: ClusterDms;
+  /** Cold-boot synchronisation: every Storage Node gets the others as SYNC_PEERS, the SCC their SN_OBSERVABILITY_PORTS. */
+  readonly syncPeers?: boolean;
 }
 
 /** A DMS the cluster's nodes register with (test/control/support.ts starts one). */
@@ -71,8 +75,8 @@ async function dmsEnv(dms: ClusterDms | undefined, name: string, role: 'scc' | '
 
 const HOST = '127.0.0.1';
 
-function startSn(sn: ClusterSn, recordSize: number, schemaDir: string): HdProcess {
-  return startHd(['run', 'pipelines/storage-node.yaml', '--config', sn.configFile, '--quiet'], { RECORD_SIZE: String(recordSize), SCHEMA_DIR: schemaDir, ...sn.env });
+function startSn(sn: ClusterSn, recordSize: number, schemaDir: string, extra: Record<string, string> = {}): HdProcess {
+  return startHd(['run', 'pipelines/storage-node.yaml', '--config', sn.configFile, '--quiet'], { RECORD_SIZE: String(recordSize), SCHEMA_DIR: schemaDir, ...sn.env, ...extra });
 }
 
 /** Starts `storageNodes` Storage Nodes (default 2) and an SCC replicating to all of them. */
@@ -81,9 +85,21 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const schemaDir = mkdtempSync(path.join(os.tmpdir(), 'hd-schemas-'));
   (opts.schemas ?? []).forEach((s, i) => writeFileSync(path.join(schemaDir, `schema${i}.json`), s));
   const sns: ClusterSn[] = [];
-  for (let i = 0; i < (opts.storageNodes ?? 2); i++) {
+  const count = opts.storageNodes ?? 2;
+  const obsPorts: number[] = [];
+  for (let i = 0; i < count; i++) obsPorts.push(await freePort());
+  const syncPeers = (i: number): Record<string, string> =>
+    opts.syncPeers
+      ? {
+          SYNC_PEERS: obsPorts
+            .map((p, j) => `sn${j + 1}:${HOST}:${p}`)
+            .filter((_, j) => j !== i)
+            .join(','),
+        }
+      : {};
+  for (let i = 0; i < count; i++) {
     const dir = mkdtempSync(path.join(os.tmpdir(), `hd-sn${i + 1}-`));
-    const [productionPort, commandPort, observabilityPort] = [await freePort(), await freePort(), await freePort()];
+    const [productionPort, commandPort, observabilityPort] = [await freePort(), await freePort(), obsPorts[i] as number];
     const configFile = path.join(dir, 'config.json');
     writeFileSync(
       configFile,
@@ -98,7 +114,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         ...opts.snConfig,
       }),
     );
-    const env = await dmsEnv(opts.dms, `sn${i + 1}`, 'storageNode');
+    const env = { ...(await dmsEnv(opts.dms, `sn${i + 1}`, 'storageNode')), ...syncPeers(i) };
     const sn: ClusterSn = { name: `sn${i + 1}`, dir, configFile, productionPort, commandPort, observabilityPort, proc: undefined as unknown as HdProcess, env };
     sn.proc = startSn(sn, recordSize, schemaDir);
     sns.push(sn);
@@ -107,7 +123,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const [productionPort, commandPort, observabilityPort, queryGrpcPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const stateDir = opts.dms ? mkdtempSync(path.join(os.tmpdir(), 'hd-scc-state-')) : undefined;
   const sccDms = opts.dms ? { ...(await dmsEnv(opts.dms, 'scc-test', 'scc')), STATE_DIR: stateDir as string } : {};
-  const proc = startHd(['run', 'pipelines/scc.yaml', '--quiet'], {
+  const sccEnv: Record<string, string> = {
     PRODUCTION_IP: HOST,
     PRODUCTION_PORT: String(productionPort),
     COMMAND_PORT: String(commandPort),
@@ -117,17 +133,20 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     NODE_NAME: 'scc-test',
     SN_TARGETS: sns.map((s) => `${s.name}:${HOST}:${s.commandPort}:${s.productionPort}`).join(','),
     ...sccDms,
+    ...(opts.syncPeers && { SN_OBSERVABILITY_PORTS: sns.map((s) => `${s.name}:${s.observabilityPort}`).join(',') }),
     ...opts.sccEnv,
-  });
+  };
+  const proc = startHd(['run', 'pipelines/scc.yaml', '--quiet'], sccEnv);
   await waitForPort(HOST, productionPort, proc);
   return {
     host: HOST,
     scc: { proc, productionPort, commandPort, observabilityPort, queryGrpcPort, ...(stateDir !== undefined && { stateDir }) },
     sns,
-    async restartSn(i: number) {
+    sccEnv,
+    async restartSn(i: number, env?: Record<string, string>) {
       const sn = sns[i] as ClusterSn;
       await sn.proc.stop();
-      sn.proc = startSn(sn, recordSize, schemaDir);
+      sn.proc = startSn(sn, recordSize, schemaDir, env);
       await waitForPort(HOST, sn.productionPort, sn.proc);
     },
     async stop() {

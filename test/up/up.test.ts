@@ -2,7 +2,7 @@
  * `hd up` as a user runs it: real processes on their own loopback addresses (the DMS with its CA,
  * the Proxy, the SCC, two Storage Nodes, hd_sql), demo data through the ingest path, queries for an
  * identity through the Proxy, `hd status`, `hd down`, a restart that keeps the data and the DMS's
- * state, crashed nodes restarted.
+ * state, crashed nodes restarted. Interrupted starts and the ready message's commands: resume.test.ts.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -112,11 +112,13 @@ up.after(() => {
 up('starts every node on its own address, ingests the demo, status is ok, down stops everything', async () => {
   const p = startHd(['up', '--demo', 'small', '--data-dir', dataDir, '--net', NET], KEYS);
   try {
+    // The ready message comes once the nodes answer; the demo then loads in the background.
     await until('HD is up', p, () => p.output().includes('HD is up.'));
+    assert.match(p.output(), /flows: loading in the background \(20,000 records\)/);
+    await until('the demo loaded', p, () => p.output().includes('hd up: data loaded:'));
     const out = p.output();
     assert.match(out, new RegExp(`scc +scc +${NET.replace('.', '\\.')}\\.20\\.1:6987`));
-    assert.match(out, /flows: 20,000 records in \d+ batches/);
-    assert.match(out, /chess: [\d,]+ records in \d+ batches/);
+    assert.match(out, /data loaded: flows 20,000 records in \d+ batches, chess [\d,]+ records in \d+ batches/);
     const state = readUpState(dataDir) as UpState;
     assert.equal(state.nodes.map((n) => n.name), ['dms', 'sn1', 'sn2', 'scc', 'proxy', 'sql']);
     assert.match(out, `psql -h ${NET}.0.1 -p 5432 -U hd`);
@@ -248,7 +250,8 @@ up('a second start finds the data and does not ingest again; status without a pl
   const p = startHd(['up', '--demo', 'small', '--data-dir', dataDir, '--net', NET], KEYS);
   try {
     await until('HD is up', p, () => p.output().includes('HD is up.'));
-    assert.match(p.output(), /data from an earlier start found/);
+    assert.match(p.output(), /flows: 20,000 records in \d+ batches/);
+    await until('the note on earlier data', p, () => p.output().includes('data from an earlier start found'));
     // The DMS found its state: same CA, the policy kept (not installed again), the declarations accepted as they are.
     assert.match(p.output(), /DMS ready: cluster c1 with 2 Storage Nodes, datasets chess, flows; policy version 1\n/);
     const state = readUpState(dataDir) as UpState;
