@@ -120,7 +120,8 @@ function table(results: SystemResult[], n: number): void {
     table(results, N);
     console.log('\nAnswers (must agree):');
     for (const r of results.filter((x) => !x.skipped)) console.log(`  ${r.system}: Q2 ${r.answers.q2}; Q3 rows ${r.answers.q3rows}; Q4a ${r.answers.q4group}; Q4b rows ${r.answers.q4rows}; Q5 ${r.answers.q5}`);
-    const distinct = new Set(results.filter((x) => !x.skipped).map((x) => JSON.stringify(x.answers)));
+    // Compared by value, whatever order each system filled its answers in.
+    const distinct = new Set(results.filter((x) => !x.skipped).map((x) => JSON.stringify(Object.entries(x.answers).sort(([a], [b]) => a.localeCompare(b)))));
     console.log(distinct.size > 1 ? 'WARNING: the systems disagree (see the answers above)' : 'All measured systems gave the same answers.');
     for (const r of results.filter((x) => x.skipped)) console.log(`skipped ${r.system}: ${r.skipped}`);
   } finally {
