@@ -58,6 +58,12 @@ function psql(sql: string): string {
   }
 }
 
+/** Runs `commands` (SQL or backslash commands) in one psql session; its whole output. */
+function psqlSession(commands: readonly string[]): string {
+  const args = ['-X', '-A', '-t', '-w', '-v', 'ON_ERROR_STOP=1', '-h', `${NET}.0.1`, '-p', '5432', '-U', 'hd', ...commands.flatMap((c) => ['-c', c])];
+  return execFileSync('/usr/bin/psql', args, { encoding: 'utf8', timeout: 120_000, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PGPASSWORD: sqlPassword() } });
+}
+
 /** The administrator's TLS material, from the files hd up names. */
 function adminTls(state: UpState): ClientTls {
   return { ca: readFileSync(state.dms.caCert, 'utf8'), cert: readFileSync(state.dms.adminCert, 'utf8'), key: readFileSync(state.dms.adminKey, 'utf8') };
@@ -179,6 +185,13 @@ up('starts every node on its own address, ingests the demo, status is ok, down s
       assert.ok(readme.includes(q.sql), `README.md shows ${q.sql}`);
       assert.ok(timed(q.sql).trim() !== '', `${q.sql} returns rows`);
     }
+    // The same statements in one psql session with \timing: the statement's own time as a user sees
+    // it (no psql start or connect), each run twice (the second with hd_sql's plan cached).
+    const statements = ['SELECT count(*) FROM flows', ...EXAMPLE_QUERIES.map((q) => q.sql)];
+    const session = psqlSession(['\\timing on', ...statements.flatMap((q) => [q, q])]);
+    const times = [...session.matchAll(/^Time: ([\d.]+) ms/gm)].map((m) => Number(m[1]));
+    assert.is(times.length, statements.length * 2, session.slice(-2000));
+    statements.forEach((q, i) => console.log(`  up: ${times[2 * i]!.toFixed(1)} / ${times[2 * i + 1]!.toFixed(1)} ms (psql \\timing, first / again): ${q}`));
     // hd_sql reads through the Proxy, with the certificate hd up had the DMS issue for it (0600), as role admin.
     assert.match(out, 'SQL (through the Proxy, as role admin, hd-sql@localhost):');
     for (const f of ['hd-sql.key.pem', 'hd-sql.cert.pem']) assert.is(statSync(path.join(dataDir, 'sql', f)).mode & 0o777, 0o600, f);
