@@ -16,6 +16,8 @@ import { QueryClientFetcher } from '../sql/datasetFetcher';
 import { SqlEngine } from '../sql/sqlEngine';
 import { queryClientFor } from '../sql/upstream';
 import { startCluster } from '../test/support/cluster';
+import { startOtlpReceiver } from '../test/support/otlpReceiver';
+import { startTracing } from '../lib/tracing/tracingSetup';
 import { freePort } from '../test/support/hdProcess';
 import { makeDataset, type Dataset } from './peers/dataset';
 import { FLOWS_SCHEMA } from './peers/hd';
@@ -46,7 +48,10 @@ async function main(): Promise<void> {
   const n = arg('records', 1_000_000);
   const runs = arg('runs', 21);
   const d = makeDataset(n);
-  const cluster = await startCluster({ recordSize: 150, schemas: [FLOWS_SCHEMA] });
+  // --otlp: every process traced to an OTLP/gRPC receiver in this process (docs/observability.md, "Traces").
+  const receiver = process.argv.includes('--otlp') ? await startOtlpReceiver() : undefined;
+  await using _tracing = startTracing({ service: 'hd-bench', env: { OTEL_GRPC_URL: receiver?.url } });
+  const cluster = await startCluster({ recordSize: 150, schemas: [FLOWS_SCHEMA], ...(receiver && { env: { OTEL_GRPC_URL: receiver.url } }) });
   const client = queryClientFor({ kind: 'scc', targets: [{ host: cluster.host, port: cluster.scc.productionPort, grpcPort: cluster.scc.queryGrpcPort }] }, '127.0.0.1', await freePort(), () => undefined);
   const local = new LocalSql({ threads: 2 });
   try {
@@ -127,6 +132,8 @@ async function main(): Promise<void> {
     await client.stop();
     await local.close();
     await cluster.stop();
+    if (receiver) console.log(`tracing on: ${receiver.spans.length} spans received`);
+    await receiver?.close();
   }
 }
 

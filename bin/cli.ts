@@ -13,7 +13,9 @@ import { Progress } from '../lib/progress';
 import { builtinRegistry } from '../roles/builtins';
 import { formatProblem, loadPipelineFile, type LoadResult } from '../pipelines/load';
 import { DEFAULT_STOP_TIMEOUT_MS, runPipeline } from '../pipelines/run';
+import { startNodeRuntime } from '../pipelines/runtime';
 import { formatCounters } from '../pipelines/summary';
+import { startTracing } from '../lib/tracing/tracingSetup';
 import { EXIT, type CliIo, type Command } from './command';
 import { downCommand, statusCommand, upCommand } from './upCommands';
 
@@ -191,6 +193,10 @@ async function cmdRun(positionals: string[], values: Record<string, string | boo
     return EXIT.failed;
   }
   const pipeline = r.pipeline;
+  // Logging (LOG_LEVEL, LOG_FORMAT), error tracking and OTLP metrics: docs/observability.md.
+  const runtime = startNodeRuntime(pipeline, io.env, io.stderr);
+  // Traces to OTEL_GRPC_URL (none when unset), flushed when this function returns: docs/observability.md, "Traces".
+  await using _tracing = startTracing({ service: `hd-${pipeline.name}`, env: io.env });
   const abort = new AbortController();
   let signal: NodeJS.Signals | undefined;
   const onSignal = (s: NodeJS.Signals): void => {
@@ -198,14 +204,14 @@ async function cmdRun(positionals: string[], values: Record<string, string | boo
     // A second SIGINT / SIGTERM meets Node's default handling and ends the process at once.
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
-    io.stderr.write(`hd: ${s}: stopping (sources stop, stages finish and close; a second signal ends at once)\n`);
+    runtime.logger.info(`hd: ${s}: stopping (sources stop, stages finish and close; a second signal ends at once)`);
     abort.abort();
   };
   if (io.handleSignals !== false) {
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
   }
-  const progress = quiet ? undefined : new Progress({ stream: io.stderr, label: pipeline.name });
+  const progress = quiet || !runtime.plainOutput ? undefined : new Progress({ stream: io.stderr, label: pipeline.name });
   progress?.start();
   // Data problems (malformed lines) are printed, a bounded number per stage, so a bad file cannot flood the terminal.
   const reported = new Map<string, number>();
@@ -218,8 +224,8 @@ async function cmdRun(positionals: string[], values: Record<string, string | boo
       onReport: (id, message) => {
         const n = (reported.get(id) ?? 0) + 1;
         reported.set(id, n);
-        if (n <= MAX_REPORTS) io.stderr.write(`${pipeline.file}: stage '${id}': ${message}\n`);
-        else if (n === MAX_REPORTS + 1) io.stderr.write(`${pipeline.file}: stage '${id}': more problems; see its counters\n`);
+        if (n <= MAX_REPORTS) runtime.logger.warn(`${pipeline.file}: stage '${id}': ${message}`);
+        else if (n === MAX_REPORTS + 1) runtime.logger.warn(`${pipeline.file}: stage '${id}': more problems; see its counters`);
       },
     });
   } finally {
@@ -227,21 +233,24 @@ async function cmdRun(positionals: string[], values: Record<string, string | boo
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
   }
-  if (!quiet) io.stderr.write(formatCounters(pipeline, result.counters));
-  if (!result.clean && result.status !== 'aborted') io.stderr.write(`hd: ${pipeline.file}: the stages did not finish closing within ${DEFAULT_STOP_TIMEOUT_MS / 1000} s\n`);
-  for (const p of result.counterProblems) io.stderr.write(`hd: counter rule broken: ${p}\n`);
+  if (result.status === 'failed') runtime.fail(result.error);
+  await runtime.stop();
+  if (!quiet && runtime.plainOutput) io.stderr.write(formatCounters(pipeline, result.counters));
+  else if (!quiet && pipeline.stages.size > 0) runtime.logger.info(formatCounters(pipeline, result.counters).trimEnd());
+  if (!result.clean && result.status !== 'aborted') runtime.logger.error(`hd: ${pipeline.file}: the stages did not finish closing within ${DEFAULT_STOP_TIMEOUT_MS / 1000} s`);
+  for (const p of result.counterProblems) runtime.logger.error(`hd: counter rule broken: ${p}`);
   switch (result.status) {
     case 'completed':
       return result.counterProblems.length > 0 ? EXIT.failed : EXIT.ok;
     case 'failed':
-      io.stderr.write(`hd: ${pipeline.file}: ${result.error?.message ?? 'failed'}\n`);
+      runtime.logger.error(`hd: ${pipeline.file}: ${result.error?.message ?? 'failed'}`);
       return EXIT.failed;
     case 'aborted':
       if (!result.clean) {
-        io.stderr.write(`hd: ${pipeline.file}: stopped by ${signal ?? 'abort'}, but the stages did not finish closing within ${DEFAULT_STOP_TIMEOUT_MS / 1000} s; cut off\n`);
+        runtime.logger.error(`hd: ${pipeline.file}: stopped by ${signal ?? 'abort'}, but the stages did not finish closing within ${DEFAULT_STOP_TIMEOUT_MS / 1000} s; cut off`);
         return EXIT.failed;
       }
-      io.stderr.write(`hd: ${pipeline.file}: stopped by ${signal ?? 'abort'}\n`);
+      runtime.logger.info(`hd: ${pipeline.file}: stopped by ${signal ?? 'abort'}`);
       return EXIT.ok;
   }
 }

@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { alive, platformStatus, readUpState, runUp } from '../up/platform';
+import { parseTraceOption } from '../up/traceOption';
 import type { CliIo, Command } from './command';
 
 const DATA_DIR_HELP = '  --data-dir <dir>  where the platform keeps its data, state and logs (default ./.hd)';
@@ -14,7 +15,7 @@ function dataDir(values: Record<string, string | boolean | undefined>): string {
 
 /** `hd up`. */
 export const upCommand: Command = {
-  usage: 'hd up [--data-dir <dir>] [--demo default|small|none] [--ingest <file.ndjson> --schema <schema.json>]',
+  usage: 'hd up [--data-dir <dir>] [--demo default|small|none] [--ingest <file.ndjson> --schema <schema.json>] [--trace <otlp-grpc-url>]',
   summary: 'run the whole platform on this machine, with demo data',
   help: [
     'Starts every node (the DMS with its CA, the Proxy, an SCC, two Storage Nodes, the SQL server) as',
@@ -35,10 +36,11 @@ export const upCommand: Command = {
     '  --ingest <file>   also ingest this NDJSON file (with --schema, its dataset schema JSON)',
     '  --schema <file>   the dataset schema of --ingest',
     '  --net <a.b>       first two octets of the loopback addresses (default 127.0)',
+    '  --trace <url>     start every node with OTEL_GRPC_URL=<url> (grpc://host:4317): traces and metrics go to that collector',
     '  -h, --help        this help',
   ].join('\n'),
   positionals: 0,
-  options: { 'data-dir': { type: 'string' }, demo: { type: 'string' }, ingest: { type: 'string' }, schema: { type: 'string' }, net: { type: 'string' } },
+  options: { 'data-dir': { type: 'string' }, demo: { type: 'string' }, ingest: { type: 'string' }, schema: { type: 'string' }, net: { type: 'string' }, trace: { type: 'string' } },
   async run(_positionals, values, io) {
     const demo = (values.demo as string | undefined) ?? 'default';
     if (demo !== 'default' && demo !== 'small' && demo !== 'none') {
@@ -57,8 +59,14 @@ export const upCommand: Command = {
         return 2;
       }
     }
+    const trace = typeof values.trace === 'string' ? parseTraceOption(values.trace) : undefined;
+    if (trace && 'error' in trace) {
+      io.stderr.write(`hd up: ${trace.error}\n`);
+      return 2;
+    }
     return runUp({
       dataDir: dataDir(values),
+      ...(trace && { trace: trace.url }),
       demo,
       ...(typeof values.net === 'string' ? { net: values.net } : {}),
       ...(ingest && schema ? { ingest: { file: ingest, schema } } : {}),

@@ -70,4 +70,6 @@ export interface ReplicaAddress {
   readonly host: string;
   readonly control_port: number;
   readonly prod_port: number;
+  /** Its /health, /v1/sync-state and /v1/segment port as registered: the SCC's sync probe and the peers' cold-boot synchronisation. */
+  readonly observability?: { host: string; port: number };
 }

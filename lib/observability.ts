@@ -12,6 +12,14 @@ import { TLSSocket, type TlsOptions } from 'node:tls';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { routeConnection } from './tlsSniff';
 
+/** The registries of the Observability servers open in this process (read by lib/otlpMetrics.ts). */
+const LIVE_REGISTRIES = new Set<Registry>();
+
+/** Every metrics registry an open {@link Observability} of this process serves, in creation order. */
+export function liveRegistries(): readonly Registry[] {
+  return [...LIVE_REGISTRIES];
+}
+
 /** A node's health: `ok`; `degraded` (serving, with a problem such as a replica down); `initializing` (not serving yet). */
 export type HealthStatus = 'ok' | 'degraded' | 'initializing';
 
@@ -84,6 +92,7 @@ export class Observability {
   constructor(private readonly opts: ObservabilityOptions) {
     this.registry = opts.registry ?? new Registry();
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+    LIVE_REGISTRIES.add(this.registry);
   }
 
   /** Sets the node's own status (parts may still lower it); `reason` is shown in /health. */
@@ -164,6 +173,7 @@ export class Observability {
   async close(): Promise<void> {
     const s = this.server;
     this.server = undefined;
+    LIVE_REGISTRIES.delete(this.registry);
     if (!s) return;
     await new Promise<void>((resolve) => {
       s.close(() => resolve());

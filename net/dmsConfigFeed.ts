@@ -32,6 +32,8 @@ export interface DmsNodeConfig {
   readonly recordSizes: ReadonlyMap<string, number>;
   /** The cluster's Storage Nodes (an SCC's replica set). */
   readonly replicas: readonly ReplicaAddress[];
+  /** The cluster's quarantined Storage Nodes (none from an older DMS): the SCC keeps them as `quarantined` replicas. */
+  readonly quarantined?: readonly ReplicaAddress[];
   readonly hashElection: HashElection | undefined;
   readonly pollMs: number;
 }
@@ -54,15 +56,23 @@ export function parseNodeConfig(body: unknown): DmsNodeConfig {
     const x = r as Partial<ReplicaAddress>;
     const port = (p: unknown): boolean => typeof p === 'number' && Number.isInteger(p) && p > 0 && p < 65536;
     if (typeof x.name !== 'string' || typeof x.host !== 'string' || !port(x.control_port) || !port(x.prod_port)) throw new TypeError(`'replicas' holds a bad entry ${JSON.stringify(r)}`);
-    replicas.push({ name: x.name, host: x.host, control_port: x.control_port as number, prod_port: x.prod_port as number });
+    const obs = x.observability;
+    const observability = obs && typeof obs.host === 'string' && obs.host !== '' && port(obs.port) ? { observability: { host: obs.host, port: obs.port } } : {};
+    replicas.push({ name: x.name, host: x.host, control_port: x.control_port as number, prod_port: x.prod_port as number, ...observability });
   }
+  const quarantined = (Array.isArray(o.quarantined) ? o.quarantined : []).map((r) => {
+    const x = r as Partial<ReplicaAddress>;
+    const port = (p: unknown): boolean => typeof p === 'number' && Number.isInteger(p) && p > 0 && p < 65536;
+    if (typeof x.name !== 'string' || typeof x.host !== 'string' || !port(x.control_port) || !port(x.prod_port)) throw new TypeError(`'quarantined' holds a bad entry ${JSON.stringify(r)}`);
+    return { name: x.name, host: x.host, control_port: x.control_port as number, prod_port: x.prod_port as number };
+  });
   const e = o.hash_election as Record<string, unknown> | null | undefined;
   const hashElection =
     e && typeof e.algorithm === 'string' && typeof e.chain_block_size === 'number' && typeof e.record_size === 'number'
       ? { algorithm: e.algorithm, chainBlockSize: e.chain_block_size, recordSize: e.record_size }
       : undefined;
   const pollMs = typeof o.config_poll_ms === 'number' && o.config_poll_ms >= 100 ? o.config_poll_ms : DEFAULT_CONFIG_POLL_MS;
-  return { datasets, recordSizes, replicas, hashElection, pollMs };
+  return { datasets, recordSizes, replicas, quarantined, hashElection, pollMs };
 }
 
 /** Options of {@link DmsConfigFeed}. */
@@ -171,7 +181,7 @@ export class DmsConfigFeed extends EventEmitter<DmsConfigFeedEvents> {
   /** Holds `body`'s configuration; true (and an `update` event) when it differs from the one held. */
   private take(body: unknown): boolean {
     const next = parseNodeConfig(body);
-    const fingerprint = JSON.stringify([[...next.datasets.entries()], next.replicas, next.hashElection, next.pollMs]);
+    const fingerprint = JSON.stringify([[...next.datasets.entries()], next.replicas, next.quarantined, next.hashElection, next.pollMs]);
     if (fingerprint === this.fingerprint) return false;
     this.held = next;
     this.fingerprint = fingerprint;

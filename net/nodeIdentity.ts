@@ -26,6 +26,7 @@ import { MtlsIdentity, type TlsMaterial } from './mtls';
 import { registerWithDms, type RegistrationCredentials, type RegistrationResult } from './registerWithDms';
 import { CertificateRenewer } from './renewal';
 import { DEFAULT_HEALTH_REPORT_MS, HealthReporter, type HealthReport } from './healthReporter';
+import { logLine } from '../lib/logging';
 
 /** Peers (certificate and port) kept for /health. */
 const MAX_PEERS = 256;
@@ -118,7 +119,7 @@ export class NodeIdentity {
 
   /** Registers (or reuses the stored certificate), stores the material and starts renewing. */
   static async start(opts: NodeIdentityOptions): Promise<NodeIdentity> {
-    const log = (l: string): void => (opts.log ?? ((x) => process.stderr.write(`${x}\n`)))(`${opts.role} '${opts.nodeName}': ${l}`);
+    const log = (l: string): void => (opts.log ?? logLine())(`${opts.role} '${opts.nodeName}': ${l}`);
     const stored = await readStored(opts.stateDir, opts.wrapKey);
     let result: { id: MtlsIdentity; source: IdentitySource; reg?: RegistrationResult } | undefined;
     const usable = stored && storedProblem(stored, opts) === undefined ? stored : undefined;
@@ -204,7 +205,7 @@ export class NodeIdentity {
   }
 
   private log(line: string): void {
-    (this.opts.log ?? ((x) => process.stderr.write(`${x}\n`)))(`${this.opts.role} '${this.opts.nodeName}': ${line}`);
+    (this.opts.log ?? logLine())(`${this.opts.role} '${this.opts.nodeName}': ${line}`);
   }
 
   private save(m: TlsMaterial): Promise<void> {

@@ -14,6 +14,7 @@ import { MAX_CHUNK_BYTES, type Chunk } from '../stream/chunk';
 import { Flow } from '../stream/flow';
 import type { QueryResultElement, QueryResults, QuerySpec, QueryStop, RunningQuery } from '../stream/queryElement';
 import type { ReadScheduler } from './readScheduler';
+import { ScanSpan } from './scanSpan';
 
 /** The partial of a batch in which no record matched (docs/query.md, "Aggregates"). */
 const EMPTY_PARTIAL = '{"v":1,"groups":[]}';
@@ -139,7 +140,7 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
         if (inputDone && running === 0 && active) subscriber.complete();
       };
 
-      const runQuery = async (q: RunningQuery): Promise<void> => {
+      const runQuery = async (q: RunningQuery, traced: ScanSpan): Promise<void> => {
         const spec = q.spec;
         let compiled: CompiledQuery;
         try {
@@ -168,6 +169,7 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
         const end = (batchId: BatchID, recordCount: number): void => {
           counters.controls++;
           opts.meter?.batch('eob');
+          traced.batch('eob');
           emitted++;
           emit({ kind: 'eob', dataset: spec.dataset, batchId, recordCount, results });
         };
@@ -175,6 +177,7 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
           counters.controls++;
           counters.errors++;
           opts.meter?.batch(code);
+          traced.batch('bbn');
           report(`query ${spec.queryId}: ${message}`);
           emitted++;
           emit({ kind: 'bbn', dataset: spec.dataset, batchId, reason: bbnReason(code, message), code, results });
@@ -212,6 +215,7 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
                   slot.release();
                 }
                 opts.meter?.step(last);
+                traced.step(last, compiled.recordSize);
                 // A batch answered from its summary matched records the kernel never read: they count as received.
                 const seen = Math.max(last.scanned, last.matched);
                 counters.received += seen;
@@ -299,8 +303,11 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
           running++;
           live.add(q);
           opts.meter?.active(1);
-          runQuery(q)
+          const traced = new ScanSpan(q.spec);
+          let failed: unknown;
+          runQuery(q, traced)
             .catch((err: unknown) => {
+              failed = err;
               // A fault of our own: the query fails, the node goes on.
               const message = `query ${q.spec.queryId} failed on this node: ${err instanceof Error ? err.message : String(err)}`;
               counters.errors++;
@@ -310,6 +317,7 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
               q.end();
             })
             .finally(() => {
+              traced.end(failed);
               running--;
               live.delete(q);
               opts.meter?.active(-1);

@@ -12,6 +12,7 @@ import { checkAggregate, type AggregateSpec } from './aggregate';
 import { checkSubQueries, filterJson, isObject, jsonType, refuseUnknownKeys, type SubQuery } from './filter';
 import { QueryError } from './queryError';
 import { isZeroToken, TOKEN_LEN } from './token';
+import { MAX_TRACESTATE_LEN, TRACEPARENT, type TraceContext } from '../lib/tracing/traceContext';
 
 export { FILTER_OPS, MAX_BRANCHES, MAX_FILTERS_PER_SUB_QUERY, MAX_IN_VALUES } from './filter';
 export type { Filter, FilterOp, SubQuery } from './filter';
@@ -79,6 +80,12 @@ export interface HdQuery {
    * (an HDWP aggregate frame) instead of its records. `limit` must be absent.
    */
   readonly aggregate?: AggregateSpec;
+  /**
+   * Ours (docs/query.md, "Trace context"): the W3C trace context of the span that sent the query
+   * (`trace_context` in the JSON: `traceparent`, optional `tracestate`); readers start their spans
+   * under it. Absent when the sender does not trace.
+   */
+  readonly traceContext?: TraceContext;
 }
 
 /** How a Storage Node sends a query's matching records. */
@@ -110,7 +117,7 @@ export const MAX_QUERY_JSON_BYTES = HDWP_MAX_JSON_LEN;
 /** Largest `field_mask`, in bytes (a record is never larger). */
 export const MAX_FIELD_MASK_BYTES = 1024 * 1024;
 
-const KEYS = ['query_id', 'dataset', 'batch_ids', 'sub_queries', 'targets', 'verify_hash', 'query_qos', 'return_address', 'token', 'limit', 'field_mask', 'result_format', 'columns', 'aggregate'] as const;
+const KEYS = ['query_id', 'dataset', 'batch_ids', 'sub_queries', 'targets', 'verify_hash', 'query_qos', 'return_address', 'token', 'limit', 'field_mask', 'result_format', 'columns', 'aggregate', 'trace_context'] as const;
 const BATCH_HEX = /^[0-9a-fA-F]{128}$/;
 const TOKEN_HEX = new RegExp(`^[0-9a-fA-F]{${TOKEN_LEN * 2}}$`);
 
@@ -203,7 +210,20 @@ export function hdQueryFromJson(raw: unknown): HdQuery {
     ...(raw.field_mask === undefined ? {} : { fieldMask: fieldMask(raw.field_mask) }),
     ...resultShape(raw.result_format, raw.columns),
     ...aggregateOf(raw.aggregate, raw.limit, raw.result_format),
+    ...(raw.trace_context === undefined ? {} : { traceContext: traceContextOf(raw.trace_context) }),
   };
+}
+
+/** `trace_context`: `{traceparent, tracestate?}`, a W3C traceparent (version 00 layout) and optional tracestate. */
+function traceContextOf(raw: unknown): TraceContext {
+  if (!isObject(raw)) throw new QueryError('trace_context', `expected {traceparent, tracestate?}, got ${jsonType(raw)}`);
+  refuseUnknownKeys(raw, ['traceparent', 'tracestate'], 'trace_context');
+  const tp = raw.traceparent;
+  if (typeof tp !== 'string' || tp.length > 256 || !TRACEPARENT.test(tp)) throw new QueryError('trace_context.traceparent', `expected a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>), got ${jsonType(tp).slice(0, 60)}`);
+  const ts = raw.tracestate;
+  if (ts === undefined) return { traceparent: tp };
+  if (typeof ts !== 'string' || ts.length > MAX_TRACESTATE_LEN) throw new QueryError('trace_context.tracestate', `expected a W3C tracestate of at most ${MAX_TRACESTATE_LEN} characters, got ${jsonType(ts).slice(0, 60)}`);
+  return { traceparent: tp, tracestate: ts };
 }
 
 function aggregateOf(raw: unknown, limit: unknown, format: unknown): { aggregate?: AggregateSpec } {
@@ -254,6 +274,7 @@ function toJson(q: HdQuery): Record<string, unknown> {
     ...(q.resultFormat !== undefined ? { result_format: q.resultFormat } : {}),
     ...(q.columns !== undefined ? { columns: [...q.columns] } : {}),
     ...(q.aggregate !== undefined ? { aggregate: q.aggregate } : {}),
+    ...(q.traceContext !== undefined ? { trace_context: q.traceContext.tracestate === undefined ? { traceparent: q.traceContext.traceparent } : { ...q.traceContext } } : {}),
   };
 }
 

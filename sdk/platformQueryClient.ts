@@ -26,6 +26,7 @@ import { ControlHeaders, counterText } from './controlHeaders';
 import { parseSccTargets, type SccTarget } from './sccTargets';
 import { checkProxyUrl, controlCallOptions, discoverTargets, postCancel, postQuery, type ControlTls, type ProxyCallOptions, type ProxyResultEvent } from './proxyClient';
 import { runQuery, type BatchCallback, type ExecuteStreamOptions, type QueryCounters, type QueryRoute, type RunOutcome } from './queryRun';
+import { inSpan, SpanKind, traceContextOf, type Span } from '../lib/tracing/index';
 import type { TLSSocket } from 'node:tls';
 import { DispatchChannels } from '../query/dispatch/dispatchChannels';
 import { resultListenerTls } from './resultTls';
@@ -497,6 +498,26 @@ export class PlatformQueryClient {
           credentials: sccDispatchCredentials(this.options.dispatchTls ?? this.registered),
         })
       : this.directRoute(this.targets[0] as SccTarget);
+    // The query's `hd.query` span (docs/observability.md, "Traces"), when the caller registered a tracer provider (startTracing).
+    return inSpan('hd.query', (span) => this.runTraced(span, query, route, schema, onBatch, columns, aggregate?.onPartial, onStreamError), {
+      kind: SpanKind.CLIENT,
+      attributes: { 'hd.query_id': query.queryId, 'hd.dataset': query.dataset, 'hd.batches': query.batchIds.length, 'hd.route': this.proxyUrl ? 'proxy' : 'scc' },
+    });
+  }
+
+  /** Runs `untraced` with the active span's trace context in its `trace_context` (none when nothing records). */
+  private async runTraced(
+    span: Span,
+    untraced: HdQuery,
+    route: QueryRoute,
+    schema: Schema,
+    onBatch: BatchCallback,
+    columns: readonly string[] | undefined,
+    onPartial: ((partial: AggregatePartial, batchId: string) => void | Promise<void>) | undefined,
+    onStreamError: ((code: number, message: string, node: string) => void) | undefined,
+  ): Promise<RunOutcome> {
+    const traceContext = span.isRecording() ? traceContextOf() : undefined;
+    const query: HdQuery = traceContext ? { ...untraced, traceContext } : untraced;
     try {
       return await runQuery(
         {
@@ -505,7 +526,7 @@ export class PlatformQueryClient {
           counters: this.counters,
           schema,
           ...(columns !== undefined ? { columns } : {}),
-          ...(aggregate?.onPartial && { onPartial: aggregate.onPartial }),
+          ...(onPartial && { onPartial }),
           ...(onStreamError && { onStreamError }),
           timeoutMs: this.timeoutMs,
           log: this.log,

@@ -10,6 +10,7 @@ import https from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { peerRoleProblem } from '../net/peerRole';
 import type { SccTarget } from './sccTargets';
+import { traceHeaders } from '../lib/tracing/traceContext';
 
 /** TLS material of the Proxy calls; every part optional. */
 export interface ControlTls {
@@ -276,7 +277,8 @@ export async function postCancel(proxyUrl: string, body: { query_id: number; tok
  * `batch_ids`). Resolves with the result event and its text as received; throws ProxyError.
  */
 export async function postQuery(proxyUrl: string, body: Record<string, unknown>, opts: ProxyCallOptions): Promise<{ event: ProxyResultEvent; json: string }> {
-  const r = await call('POST', proxyUrl, '/v1/query', opts, body);
+  // The active span (the SDK's hd.dispatch) travels as W3C traceparent / tracestate headers.
+  const r = await call('POST', proxyUrl, '/v1/query', { ...opts, headers: { ...opts.headers, ...traceHeaders() } }, body);
   if (r.status !== 200) throw errorOf(`query ${String(body.query_id)}`, r.status, r.text);
   return { event: parseResultEvent(r.text), json: r.text };
 }

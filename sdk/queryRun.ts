@@ -11,6 +11,7 @@ import type { Schema } from '../engine-rs/schema';
 import type { AggregatePartial, AggregateSpec, HdQuery } from '../query/hdQuery';
 import type { QueryResult, ResultListener } from '../hdwp/resultListener';
 import type { QueryAccounting } from './queryAccounting';
+import { inSpan, SpanKind, startSpan } from '../lib/tracing/index';
 
 /** How a run ended. */
 export type RunOutcome = 'complete' | 'cancelled' | 'timeout';
@@ -141,12 +142,15 @@ export async function runQuery(ctx: RunContext, query: HdQuery, route: QueryRout
     return next;
   };
   const open = ctx.listener.open({ queryId: query.queryId, token: query.token }, handle);
+  // Result transfer (docs/observability.md, "Traces"): from the listener's opening to the last batch.
+  const transfer = startSpan('hd.results');
+  const before = { batches: counters.batches, records: counters.records, bytes: counters.bytes, batchErrors: counters.batchErrors };
   const timer = ctx.timeoutMs > 0 ? setTimeout(() => release('timeout'), ctx.timeoutMs) : undefined;
   let placed = false;
   let closeLater = false;
   try {
     counters.queries++;
-    const dispatched = route.dispatch(query).then(() => {
+    const dispatched = inSpan('hd.dispatch', () => route.dispatch(query), { kind: SpanKind.CLIENT }).then(() => {
       placed = true;
     });
     // A cancel or timeout while the query is being placed (a Proxy may take its dispatch deadline)
@@ -174,6 +178,10 @@ export async function runQuery(ctx: RunContext, query: HdQuery, route: QueryRout
     for (const m of accounting.verdictMismatches()) ctx.log(`query ${query.queryId}: batch ${m.batchId} was excluded by the Proxy's verdict but delivered ${m.records} records`);
     return outcome;
   } finally {
+    if (transfer.isRecording()) {
+      transfer.setAttributes({ 'hd.batches': counters.batches - before.batches, 'hd.records': counters.records - before.records, 'hd.bytes': counters.bytes - before.bytes, 'hd.batches_failed': counters.batchErrors - before.batchErrors });
+    }
+    transfer.end();
     if (timer) clearTimeout(timer);
     open.close();
     accounting.watch(undefined);

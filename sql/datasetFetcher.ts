@@ -15,6 +15,7 @@ import type { AggregateSpec } from './aggregatePushdown';
 import type { DatasetRead } from './planner';
 import { SqlError } from './sqlError';
 import { currentSqlUser } from './sqlUser';
+import { inSpan } from '../lib/tracing/spans';
 
 /** Options of {@link QueryClientFetcher}. */
 export interface QueryClientFetcherOptions {
@@ -75,7 +76,7 @@ export class QueryClientFetcher implements DatasetFetcher {
   }
 
   async fetch(read: DatasetRead, onBatch: (b: arrow.RecordBatch) => Promise<void>, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome> {
-    return this.withClient(opts, (c) => this.run(c, read, { onBatch }, opts));
+    return inSpan('sql.fetch', () => this.withClient(opts, (c) => this.run(c, read, { onBatch }, opts)), { attributes: { 'hd.dataset': read.schema.id, 'hd.aggregate': false } });
   }
 
   /**
@@ -88,7 +89,7 @@ export class QueryClientFetcher implements DatasetFetcher {
    * `query_failed`, which makes the engine take the record path.
    */
   async fetchAggregate(read: DatasetRead, aggregate: AggregateSpec, onPartial: (p: AggregatePartial) => void, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome> {
-    return this.withClient(opts, (c) => this.run(c, read, { aggregate, onPartial }, opts));
+    return inSpan('sql.fetch', () => this.withClient(opts, (c) => this.run(c, read, { aggregate, onPartial }, opts)), { attributes: { 'hd.dataset': read.schema.id, 'hd.aggregate': true } });
   }
 
   /** Runs `fn` with a client of the pool, waiting for one in arrival order; hands it on after. */

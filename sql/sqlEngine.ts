@@ -24,6 +24,7 @@ import { PgModel } from './pgcatalog/pgModel';
 import { pgSyntax } from './pgcatalog/pgSyntax';
 import { runPassthrough } from './passthroughRun';
 import { planStatement, type DatasetRead, type Plan } from './planner';
+import { inSpan } from '../lib/tracing/spans';
 import { projected } from './projectedBatch';
 import { resultNamingOf, schemaWithNames, withNames, type ResultNaming } from './resultNames';
 import { SessionPool } from './sessionPool';
@@ -147,11 +148,12 @@ export class SqlEngine {
   async execute(sql: string, opts: ExecuteOptions = {}): Promise<SqlResult> {
     const deadline = Date.now() + this.settings.timeoutMs;
     try {
-      return await this.withSession(async (session) => {
+      // The statement's span (docs/observability.md, "Traces"): plan, fetch and evaluation are its children.
+      return await inSpan('sql.statement', () => this.withSession(async (session) => {
         const r = await this.executeIn(session, sql, opts, deadline);
         // PostgreSQL's column names, whichever path answered (sql/resultNames.ts).
         return { ...r, table: withNames(r.table, (await this.namingOf(session, sql)).namesFor(r.table.schema.fields.map((f) => f.name))) };
-      });
+      }), { attributes: { 'db.system.name': 'hd', 'db.query.text': sql.length > 2048 ? `${sql.slice(0, 2048)}…` : sql } });
     } catch (err) {
       throw toSqlError(err, opts.signal);
     }
@@ -176,7 +178,7 @@ export class SqlEngine {
     await ensurePgFunctions(this.local, session);
     // The catalog this statement plans and runs with, even if a refresh replaces it meanwhile.
     const catalog = this.catalog;
-    const planned = await this.planIn(session, sql, opts.params ?? [], catalog);
+    const planned = await inSpan('sql.plan', () => this.planIn(session, sql, opts.params ?? [], catalog));
     const plan: Plan = this.settings.projectColumns === false ? { ...planned, reads: planned.reads.map((r): DatasetRead => ({ schema: r.schema, startTime: r.startTime, endTime: r.endTime, subQueries: r.subQueries })) } : planned;
     const notices = [...plan.notices];
     if (plan.usesCatalog) await registerCatalogTables(session, PgModel.of(catalog), plan.catalogRelations, plan.showTables);
@@ -201,7 +203,7 @@ export class SqlEngine {
     // HD_SQL_MAX_ROWS is applied while DuckDB produces the rows: it streams them and stops one row
     // past the cap (that row says the cap applied), instead of materialising the whole result first.
     const max = this.settings.maxRows;
-    return answer(run, await session.query(await statementText(run), { ...limits, ...(max > 0 ? { maxRows: max } : {}), ...paramsOf(run) }));
+    return answer(run, await inSpan('sql.evaluate', async () => session.query(await statementText(run), { ...limits, ...(max > 0 ? { maxRows: max } : {}), ...paramsOf(run) })));
   }
 
   private async planIn(session: LocalSqlSession, sql: string, params: readonly unknown[], catalog: Catalog): Promise<Plan> {

@@ -9,6 +9,7 @@ import type { BbnFrame, EobFrame, ErrorFrame, QueryAuth } from '../engine-rs/hdw
 import type { ReturnAddress } from '../query/hdQuery';
 import type { BatchedRecordChunk, BbnElement, Chunk, EobElement } from './chunk';
 import type { Flow } from './flow';
+import type { TraceContext } from '../lib/tracing/traceContext';
 
 /** What a node needs of a validated HDQuery to run it. */
 export interface QuerySpec {
@@ -34,6 +35,8 @@ export interface QuerySpec {
   readonly aggregateJson?: string;
   /** HDQuery `result_format: "columns"`: send these fields (schema names, column order; absent: every field) as columns frames instead of records. */
   readonly columnar?: { readonly fields?: readonly string[] };
+  /** HDQuery `trace_context`: the W3C context of the SCC's span that sent this leg; the node's scan span is its child. */
+  readonly traceContext?: TraceContext;
 }
 
 /** Why a query stopped early: an error frame code (docs/query.md) and a message. */

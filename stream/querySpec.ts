@@ -28,6 +28,7 @@ export function querySpecOf(frame: QueryFrame): QuerySpec {
     ...(q.limit === undefined ? {} : { limit: q.limit }),
     ...(q.fieldMask === undefined ? {} : { fieldMask: Buffer.from(q.fieldMask) }),
     ...(q.aggregate === undefined ? {} : { aggregateJson: JSON.stringify(q.aggregate) }),
+    ...(q.traceContext === undefined ? {} : { traceContext: q.traceContext }),
     ...(q.resultFormat === 'columns' ? { columnar: q.columns === undefined ? {} : { fields: q.columns } } : {}),
   };
 }

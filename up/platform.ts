@@ -19,6 +19,7 @@ import { waitReady } from './nodeReady';
 import { hdCommand, packageRoot } from './packageRoot';
 import { portInUse } from './portsFree';
 import { readyMessage } from './readyMessage';
+import { tracedNodes, traceReadyLines } from './traceOption';
 import { ensureSqlPassword } from './sqlPassword';
 import { Supervisor, type NodeSpec } from './supervisor';
 import { fatalLine, UpError } from './upError';
@@ -29,6 +30,8 @@ export interface UpOptions {
   /** `default` (flows + chess), `small` (a quick one for tests) or `none`. */
   readonly demo: 'default' | 'small' | 'none';
   readonly net?: string;
+  /** `--trace`: every node's OTEL_GRPC_URL (up/traceOption.ts). */
+  readonly trace?: string;
   /** Your own NDJSON file and its schema, ingested on start. */
   readonly ingest?: { readonly file: string; readonly schema: string };
   readonly out: { write(s: string): unknown };
@@ -136,7 +139,8 @@ export async function runUp(opts: UpOptions): Promise<number> {
     // An earlier hd up that was killed leaves its nodes running (their own process groups).
     const left = await stopLeftovers(dataDir);
     if (left.length > 0) say(`hd up: stopped ${left.join(', ')}, left running by an earlier 'hd up' of ${dataDir}`);
-    const layout = platformLayout({ dataDir, sqlUpstream: SQL_UPSTREAM, ...(opts.net ? { net: opts.net } : {}), ...(opts.ingest ? { schemaFiles: [opts.ingest.schema] } : {}) });
+    const planned = platformLayout({ dataDir, sqlUpstream: SQL_UPSTREAM, ...(opts.net ? { net: opts.net } : {}), ...(opts.ingest ? { schemaFiles: [opts.ingest.schema] } : {}) });
+    const layout = opts.trace ? { ...planned, nodes: tracedNodes(planned.nodes, opts.trace) } : planned;
     const taken = await portInUse(layout.nodes);
     if (taken) throw new Error(taken);
     // hd_sql's doors ask for a password, made on the first start (up/sqlPassword.ts).
@@ -154,6 +158,7 @@ export async function runUp(opts: UpOptions): Promise<number> {
     const loading = data.pending();
     const sdkDataset = sdkDatasetOf(data, opts, layout);
     opts.out.write(readyMessage(state, { loaded: data.done, loading }, policy, sdkDataset && { packageDir: packageRoot(), ...sdkDataset }));
+    if (opts.trace) opts.out.write(traceReadyLines(opts.trace));
     opts.onReady?.(state);
     if (data.resuming()) say('hd up: an earlier start was interrupted while loading the demo; resuming it');
     else if (loading.length === 0 && data.done.length > 0) say(`hd up: data from an earlier start found in ${dataDir}; not ingesting again`);

@@ -6,19 +6,27 @@ const when = (iso) => (iso ? new Date(iso).toLocaleString() : '—');
 const left = (iso) => { const d = (Date.parse(iso) - Date.now()) / 3600e3; return d > 48 ? `${Math.round(d / 24)} d` : `${d.toFixed(1)} h`; };
 const addr = (a) => Object.entries(a || {}).map(([k, v]) => `${k} ${v.host}:${v.port}`).join(', ');
 
-function QuarantineControl({ n, reload }) {
+/** The bad batch notices the SCCs reported for one Storage Node (newest first): why to quarantine it. */
+function NoticeList({ name, list }) {
+  if (!list || list.length === 0) return html`<p class="muted" data-notices=${name}>no bad batch notices reported</p>`;
+  return html`<table class="notices" data-notices=${name}><thead><tr><th>Time</th><th>Dataset</th><th>Batch</th><th>Code</th><th>Reason</th><th>×</th></tr></thead>
+    <tbody>${[...list].reverse().map((x) => html`<tr data-batch=${x.batch_id}><td>${when(x.last_at)}</td><td>${x.dataset}</td><td class="muted" title=${x.batch_id}>${x.batch_id.slice(0, 16)}…</td><td>${x.code}</td><td>${x.reason}</td><td>${x.count}</td></tr>`)}</tbody></table>`;
+}
+
+function QuarantineControl({ n, reload, notices }) {
   const [reason, setReason] = useState('');
-  const [notices, setNotices] = useState('');
+  const [typed, setTyped] = useState('');
   const [r, setR] = useState(null);
   if (n.role !== 'storageNode') return null;
+  const reported = html`<${NoticeList} name=${n.name} list=${notices} />`;
   if (n.state === 'quarantined') {
-    return html`<div><b>${n.quarantine ? n.quarantine.reason : 'quarantined'}</b>
+    return html`<div>${reported}<b>${n.quarantine ? n.quarantine.reason : 'quarantined'}</b>
       ${n.quarantine && n.quarantine.notices.length ? html`<ul>${n.quarantine.notices.map((x) => html`<li class="muted">${x}</li>`)}</ul>` : null}
       <button class="secondary" data-release=${n.name} onClick=${async () => { setR(await api('POST', `/v1/nodes/${n.name}/release`, {})); reload(); }}>Release</button><${ErrorLine} r=${r} /></div>`;
   }
-  const go = async () => { setR(await api('POST', `/v1/nodes/${n.name}/quarantine`, { reason, notices: notices.split('\n').map((x) => x.trim()).filter(Boolean) })); reload(); };
-  return html`<div><input placeholder="reason" data-reason=${n.name} value=${reason} onInput=${(e) => setReason(e.target.value)} />
-    <input placeholder="bad batch notices (one a line)" value=${notices} onInput=${(e) => setNotices(e.target.value)} />
+  const go = async () => { const given = typed.split('\n').map((x) => x.trim()).filter(Boolean); setR(await api('POST', `/v1/nodes/${n.name}/quarantine`, { reason, ...(given.length > 0 && { notices: given }) })); reload(); };
+  return html`<div>${reported}<input placeholder="reason" data-reason=${n.name} value=${reason} onInput=${(e) => setReason(e.target.value)} />
+    <input placeholder="notices (one a line; empty: those listed)" value=${typed} onInput=${(e) => setTyped(e.target.value)} />
     <button class="danger" data-quarantine=${n.name} onClick=${go}>Quarantine</button><${ErrorLine} r=${r} /></div>`;
 }
 
@@ -26,6 +34,7 @@ function QuarantineControl({ n, reload }) {
 export function Topology() {
   const [d, reload] = usePoll('/v1/nodes');
   const [t] = usePoll('/v1/topology', 5000);
+  const [bad] = usePoll('/v1/bad-batch-notices');
   if (!d || !d.nodes) return html`<p>Loading…</p>`;
   return html`<h2>Cluster topology</h2>
     <p class="muted">Instance ${t ? t.instance : ''} · primary cluster ${t ? t.primary_cluster : ''} · policy version ${t ? t.policy_version : ''} · refreshed every 2 s</p>
@@ -33,7 +42,7 @@ export function Topology() {
     <tbody>${d.nodes.map((n) => html`<tr data-node=${n.name}><td>${n.name}</td><td>${n.role}</td><td>${n.cluster || '—'}</td><td><${Badge} s=${n.state} /></td>
       <td>${n.health ? html`<${Badge} s=${n.health.status} />` : '—'}</td><td class="muted">${addr(n.addresses)}</td>
       <td>${n.cert_not_after ? `${when(n.cert_not_after)} (${left(n.cert_not_after)})` : '—'}</td><td>${when(n.last_seen)}</td>
-      <td><${QuarantineControl} n=${n} reload=${reload} /></td></tr>`)}</tbody></table>`;
+      <td><${QuarantineControl} n=${n} reload=${reload} notices=${bad && bad.nodes ? bad.nodes[n.name] : undefined} /></td></tr>`)}</tbody></table>`;
 }
 
 /** Datasets: the schemas and their clusters; add one from JSON with the engine's errors by path. */

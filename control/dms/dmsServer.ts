@@ -25,6 +25,7 @@ import { checkDmsSettings, type DmsSettings } from './settings';
 import { WebUx, type WebuxOptions } from './webux/webuxServer';
 import { checkState, initialState, NODE_STATES, type DmsState } from './state';
 import { generateRsaKey } from '../../net/pki/x509';
+import { logLine } from '../../lib/logging';
 
 /** Largest request body accepted (a CSR, a schema or a policy fits easily). */
 export const DMS_BODY_LIMIT = 1024 * 1024;
@@ -75,7 +76,7 @@ export class DmsServer {
   }
 
   /** Opens the store and the CA (creating them on first start), then serves (the WebUX too when `webux.port` is set). */
-  static async start(settings: DmsSettings, log: (message: string) => void = (m) => console.error(`dms: ${m}`), webuxOptions: WebuxOptions = {}): Promise<DmsServer> {
+  static async start(settings: DmsSettings, log: (message: string) => void = logLine('dms: '), webuxOptions: WebuxOptions = {}): Promise<DmsServer> {
     const problems = checkDmsSettings(settings);
     if (problems.length > 0) throw new Error(`invalid DMS settings:\n  ${problems.join('\n  ')}`);
     await mkdir(settings.dataDir, { recursive: true, mode: 0o700 });

@@ -20,6 +20,8 @@ export interface NodeConfig {
   readonly scc_targets: SccAddress[];
   /** SCCs and Storage Nodes: the Storage Nodes of the node's cluster (an SCC's replica set). */
   readonly replicas: ReplicaAddress[];
+  /** SCCs and Storage Nodes: the quarantined Storage Nodes of the cluster (the SCC keeps them out of queries and replication, docs/scc.md "Quarantine"). */
+  readonly quarantined: ReplicaAddress[];
   /** The record size of `schema_json`'s dataset, else the elected RECORD_SIZE. */
   readonly record_size: number;
   readonly devices: { name: string; address: string; type: string }[];
@@ -35,14 +37,17 @@ export interface NodeConfig {
 /**
  * The replica set of `cluster`: its Storage Nodes with a data-plane and a control address, in name
  * order. Health does not decide membership (the SCC tracks its replicas' health itself and catches
- * them up); only a quarantined node is left out.
+ * them up); only a quarantined node is left out. `quarantined`: the quarantined ones instead.
  */
-export function replicaSetOf(s: Readonly<DmsState>, cluster: string | undefined): ReplicaAddress[] {
+export function replicaSetOf(s: Readonly<DmsState>, cluster: string | undefined, quarantined = false): ReplicaAddress[] {
   if (cluster === undefined) return [];
   return Object.values(s.nodes)
-    .filter((n) => n.role === 'storageNode' && n.cluster === cluster && n.state !== 'quarantined' && n.addresses.production && n.addresses.control)
+    .filter((n) => n.role === 'storageNode' && n.cluster === cluster && (n.state === 'quarantined') === quarantined && n.addresses.production && n.addresses.control)
     .sort((a, b) => a.name.localeCompare(b.name))
-    .map((n) => ({ name: n.name, host: n.addresses.production?.host ?? '', control_port: n.addresses.control?.port ?? 0, prod_port: n.addresses.production?.port ?? 0 }));
+    .map((n) => {
+      const obs = n.addresses.observability;
+      return { name: n.name, host: n.addresses.production?.host ?? '', control_port: n.addresses.control?.port ?? 0, prod_port: n.addresses.production?.port ?? 0, ...(obs && obs.port > 0 && { observability: { host: obs.host, port: obs.port } }) };
+    });
 }
 
 /** Builds the configuration of `node` from the store (`dataset`: the one whose schema `schema_json` holds). */
@@ -64,6 +69,7 @@ export function nodeConfig(s: Readonly<DmsState>, node: NodeRecord, dataset: str
     datasets,
     scc_targets: targets,
     replicas: member ? replicaSetOf(s, node.cluster) : [],
+    quarantined: member ? replicaSetOf(s, node.cluster, true) : [],
     record_size: recordSize,
     devices: node.devices ?? [],
     hash_election: { algorithm: e.algorithm, chain_block_size: e.chainBlockSize, record_size: e.recordSize, computed_by: 'scc', offload: node.hash_offload_platform ?? 'cpu' },

@@ -25,6 +25,7 @@ import type { ProxySettings } from './settings';
 import { StorageNodeFilters } from './storageNodeFilters';
 import { StorageNodeBatches, type BatchWindowSource } from './storageNodeBatches';
 import type { BatchFilterSource } from './verdict';
+import { logLine } from '../../lib/logging';
 
 /** Largest request body (a query with 100 000 batch ids is about 13 MB; a policy far less). */
 export const PROXY_BODY_LIMIT = 16 * 1024 * 1024;
@@ -84,7 +85,7 @@ export class ProxyServer {
 
   /** Registers with the DMS and serves. Throws when registration is refused (the message says why). */
   static async start(settings: ProxySettings, parts: ProxyParts = {}): Promise<ProxyServer> {
-    const log = parts.log ?? ((m: string) => console.error(`proxy: ${m}`));
+    const log = parts.log ?? logLine('proxy: ');
     // The DMS must learn the real port before the listener (which needs the certificate) exists.
     if (settings.port === 0) settings = { ...settings, port: await freePort(settings.host) };
     const configUrl = `https://${settings.advertiseHost}:${settings.port}/v1/proxy/config`;
@@ -147,7 +148,7 @@ export class ProxyServer {
       try {
         const asker = await who(req);
         const v = currentView();
-        const r = await handleQuery(req.body, asker, { slot, datasets: () => v.datasets, targets: () => v.targets, dispatcher, batchFilters, batchWindows });
+        const r = await handleQuery(req.body, asker, { slot, datasets: () => v.datasets, targets: () => v.targets, dispatcher, batchFilters, batchWindows }, req.headers);
         queries?.inc({ result: 'ok' });
         if (r.window) windowBatches?.inc({ resolved_by: r.window.resolved_by }, r.batch_ids.length);
         return r;

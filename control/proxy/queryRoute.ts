@@ -18,6 +18,8 @@ import type { PolicySlot } from './policySlot';
 import { rewriteQuery, type RewriteSummary } from './rewrite';
 import { computeVerdict, type BatchFilterSource } from './verdict';
 import type { BatchWindowSource } from './storageNodeBatches';
+import { inSpan, SpanKind, type Span } from '../../lib/tracing/index';
+import { proxyQueryParent, withActiveTraceContext, type RequestHeaders } from './querySpans';
 
 /** What the route works with. */
 export interface QueryRouteDeps {
@@ -109,8 +111,15 @@ async function nameBatches(deps: QueryRouteDeps, schema: Schema, body: Record<st
   return { ids: generateBatchIdsTime(r.start, r.end, iv).map((b) => b.toHex()), window: { start: r.start, end: r.end, resolved_by: 'enumeration', nodes_asked: found?.nodesAsked ?? 0, nodes_answered: 0 } };
 }
 
-/** Handles one query (see the module doc). */
-export async function handleQuery(raw: unknown, who: Identity, deps: QueryRouteDeps): Promise<QueryResultEvent> {
+/**
+ * Handles one query (see the module doc) inside its `proxy.query` span, whose parent the request's
+ * `traceparent` header names (else the query's `trace_context`; docs/observability.md, "Traces").
+ */
+export function handleQuery(raw: unknown, who: Identity, deps: QueryRouteDeps, headers: RequestHeaders = {}): Promise<QueryResultEvent> {
+  return inSpan('proxy.query', (span) => answerQuery(raw, who, deps, span), { parent: proxyQueryParent(headers, raw), kind: SpanKind.SERVER });
+}
+
+async function answerQuery(raw: unknown, who: Identity, deps: QueryRouteDeps, span: Span): Promise<QueryResultEvent> {
   const body = asObject(raw);
   const active = deps.slot.current();
   if (!active) throw new HttpError('not_ready', 'no policy is installed yet; the DMS pushes one with POST /v1/proxy/config');
@@ -134,21 +143,29 @@ export async function handleQuery(raw: unknown, who: Identity, deps: QueryRouteD
   }
   if (q.batchIds.length === 0 && !window) throw new HttpError('invalid_query', "the query names no batch: give 'batch_ids' or a window ('start', 'end')");
 
-  let decision;
-  try {
-    decision = active.policy.evaluate({
-      role: who.role,
-      email: who.email,
-      dataset: schema.id,
-      fields: schema.fields.map((f) => f.name),
-      query: { sub_queries: q.subQueries, batches: q.batchIds.length, verify_hash: q.verifyHash },
-    });
-  } catch (err) {
-    // Fail closed: a policy that cannot decide lets nothing through.
-    if (err instanceof PolicyError) throw new HttpError('policy_error', `policy version ${active.version} failed for role '${who.role}': ${err.message}`);
-    throw err;
-  }
-  const rw = rewriteQuery(schema, q.subQueries, decision);
+  span.setAttributes({ 'hd.query_id': q.queryId, 'hd.dataset': schema.id, 'hd.batches': q.batchIds.length });
+  const decision = await inSpan('proxy.policy', async (s) => {
+    try {
+      const d = active.policy.evaluate({
+        role: who.role,
+        email: who.email,
+        dataset: schema.id,
+        fields: schema.fields.map((f) => f.name),
+        query: { sub_queries: q.subQueries, batches: q.batchIds.length, verify_hash: q.verifyHash },
+      });
+      s.setAttributes({ 'hd.decision': d.allow ? 'allow' : 'deny', 'hd.hidden_fields': d.hiddenFields.length, 'hd.constraints': d.constraints.length });
+      return d;
+    } catch (err) {
+      // Fail closed: a policy that cannot decide lets nothing through.
+      if (err instanceof PolicyError) throw new HttpError('policy_error', `policy version ${active.version} failed for role '${who.role}': ${err.message}`);
+      throw err;
+    }
+  }, { attributes: { 'hd.policy_version': active.version, 'hd.role': who.role } });
+  const rw = await inSpan('proxy.rewrite', async (s) => {
+    const r = rewriteQuery(schema, q.subQueries, decision);
+    s.setAttributes({ 'hd.decision': r.summary.allow ? 'allow' : 'deny', 'hd.hidden_fields': r.summary.hidden_fields.length, 'hd.constraints': r.summary.constraints, 'hd.unmatchable_branches': r.summary.unmatchable_branches });
+    return r;
+  });
   const rewritten: HdQuery = { ...q, subQueries: rw.subQueries, targets: q.targets };
   let json: string;
   try {
@@ -161,7 +178,20 @@ export async function handleQuery(raw: unknown, who: Identity, deps: QueryRouteD
   // Neither the ranges asked for nor the verdict touch a hidden byte (verdict.ts).
   const verdict = computeVerdict(schema, rw.subQueries, q.batchIds, await deps.batchFilters.filters(schema.id, q.batchIds, rw.hiddenRanges), rw.hiddenRanges);
   // A window where no batch exists reads nothing: nothing to dispatch, the client completes at once.
-  const dispatch: DispatchOutcome = q.batchIds.length === 0 ? { scc: '', batches: 0, nodes: [], missing_batch_ids: [] } : await deps.dispatcher.dispatch(deps.targets(), json);
+  // The SCC's spans hang under the Proxy's dispatch span: the dispatch client puts it in the call's
+  // metadata, and it replaces the query's trace_context.
+  const dispatch: DispatchOutcome =
+    q.batchIds.length === 0
+      ? { scc: '', batches: 0, nodes: [], missing_batch_ids: [] }
+      : await inSpan(
+          'proxy.dispatch',
+          async (s) => {
+            const out = await deps.dispatcher.dispatch(deps.targets(), withActiveTraceContext(json));
+            s.setAttributes({ 'hd.scc': out.scc, 'hd.nodes': out.nodes.length, 'hd.batches_missing': out.missing_batch_ids.length });
+            return out;
+          },
+          { kind: SpanKind.CLIENT, attributes: { 'hd.batches': q.batchIds.length } },
+        );
   return {
     query_id: q.queryId,
     dataset: schema.id,

@@ -16,6 +16,8 @@
 // A Storage Node without a config.json (CONFIG_FILE, default /etc/hd/config.json) gets one written
 // under HD_DATA_DIR from these variables (storage device: a directory on the data volume).
 // `hd-node --print-env <role>` prints the environment the role would get and exits (tests, debugging).
+// HD_NODE_SOURCES=1 runs the TypeScript sources through tsx instead of dist/ (a development tree:
+// the multi-host test); the image has no sources and never sets it.
 'use strict';
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -60,6 +62,8 @@ function roleEnv(role, env) {
     set('PRODUCTION_IP', dp);
     // Peers reach the SCC at its data-plane address; its certificate names it.
     set('ADVERTISE_HOST', dp);
+    // Registered, the replica set comes from the DMS: SN_TARGETS (required by scc.yaml) is left empty.
+    if (out.DMS_URL && out.SN_TARGETS === undefined) out.SN_TARGETS = '';
   }
   if (role === 'dms') set('DMS_SERVER_NAMES', [out.NODE_NAME || 'dms-core', cp, env.HD_DMS_EXTRA_NAMES].filter(Boolean).join(','));
   if (role === 'storage-node' && !out.CONFIG_FILE) out.CONFIG_FILE = storageNodeConfig(out, dp);
@@ -113,8 +117,11 @@ function main(argv) {
     process.stdout.write(`${JSON.stringify(Object.fromEntries(keys.map((k) => [k, env[k]])))}\n`);
     return undefined;
   }
-  const args = [path.join(root, 'bin', 'hd.js'), 'run', path.join(root, 'pipelines', `${ROLES[role]}.yaml`)];
-  if (role === 'storage-node') args.push('--config', env.CONFIG_FILE);
+  const hd = ['run', path.join(root, 'pipelines', `${ROLES[role]}.yaml`), ...(role === 'storage-node' ? ['--config', env.CONFIG_FILE] : [])];
+  const args =
+    env.HD_NODE_SOURCES === '1'
+      ? ['-r', 'tsx/cjs', '-e', "require('./bin/cli').main(process.argv.slice(1)).then((c) => process.exit(c ?? 0), (e) => { console.error(e); process.exit(1); })", ...hd]
+      : [path.join(root, 'bin', 'hd.js'), ...hd];
   const child = spawn(process.execPath, args, { env, stdio: 'inherit', cwd: root });
   // PID 1 in a container: pass the stop signals on and leave with the child's status.
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(sig, () => child.kill(sig));

@@ -9,6 +9,7 @@ import type { NodeIdentity } from '../../net/nodeIdentity';
 import { CommandApi } from './commandApi';
 import type { ReplicaSet } from './replicas';
 import { interfaceAddress, type SnTarget } from './settings';
+import { logLine } from '../../lib/logging';
 
 /** Options of {@link SccNode}. */
 export interface SccNodeOptions {
@@ -45,7 +46,7 @@ export class SccNode {
 
   /** @param opts names, replicas, ports */
   constructor(private readonly opts: SccNodeOptions) {
-    this.log = opts.log ?? ((l) => process.stderr.write(`${l}\n`));
+    this.log = opts.log ?? logLine();
     this.observability = new Observability({ role: 'scc', nodeName: opts.nodeName, host: bindAddress(opts.observability.interface), port: opts.observability.port });
     this.metrics = ingestMetrics(this.observability.registry);
     this.observability.addHealthPart('replicas', () => opts.replicas.health());

@@ -12,7 +12,7 @@ import { sameToken } from '../../query/token';
 import { LegConnectionPool, type LegConnectionPoolOptions } from './legConnections';
 import { QueryAdmission } from './queryAdmission';
 import { hostPort, ReachabilityCache, REACHABILITY_TIMEOUT_MS } from '../../lib/reachability';
-import { QueryRun } from './queryRun';
+import { QueryRun, type QueryRunOptions } from './queryRun';
 import type { ReplicaState } from './replicas';
 import type { SnTarget } from './settings';
 
@@ -64,6 +64,8 @@ export interface QueryDispatcherOptions {
   /** How often running queries look at replica health; default 200 ms. */
   readonly healthCheckMs?: number;
   readonly onEvent?: (message: string) => void;
+  /** Every bbn a node answered a query leg with (QueryRunOptions.onBadBatch). */
+  readonly onBadBatch?: QueryRunOptions['onBadBatch'];
 }
 
 /** Default time a reachable return address is trusted: a few seconds, so a client's stream of small queries pays one probe, and a listener gone for longer is refused again. */
@@ -175,6 +177,7 @@ export class QueryDispatcher {
         ...(this.opts.resultTls && { resultTls: this.opts.resultTls }),
         ...(this.opts.legTls && { legTls: this.opts.legTls }),
         onEvent: this.opts.onEvent,
+        ...(this.opts.onBadBatch && { onBadBatch: this.opts.onBadBatch }),
         onFinished: (r) => this.finished(r),
       });
       this.runs.set(id, run);

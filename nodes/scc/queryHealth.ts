@@ -16,12 +16,12 @@ export function takesQueries(state: ReplicaState | undefined): boolean {
 }
 
 /**
- * Replica states a running leg is moved away from: the replica failed, is out of sync, or reports
- * cold-boot synchronisation (`syncing`: it may lack batches its peers hold). This and
- * {@link takesQueries} are the SCC's one "do not route to this node" decision: a DMS quarantine
- * (the reference's "administrator quarantines it" → "SCC re-routes queries") is one more
- * ReplicaState set on the replica set and listed here, with nothing else to change in dispatch.
+ * Replica states a running leg is moved away from: the replica failed, is out of sync, reports
+ * cold-boot synchronisation (`syncing`: it may lack batches its peers hold), or an administrator
+ * quarantined it on the DMS (`quarantined`, the reference's "administrator quarantines it" → "SCC
+ * re-routes queries to healthy replicas"; docs/scc.md, "Quarantine"). This and
+ * {@link takesQueries} are the SCC's one "do not route to this node" decision.
  */
 export function abandonsQueries(state: ReplicaState | undefined): boolean {
-  return state === 'down' || state === 'out-of-sync' || state === 'syncing';
+  return state === 'down' || state === 'out-of-sync' || state === 'syncing' || state === 'quarantined';
 }

@@ -7,13 +7,16 @@
  */
 import type tls from 'node:tls';
 import { HDWP_ERROR_FRAME_CODES } from '../../engine-rs/hdwpFrame';
+import { isNotHeld } from '../../query/batchNotice';
 import type { HdQuery } from '../../query/hdQuery';
 import { abandonsQueries, takesQueries } from './queryHealth';
 import type { LegConnectionPool } from './legConnections';
 import { QueryLeg, type BatchAnswer, type LegListener, type LegOutcome } from './queryLeg';
+import type { NodeBadBatch } from './badBatchReporter';
 import { sendBatchNotices, type BatchNotice } from './queryNotice';
 import type { ReplicaState } from './replicas';
 import type { SnTarget } from './settings';
+import { contextWith, parentContext, SpanKind, startSpan, traceContextOf, type Span } from '../../lib/tracing/index';
 
 /** Batches per leg: their ids keep one query frame under the 1 MiB HDWP JSON limit. */
 export const MAX_BATCHES_PER_LEG = 7000;
@@ -40,6 +43,8 @@ export interface QueryRunOptions {
   /** Called once when every batch is settled (delivered, failed or cancelled). */
   readonly onFinished: (run: QueryRun) => void;
   readonly onEvent?: (message: string) => void;
+  /** Every bbn a node answered a batch with, but for "not held" (reported to the DMS, badBatchReporter.ts). */
+  readonly onBadBatch?: (notice: NodeBadBatch) => void;
 }
 
 type BatchStatus = 'queued' | 'running' | 'done' | 'failed';
@@ -74,10 +79,14 @@ export class QueryRun implements LegListener {
   private readonly load = new Map<string, number>();
   private state: 'running' | 'finished' | 'cancelled' = 'running';
   private rotate = 0;
+  /** The query's `scc.query` span (docs/observability.md, "Traces"), when this process traces. */
+  private readonly span: Span | undefined;
+  private readonly legSpans = new Map<QueryLeg, Span>();
 
   /** Nothing is sent until {@link start}. */
   constructor(private readonly opts: QueryRunOptions) {
     this.query = opts.query;
+    this.span = queryRunSpan(opts.query);
     for (const hex of opts.query.batchIds) this.batches.set(hex, { status: 'queued', tried: new Set(), told: true });
   }
 
@@ -95,6 +104,7 @@ export class QueryRun implements LegListener {
 
   /** Places every batch on a healthy replica and opens the legs. Batches no healthy replica can take are `missing`. */
   start(): Placement {
+    const placing = this.span && startSpan('scc.placement', { parent: contextWith(this.span) });
     const missing: string[] = [];
     const nodes = new Set<string>();
     for (const hex of this.batches.keys()) {
@@ -107,6 +117,8 @@ export class QueryRun implements LegListener {
     }
     if (this.opts.maxQueryMs > 0) this.later(this.opts.maxQueryMs, () => this.timeOut());
     for (const n of nodes) this.flush(n);
+    placing?.setAttributes({ 'hd.batches': this.batches.size, 'hd.batches_missing': missing.length, 'hd.nodes': [...nodes] });
+    placing?.end();
     this.settleIfDone();
     return { batches: this.batches.size - missing.length, nodes: [...nodes], missing };
   }
@@ -136,6 +148,8 @@ export class QueryRun implements LegListener {
       this.set(b, { status: 'done' });
       return;
     }
+    // A batch the node simply does not store (an interval nobody ingested) says nothing of the node.
+    if (!isNotHeld(a)) this.opts.onBadBatch?.({ node: leg.node.name, batchId: hex, dataset: this.query.dataset, code: a.code, reason: a.message });
     if (a.code === HDWP_ERROR_FRAME_CODES.batchUnreadable) {
       // This replica does not have it (or its copy is damaged): ask the next one.
       this.opts.onEvent?.(`query ${this.query.queryId}: ${leg.node.name} cannot read batch ${hex.slice(0, 16)}…: ${a.message}`);
@@ -151,6 +165,7 @@ export class QueryRun implements LegListener {
   /** A leg ended (LegListener). */
   end(leg: QueryLeg, outcome: LegOutcome): void {
     const name = leg.node.name;
+    this.endLegSpan(leg, outcome.kind === 'failed' ? outcome.message : undefined);
     if (this.legs.get(name) === leg) this.legs.delete(name);
     if (this.state !== 'running') return;
     const unanswered = [...leg.pending].filter((hex) => this.batches.get(hex)?.status === 'running');
@@ -243,8 +258,13 @@ export class QueryRun implements LegListener {
     for (const hex of take) this.set(this.batches.get(hex) as BatchState, { status: 'running' });
     const node = this.opts.targets.find((t) => t.name === name) as SnTarget;
     const legTls = this.opts.legTls?.(node);
-    const leg = new QueryLeg({ node, query: this.query, batchIds: take, recordSize: this.opts.recordSize, listener: this, connectTimeoutMs: this.opts.connectTimeoutMs, ...(legTls && { tls: legTls }), ...(this.opts.pool && { pool: this.opts.pool }) });
+    // The leg's span: the node's scan span is its child, through the query's trace_context.
+    const legSpan = this.span && startSpan('scc.leg', { parent: contextWith(this.span), kind: SpanKind.CLIENT, attributes: { 'hd.node': name, 'hd.batches': take.length } });
+    const legContext = legSpan && traceContextOf(contextWith(legSpan));
+    const query = legContext ? { ...this.query, traceContext: legContext } : this.query;
+    const leg = new QueryLeg({ node, query, batchIds: take, recordSize: this.opts.recordSize, listener: this, connectTimeoutMs: this.opts.connectTimeoutMs, ...(legTls && { tls: legTls }), ...(this.opts.pool && { pool: this.opts.pool }) });
     this.legs.set(name, leg);
+    if (legSpan) this.legSpans.set(leg, legSpan);
     leg.start();
   }
 
@@ -263,7 +283,10 @@ export class QueryRun implements LegListener {
     const legs = [...this.legs.values()];
     this.legs.clear();
     this.queues.clear();
-    for (const leg of legs) leg.cancel();
+    for (const leg of legs) {
+      leg.cancel();
+      this.endLegSpan(leg, 'cancelled');
+    }
     return legs.length;
   }
 
@@ -286,7 +309,21 @@ export class QueryRun implements LegListener {
   private release(): void {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    if (this.span) {
+      const c = this.counts();
+      this.span.setAttributes({ 'hd.state': this.state, 'hd.batches_done': c.done, 'hd.batches_failed': c.failed });
+      this.span.end();
+    }
     this.opts.onFinished(this);
+  }
+
+  /** Ends a leg's span (once), with why it failed when it did. */
+  private endLegSpan(leg: QueryLeg, failure?: string): void {
+    const span = this.legSpans.get(leg);
+    if (!span) return;
+    this.legSpans.delete(leg);
+    if (failure !== undefined) span.setAttribute('hd.leg_failure', failure);
+    span.end();
   }
 
   private later(ms: number, fn: () => void): void {
@@ -297,4 +334,13 @@ export class QueryRun implements LegListener {
     t.unref();
     this.timers.add(t);
   }
+}
+
+/**
+ * The `scc.query` span of a dispatched query: a child of the active span (the Dispatch call's), or
+ * of the query's `trace_context` when the call carried none; undefined when nothing records.
+ */
+function queryRunSpan(query: HdQuery): Span | undefined {
+  const span = startSpan('scc.query', { parent: parentContext(query.traceContext), attributes: { 'hd.query_id': query.queryId, 'hd.dataset': query.dataset, 'hd.batches': query.batchIds.length, 'hd.qos': query.queryQos } });
+  return span.isRecording() ? span : undefined;
 }

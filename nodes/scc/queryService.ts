@@ -16,6 +16,7 @@ import { hostPort } from '../../lib/reachability';
 import { callPeer, IdentityServerCredentials, type CallAuthContext } from '../../net/grpcTls';
 import type { NodeIdentity } from '../../net/nodeIdentity';
 import { DEFAULT_DISPATCH_ROLES } from './settings';
+import { contextFromMetadata, inSpan, SpanKind } from '../../lib/tracing/index';
 
 /** Mutual TLS of the service: the node's identity and the certificate roles that may call. */
 export interface QueryServiceTls {
@@ -39,7 +40,8 @@ export class QueryService {
       dispatch: (call: grpc.ServerUnaryCall<DispatchRequest, DispatchReply>, cb: grpc.sendUnaryData<DispatchReply>) => {
         const refused = this.refusal(call, 'Dispatch');
         if (refused) return cb(refused);
-        this.dispatcher.dispatch(call.request.queryJson).then(
+        // The `scc.dispatch` span, under the caller's span named in the call's metadata (docs/observability.md, "Traces").
+        inSpan('scc.dispatch', () => this.dispatcher.dispatch(call.request.queryJson), { parent: contextFromMetadata(call.metadata), kind: SpanKind.SERVER }).then(
           (reply) => cb(null, reply),
           (err: unknown) => cb(toStatus(err)),
         );

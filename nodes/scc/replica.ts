@@ -10,9 +10,10 @@ import type { SnTarget } from './settings';
 /**
  * Where a replica stands (docs/scc.md, "Replica states"). `syncing`: the node reports cold-boot
  * synchronisation — it gets new batches live but takes no queries and does not count for
- * acknowledgements (a later `quarantined` state would be one more such state, queryHealth.ts).
+ * acknowledgements. `quarantined`: an administrator quarantined the node on the DMS — no queries,
+ * no batches (what it misses waits in the catch-up log) until released (queryHealth.ts).
  */
-export type ReplicaState = 'healthy' | 'down' | 'catching-up' | 'out-of-sync' | 'syncing';
+export type ReplicaState = 'healthy' | 'down' | 'catching-up' | 'out-of-sync' | 'syncing' | 'quarantined';
 
 /** One Storage Node's mutable state inside a replica set. */
 export interface Replica {

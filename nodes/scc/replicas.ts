@@ -16,6 +16,7 @@ import { batchKey, CatchUpLog, type LoggedBatch } from './catchUpLog';
 import { isBatchRefusal, newReplica, TIMEOUT, within, type Replica, type ReplicaState } from './replica';
 import type { SnTarget } from './settings';
 import type { SyncProbe } from './syncProbe';
+import { inSpan, SpanKind } from '../../lib/tracing/spans';
 
 export type { ReplicaState } from './replica';
 
@@ -111,7 +112,16 @@ export class ReplicaSet {
     const live = this.replicas.filter((r) => this.isLive(r, b));
     for (const r of this.replicas) if (!live.includes(r) && r.state !== 'out-of-sync') this.markBehind(r, b);
     const counted = live.filter((r) => r.state === 'healthy');
-    const results = await Promise.all(live.map((r) => this.closeOn(r, b, el.recordCount, el.closingHash)));
+    // One `scc.replicate` span a replica, under the batch's `scc.batch` (batchSpans.ts): its close until durable there.
+    const results = await Promise.all(
+      live.map((r) =>
+        inSpan('scc.replicate', async (span) => {
+          const res = await this.closeOn(r, b, el.recordCount, el.closingHash);
+          span.setAttribute('hd.result', res instanceof HdwpStreamError ? 'refused' : res);
+          return res;
+        }, { kind: SpanKind.CLIENT, attributes: { 'hd.replica': r.target.name, 'hd.replica_state': r.state } }),
+      ),
+    );
     const resultOf = (r: Replica): 'ok' | 'failed' | HdwpStreamError => results[live.indexOf(r)];
     const okCount = counted.filter((r) => resultOf(r) === 'ok').length;
     const refusers = live.filter((r) => resultOf(r) instanceof HdwpStreamError);
@@ -200,6 +210,46 @@ export class ReplicaSet {
       added.push(t.name);
     }
     return { added, removed: removed.filter((n) => !added.includes(n)) };
+  }
+
+  /**
+   * Applies the DMS's quarantine (docs/scc.md, "Quarantine"): a replica named in `names` becomes
+   * `quarantined` — its streams are closed, it takes no queries (running legs move off it), gets no
+   * batches and does not count for acknowledgements; what it misses waits for it in the catch-up
+   * log. One no longer named is released: caught up from the log like a replica back from a
+   * failure, it takes queries again only once level (or `syncing` until its node reports ready).
+   * An `out-of-sync` replica is left as it is. Returns what changed, for the log.
+   */
+  setQuarantined(names: ReadonlySet<string>): { quarantined: string[]; released: string[] } {
+    const quarantined: string[] = [];
+    const released: string[] = [];
+    for (const r of this.replicas) {
+      const name = r.target.name;
+      if (names.has(name) && r.state !== 'quarantined' && r.state !== 'out-of-sync') {
+        r.epoch++;
+        clearTimeout(r.timer);
+        for (const c of r.clients.values()) c.then((x) => x.close()).catch(() => undefined);
+        r.clients.clear();
+        r.lagBytes = 0;
+        this.wakeLag(r);
+        for (const b of this.log.waitingFor(name)) r.behind.add(b.key);
+        r.state = 'quarantined';
+        r.reason = 'quarantined on the DMS: no queries, no batches (kept in the catch-up log for it) until released';
+        r.since = Date.now();
+        this.lag(r);
+        this.opts.onEvent?.(`replica ${name} is quarantined (DMS): queries and batches go to the other replicas`);
+        quarantined.push(name);
+      } else if (!names.has(name) && r.state === 'quarantined') {
+        r.state = 'down';
+        r.reason = `released from quarantine; ${r.behind.size} batch(es) to catch up`;
+        r.since = Date.now();
+        r.backoff = this.minBackoff;
+        this.opts.onEvent?.(`replica ${name} is released from quarantine (DMS): catching up before it takes queries`);
+        void catchUpReplica(this.catchUp, r);
+        released.push(name);
+      }
+    }
+    return { quarantined, released };
   }
 
   /** Closes every stream and stops reconnecting. */
@@ -368,7 +418,7 @@ export class ReplicaSet {
 
   /** Marks `r` down: its streams are closed, everything it has not acknowledged is caught up later. */
   private fail(r: Replica, reason: string): void {
-    if (this.closed || r.state === 'out-of-sync') return;
+    if (this.closed || r.state === 'out-of-sync' || r.state === 'quarantined') return;
     r.epoch++;
     r.failures++;
     const was = r.state;

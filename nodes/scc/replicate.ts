@@ -5,6 +5,8 @@ import { awaitEach } from '../../stream/awaitEach';
 import { batchKey, type AckResult, type BbnElement, type Chunk, type EobElement } from '../../stream/chunk';
 import { Flow } from '../../stream/flow';
 import { StageCounters } from '../../stream/stageCounters';
+import { contextWith, withContext } from '../../lib/tracing/spans';
+import { batchSpans } from './batchSpans';
 
 /** Options of {@link replicate}. */
 export interface ReplicateOptions {
@@ -47,11 +49,14 @@ export function replicate(opts: ReplicateOptions): (input: Observable<Chunk>) =>
       /** Records received per open batch, not yet durable or dropped. */
       const held = new Map<string, number>();
       const pending = new Set<Promise<void>>();
+      /** Each open batch's `scc.batch` span (docs/observability.md, "Traces"); none kept when nothing records. */
+      const spans = batchSpans();
 
       const answer = (el: EobElement | BbnElement, work: Promise<AckResult>): Promise<void> => {
         const key = batchKey(el.dataset, el.batchId);
         const records = held.get(key) ?? 0;
         held.delete(key);
+        const span = spans.take(el, records, opts.recordSizeOf?.(el.dataset));
         const p = work
           .catch((err: unknown): AckResult => ({ ok: false, code: HDWP_ERROR_FRAME_CODES.internal, message: `replication failed: ${(err as Error).message}` }))
           .then((r) => {
@@ -65,6 +70,7 @@ export function replicate(opts: ReplicateOptions): (input: Observable<Chunk>) =>
                 opts.onProblem?.(`batch ${el.batchId.toString()} of '${el.dataset}' (${el.kind}): ${r.message}`);
               }
             }
+            spans.acked(span, el, r);
             el.ack?.(r);
           })
           .finally(() => pending.delete(p));
@@ -78,6 +84,8 @@ export function replicate(opts: ReplicateOptions): (input: Observable<Chunk>) =>
             if (el.batchId === undefined) throw new TypeError('replicate takes batched records; got records without a batch id');
             counters.received += el.count;
             const key = batchKey(el.dataset, el.batchId);
+            if (!held.has(key)) spans.open(key, el.dataset, el.batchId);
+            spans.add(key, el.buf.length);
             held.set(key, (held.get(key) ?? 0) + el.count);
             await opts.replicas.records({ ...el, batchId: el.batchId });
             return [];
@@ -86,7 +94,10 @@ export function replicate(opts: ReplicateOptions): (input: Observable<Chunk>) =>
           case 'bbn': {
             counters.controls++;
             const size = opts.recordSizeOf?.(el.dataset);
-            void answer(el, el.kind === 'eob' ? opts.replicas.eob(el, size) : opts.replicas.bbn(el, size));
+            // The replicas' per-replica spans hang under the batch's span.
+            const span = spans.get(el);
+            const close = (): Promise<AckResult> => (el.kind === 'eob' ? opts.replicas.eob(el, size) : opts.replicas.bbn(el, size));
+            void answer(el, span ? withContext(contextWith(span), close) : close());
             while (pending.size >= maxPending) await Promise.race(pending);
             return [];
           }
@@ -102,6 +113,7 @@ export function replicate(opts: ReplicateOptions): (input: Observable<Chunk>) =>
             // Batches still open when the input ended were never closed: nothing of them is durable.
             for (const n of held.values()) counters.dropped += n;
             held.clear();
+            spans.endAll('the input ended with the batch open');
             subscriber.complete();
           });
         },
@@ -110,6 +122,7 @@ export function replicate(opts: ReplicateOptions): (input: Observable<Chunk>) =>
         sub.unsubscribe();
         for (const n of held.values()) counters.dropped += n;
         held.clear();
+        spans.endAll('the stage stopped with the batch open');
       };
     });
 }

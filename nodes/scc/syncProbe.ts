@@ -2,10 +2,13 @@
  * How the SCC learns that a Storage Node is in cold-boot synchronisation (docs/scc.md, "Replica
  * states"): `GET /v1/sync-state` on the node's observability port, over mutual TLS with the SCC's
  * identity when it has one (the node must present a `storageNode` certificate), plain otherwise.
- * The replica set asks every replica it counts as healthy, or knows as syncing, each poll.
+ * The replica set asks every replica it counts as healthy, or knows as syncing, each poll. The
+ * port is SN_OBSERVABILITY_PORTS' where the operator set one, else the one the node registered with
+ * the DMS (docs/scc.md, "Replica states").
  */
 import http from 'node:http';
 import https from 'node:https';
+import type { ReplicaAddress } from '../../control/api';
 import { clientTlsOptions, type MtlsIdentity } from '../../net/mtls';
 import type { SnTarget } from './settings';
 
@@ -29,13 +32,30 @@ export function parseObservabilityPorts(text: string): Map<string, number> {
   return out;
 }
 
-/** A probe over the given observability ports; `identity`: mutual TLS. */
-export function syncStateProbe(ports: ReadonlyMap<string, number>, identity?: MtlsIdentity, timeoutMs = 2000): SyncProbe {
+/** Where a replica's observability port is, asked at every probe (so a replica set that changes is followed); undefined: not known. */
+export type ObservabilityLookup = (target: SnTarget) => { readonly host: string; readonly port: number } | undefined;
+
+/**
+ * Where each replica's observability port is: the operator's SN_OBSERVABILITY_PORTS entry (on the
+ * host of its SN_TARGETS entry) first, else the address the node registered with the DMS
+ * (`dmsReplicas()`: the replica set of the SCC's configuration from the DMS, read at each call).
+ */
+export function observabilityLookup(explicit: ReadonlyMap<string, number>, dmsReplicas?: () => readonly ReplicaAddress[] | undefined): ObservabilityLookup {
   return (target) => {
-    const port = ports.get(target.name);
-    if (port === undefined) return Promise.resolve(undefined);
+    const port = explicit.get(target.name);
+    if (port !== undefined) return { host: target.host, port };
+    return dmsReplicas?.()?.find((r) => r.name === target.name)?.observability;
+  };
+}
+
+/** A probe over the given observability ports (a map: on each target's host) or lookup; `identity`: mutual TLS. */
+export function syncStateProbe(ports: ReadonlyMap<string, number> | ObservabilityLookup, identity?: MtlsIdentity, timeoutMs = 2000): SyncProbe {
+  const where: ObservabilityLookup = typeof ports === 'function' ? ports : observabilityLookup(ports);
+  return (target) => {
+    const at = where(target);
+    if (at === undefined) return Promise.resolve(undefined);
     return new Promise((resolve) => {
-      const common = { host: target.host, port, path: '/v1/sync-state', method: 'GET', agent: false as const, timeout: timeoutMs };
+      const common = { host: at.host, port: at.port, path: '/v1/sync-state', method: 'GET', agent: false as const, timeout: timeoutMs };
       const onRes = (res: http.IncomingMessage): void => {
         const parts: Buffer[] = [];
         res.on('data', (d: Buffer) => parts.push(d));

@@ -19,6 +19,7 @@ import type { StorageNodeConfig } from './config';
 import { DevicePool, StorageDevice, type FreeSpace } from './devices';
 import { OcfReadCache, type ReadLocation } from './ocf';
 import { formatRecovery, recoverDevices, type RecoverySummary } from './recovery';
+import { logLine } from '../../lib/logging';
 
 /** Options of {@link StorageNode}. */
 export interface StorageNodeOptions {
@@ -63,7 +64,7 @@ export class StorageNode {
   constructor(private readonly opts: StorageNodeOptions) {
     const c = opts.config;
     this.config = c;
-    this.log = opts.log ?? ((l) => process.stderr.write(`${l}\n`));
+    this.log = opts.log ?? logLine();
     const byName = new Map(c.storageDevices.map((d) => [d.name, StorageDevice.fromConfig(d, opts.freeSpace)]));
     const pick = (names: readonly string[]): StorageDevice[] => names.map((n) => byName.get(n) as StorageDevice);
     const writeDevices = c.useOcf ? pick(c.ocfCoreDevices) : [...byName.values()];

@@ -9,6 +9,7 @@ import { createWriteStream } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { pipeline } from 'node:stream/promises';
+import type { ReplicaAddress } from '../../control/api';
 import { clientTlsOptions, type MtlsIdentity } from '../../net/mtls';
 
 /** One peer replica: its node name and observability address. */
@@ -40,6 +41,15 @@ export function parseSyncPeers(text: string): SyncPeer[] {
     seen.add(name);
     return { name, host, port };
   });
+}
+
+/**
+ * The sync peers of node `self` from its replica set on the DMS (the registration answer's and
+ * `GET /v1/nodes/{name}/config`'s `replicas`): every other Storage Node of its cluster that
+ * registered an observability address, at that address.
+ */
+export function syncPeersOf(replicas: readonly ReplicaAddress[], self: string): SyncPeer[] {
+  return replicas.flatMap((r) => (r.name !== self && r.observability ? [{ name: r.name, host: r.observability.host, port: r.observability.port }] : []));
 }
 
 /** A peer answered with something other than 200 (its status and error text). */

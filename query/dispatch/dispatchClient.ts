@@ -5,6 +5,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { serializeHdQuery, type HdQuery } from '../hdQuery';
+import { withTraceMetadata } from '../../lib/tracing/grpcTrace';
 import { MAX_DISPATCH_MESSAGE_BYTES, queryDispatchService, QUERY_DISPATCH_SERVICE, type CancelReply, type CancelRequest, type DispatchReply, type DispatchRequest } from './dispatchService';
 
 /** A failed call: the gRPC status code (e.g. `grpc.status.FAILED_PRECONDITION`) and the server's message. */
@@ -76,7 +77,8 @@ export class QueryDispatchClient {
   /** Sends a query (serialised with QoS clamping and checked first; JSON text is sent as it is). */
   dispatch(query: HdQuery | string): Promise<DispatchReply> {
     const queryJson = typeof query === 'string' ? query : serializeHdQuery(query, { maxBytes: 16 * 1024 * 1024 });
-    return this.call((cb) => this.raw.dispatch({ queryJson }, new grpc.Metadata(), this.options(), cb));
+    // The caller's span travels in the call's metadata (W3C traceparent; docs/observability.md, "Traces").
+    return this.call((cb) => this.raw.dispatch({ queryJson }, withTraceMetadata(new grpc.Metadata()), this.options(), cb));
   }
 
   /** Cancels a query on every Storage Node holding it; `token` as bytes or 32 hex digits. */

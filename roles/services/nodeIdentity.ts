@@ -11,6 +11,7 @@ import { mayUse, type RunningService, type ServiceType } from '../../pipelines/r
 import { int, oneOf, str, type Setting } from '../../pipelines/settings';
 import { credentialSettings, credentialsOf } from '../stages/controlSettings';
 import { storageNodeConfigFile } from '../stages/storageNodeConfig';
+import { logLine } from '../../lib/logging';
 
 /** PLATFORM_CA_CERT_PEM, optional here: without DMS_URL no registration happens. */
 const optionalCaBundle: Setting<string> = {
@@ -74,6 +75,19 @@ const settings = {
 
 /** The configuration feed of each running identity (docs/control-plane.md, "Node configuration"). */
 const feeds = new WeakMap<NodeIdentity, DmsConfigFeed>();
+/** Where each running identity reaches the DMS. */
+const endpoints = new WeakMap<NodeIdentity, DmsEndpoint>();
+
+/** The DMS a running identity registered with: DMS_URL and the name its certificate must carry. */
+export interface DmsEndpoint {
+  readonly dmsUrl: string;
+  readonly dmsServerName?: string;
+}
+
+/** The DMS of a running identity of this service; undefined for an identity started elsewhere. */
+export function dmsEndpointOf(id: NodeIdentity): DmsEndpoint | undefined {
+  return endpoints.get(id);
+}
 
 /**
  * The node's configuration from the DMS (registration answer, then polled) for a running identity
@@ -148,9 +162,10 @@ export const nodeIdentityType: ServiceType<typeof settings, Record<string, never
       ...(c.dms_server_name !== '' && { dmsServerName: c.dms_server_name }),
       identity: id.identity,
       initial: id.registration,
-      log: (l) => process.stderr.write(`${c.role} '${nodeName}': ${l}\n`),
+      log: logLine(`${c.role} '${nodeName}': `),
     });
     feeds.set(id, feed);
+    endpoints.set(id, { dmsUrl: c.dms_url, ...(c.dms_server_name !== '' && { dmsServerName: c.dms_server_name }) });
     feed.start();
     return {
       value: id,

@@ -8,6 +8,7 @@ import { int } from '../../pipelines/settings';
 import { sccSetting } from '../stages/sccSetting';
 import { usesIdentity } from './nodeIdentity';
 import { usesSccNode } from './sccNode';
+import { processLogger } from '../../lib/logging';
 
 const settings = {
   query_grpc_port: sccSetting<number>('QUERY_GRPC_PORT'),
@@ -46,6 +47,7 @@ export const queryDispatchType: ServiceType<typeof settings, { identity: typeof 
       // client listening with mutual TLS go with the SCC's certificate.
       ...(id && { legTls: tlsLegs(id), resultTls: () => clientTlsOptions(id.identity) }),
       onEvent: (m) => ctx.report(m),
+      ...(scc.badBatches && { onBadBatch: (n) => scc.badBatches?.note(n) }),
     });
     // Registered: the gRPC port is mutual TLS too, open to the certificate roles of query_roles.
     const service = new QueryService(dispatcher, id ? { node: id, roles } : undefined);
@@ -62,7 +64,7 @@ export const queryDispatchType: ServiceType<typeof settings, { identity: typeof 
       throw err;
     }
     const nodes = scc.targets.map((t) => `${t.name} ${t.host}:${t.controlPort}`).join(', ');
-    process.stderr.write(`scc '${scc.nodeName}': query dispatch (gRPC QueryDispatch${id ? `, mutual TLS for ${roles.join(', ')}` : ''}) on ${host}:${port}; queries go to the control ports of ${nodes}\n`);
+    processLogger().info(`scc '${scc.nodeName}': query dispatch (gRPC QueryDispatch${id ? `, mutual TLS for ${roles.join(', ')}` : ''}) on ${host}:${port}; queries go to the control ports of ${nodes}`);
     return { value: undefined, stop };
   },
 };

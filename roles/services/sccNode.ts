@@ -10,12 +10,14 @@ import { SccNode } from '../../nodes/scc/node';
 import { ReplicaSet } from '../../nodes/scc/replicas';
 import type { SnTarget } from '../../nodes/scc/settings';
 import { tlsReplicaConnector } from '../../nodes/scc/linkTls';
-import { parseObservabilityPorts, syncStateProbe } from '../../nodes/scc/syncProbe';
+import { observabilityLookup, parseObservabilityPorts, syncStateProbe } from '../../nodes/scc/syncProbe';
 import { needs, type ServiceType } from '../../pipelines/registry';
 import { byteSize, int } from '../../pipelines/settings';
 import { optionalSccSetting, sccSetting } from '../stages/sccSetting';
-import { dmsConfigOf, usesIdentity } from './nodeIdentity';
+import { dmsConfigOf, dmsEndpointOf, usesIdentity } from './nodeIdentity';
+import { BadBatchReporter } from '../../nodes/scc/badBatchReporter';
 import { followDms, targetsOf } from '../../nodes/scc/dmsConfig';
+import { logLine } from '../../lib/logging';
 
 const settings = {
   sn_targets: optionalSccSetting<SnTarget[]>('SN_TARGETS', 'the replicas, node_name:ip:control_port:prod_port, comma-separated; empty: the Storage Nodes of the cluster on the DMS (required without DMS_URL) — SN_TARGETS'),
@@ -39,7 +41,7 @@ const settings = {
   ack_timeout_ms: int({ doc: 'a replica past the lag bound, or not acknowledging an eob, this long is marked down', default: 30_000, min: 100, max: 3_600_000 }),
   sn_observability_ports: {
     expects: 'comma-separated node_name:observability_port of SN_TARGETS nodes, or empty',
-    doc: "each Storage Node's observability port (node_name:port, comma-separated; its host is SN_TARGETS'): the SCC asks /v1/sync-state there and keeps a node that reports cold-boot synchronisation out of queries and acknowledgements — SN_OBSERVABILITY_PORTS; empty: never asked",
+    doc: "each Storage Node's observability port (node_name:port, comma-separated; its host is SN_TARGETS'): the SCC asks /v1/sync-state there and keeps a node that reports cold-boot synchronisation out of queries and acknowledgements — SN_OBSERVABILITY_PORTS; wins over the port a node registered with the DMS; empty: the DMS's, else never asked",
     required: false,
     fallback: new Map<string, number>(),
     parse: (v: { value: unknown }) => {
@@ -70,6 +72,8 @@ export interface SccNodeService {
   readonly commandInterface: string;
   readonly replicas: ReplicaSet;
   readonly node: SccNode;
+  /** Registered with the DMS: reports the bbns of the Storage Nodes to it (docs/scc.md, "Bad batch notices to the DMS"). */
+  readonly badBatches: BadBatchReporter | undefined;
 }
 
 /** How a stage or service uses the SCC node. */
@@ -85,6 +89,8 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
   start: async (c, ctx) => {
     const id = ctx.services.identity;
     const feed = id ? dmsConfigOf(id) : undefined;
+    // Started on a stored certificate (no registration answer): the DMS's configuration is read once first.
+    if (feed && !feed.config) await feed.refreshNow();
     const dms = feed?.config;
     // Precedence (docs/scc.md, "Configuration from the DMS"): a variable the operator set, then the DMS, then the default.
     const targets = c.sn_targets ?? (dms ? targetsOf(dms.replicas) : undefined);
@@ -101,7 +107,8 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
       logBytes: c.catch_up_log_bytes,
       onEvent: (m) => ctx.report(m),
       onLag: (name, batches) => node.metrics.replicaLag.set({ replica: name }, batches),
-      ...(c.sn_observability_ports.size > 0 && { syncProbe: syncStateProbe(c.sn_observability_ports, id?.identity) }),
+      // Observability ports: SN_OBSERVABILITY_PORTS' entries, else those the nodes registered with the DMS (read at each probe).
+      ...((c.sn_observability_ports.size > 0 || feed) && { syncProbe: syncStateProbe(observabilityLookup(c.sn_observability_ports, () => feed?.config?.replicas), id?.identity) }),
     });
     const node: SccNode = new SccNode({
       nodeName: c.node_name,
@@ -113,12 +120,15 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
       facts: { record_size: recordSize, log_level: c.log_level, dms_url: c.dms_url },
     });
     if (id) node.observability.addHealthPart('identity', () => id.health());
-    const unfollow = feed ? followDms(feed, { recordSizes, replicas, fixedTargets: c.sn_targets !== undefined, log: (m) => process.stderr.write(`scc '${c.node_name}': ${m}\n`) }) : () => undefined;
+    const endpoint = id && dmsEndpointOf(id);
+    const badBatches = id && endpoint ? new BadBatchReporter({ ...endpoint, identity: id.identity, log: logLine(`scc '${c.node_name}': `) }) : undefined;
+    const unfollow = feed ? followDms(feed, { recordSizes, replicas, fixedTargets: c.sn_targets !== undefined, log: logLine(`scc '${c.node_name}': `) }) : () => undefined;
     if (feed) node.observability.addHealthPart('datasets', () => ({ status: 'ok', record_size: recordSize, datasets: Object.fromEntries(feed.config?.recordSizes ?? []) }));
     try {
       await node.start();
     } catch (err) {
       unfollow();
+      await badBatches?.stop();
       await replicas.close();
       throw err;
     }
@@ -134,9 +144,11 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
         commandInterface: c.command_interface,
         replicas,
         node,
+        badBatches,
       },
-      stop: () => {
+      stop: async () => {
         unfollow();
+        await badBatches?.stop();
         return replicas.close().then(() => node.stop());
       },
     };

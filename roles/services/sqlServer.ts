@@ -11,6 +11,7 @@ import type { ServiceType } from '../../pipelines/registry';
 import { bool, int, str } from '../../pipelines/settings';
 import { schemaDirSetting } from '../stages/schemaDirSetting';
 import { serve } from './serve';
+import { logLine } from '../../lib/logging';
 
 const settings = {
   node_name: str({ doc: 'the SQL server node name (/health) — NODE_NAME', default: 'hd-sql' }),
@@ -72,7 +73,7 @@ export const sqlServerType: ServiceType<typeof settings, Record<string, never>, 
   doc: 'hd_sql: the read-only SQL server (PostgreSQL wire, HTTP, Arrow Flight SQL) over the datasets of a schema directory or the DMS, querying through the HD Proxy or the SCCs directly, until the run stops.',
   settings,
   start: async (c) => {
-    const log = (line: string): void => void process.stderr.write(`hd_sql: ${line}\n`);
+    const log = logLine('hd_sql: ');
     const dms = dmsSource(c);
     if (c.result_tls && !dms) throw new Error('HD_SQL_RESULT_TLS=true needs the certificate the listener presents: set HD_DMS_ENDPOINT, HD_DMS_CA_FILE, HD_DMS_CLIENT_CERT_FILE and HD_DMS_CLIENT_KEY_FILE');
     const upstream: SqlUpstream = { ...upstreamOf(c, dms), ...(c.result_tls && { resultTls: true }) };

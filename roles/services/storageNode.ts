@@ -4,26 +4,89 @@
  * writes batches into its store, `scan` reads them, and the listeners take their addresses from its
  * config.json. Stopped after every stage: open batches aborted, /health and /metrics closed.
  */
-import { HASH_ALGORITHMS, zoneFieldsOf } from '../../engine-rs/index';
+import { HASH_ALGORITHMS, zoneFieldsOf, type HashAlgorithmName } from '../../engine-rs/index';
+import type { DmsNodeConfig } from '../../net/dmsConfigFeed';
 import { StorageNode } from '../../nodes/storageNode/node';
+import { syncPeersOf, type SyncPeer } from '../../nodes/storageNode/peerLink';
 import { QuerySchemas } from '../../nodes/storageNode/querySchemas';
 import { needs, type ServiceType } from '../../pipelines/registry';
-import { bool, int, oneOf } from '../../pipelines/settings';
+import { bool, int, oneOf, type Setting } from '../../pipelines/settings';
 import { schemaDirSetting } from '../stages/schemaDirSetting';
 import { storageNodeConfigFile } from '../stages/storageNodeConfig';
 import { syncPeersSetting } from '../stages/syncPeersSetting';
 import { followDmsSchemas } from '../../nodes/storageNode/dmsSchemas';
 import { dmsConfigOf, usesIdentity } from './nodeIdentity';
 
+/** `inner`, but empty (the operator set nothing) gives undefined: a registered node then takes the DMS's value. */
+function unlessEmpty<T>(inner: Setting<T>): Setting<T | undefined> {
+  return {
+    ...inner,
+    expects: `${inner.expects}, or empty`,
+    fallback: undefined,
+    parse: (v, ctx) => (v.value === '' || v.value === undefined || v.value === null ? { ok: true, value: undefined } : inner.parse(v, ctx)),
+  };
+}
+
+/** Defaults where neither the operator nor the DMS gives a value (the reference's). */
+export const STORAGE_NODE_DEFAULTS = { algorithm: 'sha512', blockSize: 64, recordSize: 150 } as const;
+
 const settings = {
   config: storageNodeConfigFile("the node's config.json: node name, devices, drive strategy, OCF, ports (hd run --config <file> passes it as ${CONFIG_FILE})"),
-  hash_algorithm: oneOf(HASH_ALGORITHMS, { doc: "hash chain algorithm — HASH_ALGORITHM; must be the SCC's", default: 'sha512' }),
-  hash_chain_block_size: int({ doc: "record hashes per chain block — HASH_CHAIN_BLOCK_SIZE; must be the SCC's", default: 64, min: 1, max: 1 << 20 }),
+  hash_algorithm: unlessEmpty(oneOf(HASH_ALGORITHMS, { doc: "hash chain algorithm — HASH_ALGORITHM; must be the SCC's; empty: the DMS's hash election when registered, else sha512", default: 'sha512' })),
+  hash_chain_block_size: unlessEmpty(int({ doc: "record hashes per chain block — HASH_CHAIN_BLOCK_SIZE; must be the SCC's; empty: the DMS's hash election when registered, else 64", default: 64, min: 1, max: 1 << 20 })),
+  record_size: unlessEmpty(int({ doc: "record size of an empty batch's segment when no record of its dataset arrived — RECORD_SIZE; empty: the DMS's elected RECORD_SIZE when registered, else 150", default: 150, min: 1, max: 65535 })),
   schema_dir: schemaDirSetting('dataset schemas (*.json, by schema id): new segments of a dataset with one keep zone maps of its fields, so queries skip blocks; empty: none'),
-  sync_peers: syncPeersSetting('peer replicas to copy missing batches from at a cold boot (node_name:host:observability_port, comma-separated) — SYNC_PEERS; empty: none'),
+  sync_peers: syncPeersSetting("peer replicas to copy missing batches from at a cold boot (node_name:host:observability_port, comma-separated) — SYNC_PEERS; empty: the other Storage Nodes of the node's cluster on the DMS when registered, else none"),
   sync_max_bytes_per_s: int({ doc: 'segment bytes a cold-boot sync copies per second at most — SYNC_MAX_BYTES_PER_S; 0: no cap', default: 0, min: 0, max: Number.MAX_SAFE_INTEGER }),
   verify_on_start: bool({ doc: "recompute every stored segment's hash chain at start-up (false: header, footer and layout only)", default: true }),
 };
+
+/** What a node runs with beyond its config.json, after the precedence: the operator's setting, then the DMS, then the default. */
+export interface StorageNodeRunSettings {
+  readonly algorithm: HashAlgorithmName;
+  readonly blockSize: number;
+  /** RECORD_SIZE: the record size of an empty batch's segment. */
+  readonly recordSize: number;
+  readonly syncPeers: readonly SyncPeer[];
+  /** Where each value came from, for the start-up line and /health. */
+  readonly from: { readonly hash: 'settings' | 'dms' | 'default'; readonly recordSize: 'settings' | 'dms' | 'default'; readonly syncPeers: 'settings' | 'dms' | 'none' };
+}
+
+/**
+ * The precedence of docs/storage-node.md, "Configuration from the DMS": a value the operator set
+ * (HASH_ALGORITHM, HASH_CHAIN_BLOCK_SIZE, RECORD_SIZE, SYNC_PEERS) wins; else, registered, the DMS's
+ * (its hash election; the other Storage Nodes of the node's cluster with their registered
+ * observability address); else the default. An election naming an algorithm this build lacks is refused.
+ */
+export function runSettingsOf(
+  c: { readonly hash_algorithm: HashAlgorithmName | undefined; readonly hash_chain_block_size: number | undefined; readonly record_size: number | undefined; readonly sync_peers: readonly SyncPeer[] },
+  nodeName: string,
+  dms: DmsNodeConfig | undefined,
+): StorageNodeRunSettings {
+  const e = dms?.hashElection;
+  if (e && c.hash_algorithm === undefined && !(HASH_ALGORITHMS as readonly string[]).includes(e.algorithm)) {
+    throw new Error(`the DMS elected hash algorithm '${e.algorithm}', which this build lacks (${HASH_ALGORITHMS.join(', ')}); set HASH_ALGORITHM only if every SCC uses it too`);
+  }
+  const dmsPeers = dms ? syncPeersOf(dms.replicas, nodeName) : [];
+  return {
+    algorithm: c.hash_algorithm ?? (e?.algorithm as HashAlgorithmName | undefined) ?? STORAGE_NODE_DEFAULTS.algorithm,
+    blockSize: c.hash_chain_block_size ?? e?.chainBlockSize ?? STORAGE_NODE_DEFAULTS.blockSize,
+    recordSize: c.record_size ?? e?.recordSize ?? STORAGE_NODE_DEFAULTS.recordSize,
+    syncPeers: c.sync_peers.length > 0 ? c.sync_peers : dmsPeers,
+    from: {
+      hash: c.hash_algorithm !== undefined && c.hash_chain_block_size !== undefined ? 'settings' : e ? 'dms' : c.hash_algorithm !== undefined || c.hash_chain_block_size !== undefined ? 'settings' : 'default',
+      recordSize: c.record_size !== undefined ? 'settings' : e ? 'dms' : 'default',
+      syncPeers: c.sync_peers.length > 0 ? 'settings' : dmsPeers.length > 0 ? 'dms' : 'none',
+    },
+  };
+}
+
+const runSettings = new WeakMap<StorageNode, StorageNodeRunSettings>();
+
+/** The settings a running node of this service took (the stages read the block size and RECORD_SIZE from it). */
+export function runSettingsOfNode(node: StorageNode): StorageNodeRunSettings | undefined {
+  return runSettings.get(node);
+}
 
 /** How a stage uses the Storage Node. */
 export const usesStorageNode = needs<StorageNode>('storageNode', 'the Storage Node whose batches it writes or reads, and whose config.json gives its addresses');
@@ -39,19 +102,27 @@ export const storageNodeType: ServiceType<typeof settings, { identity: typeof us
     const schemas = new QuerySchemas(c.schema_dir);
     const id = ctx.services.identity;
     const feed = id ? dmsConfigOf(id) : undefined;
+    // Started on a stored certificate (no registration answer): the DMS's configuration is read first,
+    // a few times, since the hash election decides how recovery verifies the segments.
+    for (let i = 0; feed && !feed.config && i < 3; i++) await feed.refreshNow();
+    if (feed && !feed.config) ctx.report('the DMS has not answered with this node\'s configuration: running on the settings and defaults (HASH_ALGORITHM, HASH_CHAIN_BLOCK_SIZE, RECORD_SIZE, SYNC_PEERS)');
+    const run = runSettingsOf(c, c.config.nodeName, feed?.config);
     // Registered: the DMS's schemas too (a file of schema_dir wins), so new segments keep zone maps.
     const unfollow = feed ? followDmsSchemas(feed, schemas, (m) => ctx.report(m)) : () => undefined;
     const zoneFields = (dataset: string, recordSize: number): ReturnType<typeof zoneFieldsOf> => {
       const s = schemas.get(dataset);
       return s && s.recordSize === recordSize ? zoneFieldsOf(s) : [];
     };
-    const node = new StorageNode({ config: c.config, algorithm: c.hash_algorithm, blockSize: c.hash_chain_block_size, verifyOnStart: c.verify_on_start, zoneFields });
+    const node = new StorageNode({ config: c.config, algorithm: run.algorithm, blockSize: run.blockSize, verifyOnStart: c.verify_on_start, zoneFields });
+    runSettings.set(node, run);
     try {
       await node.start();
     } catch (err) {
       unfollow();
       throw err;
     }
+    // What the node took and from where (docs/storage-node.md, "Configuration from the DMS").
+    node.observability.addHealthPart('settings', () => ({ status: 'ok', hash_algorithm: run.algorithm, hash_chain_block_size: run.blockSize, record_size: run.recordSize, sync_peers: run.syncPeers.map((p) => p.name), from: run.from }));
     if (id) {
       // Registered with the DMS: /health shows the certificate and the peers seen.
       node.observability.addHealthPart('identity', () => id.health());
@@ -59,7 +130,8 @@ export const storageNodeType: ServiceType<typeof settings, { identity: typeof us
       node.useIdentity(id);
     }
     // Cold-boot synchronisation in the background: `syncing` until the peers' batches are copied (docs/storage-node.md).
-    void node.startSync(c.sync_peers, { maxBytesPerSecond: c.sync_max_bytes_per_s }).catch((err: unknown) => ctx.report(`cold-boot sync stopped: ${(err as Error).message}`));
+    if (run.from.syncPeers === 'dms') ctx.report(`cold-boot sync peers from the DMS: ${run.syncPeers.map((p) => `${p.name} (${p.host}:${p.port})`).join(', ')}`);
+    void node.startSync(run.syncPeers, { maxBytesPerSecond: c.sync_max_bytes_per_s }).catch((err: unknown) => ctx.report(`cold-boot sync stopped: ${(err as Error).message}`));
     return {
       value: node,
       stop: async () => {

@@ -10,12 +10,13 @@ import { defineOperator } from '../../pipelines/registry';
 import { byteSize, int } from '../../pipelines/settings';
 import { followDmsSchemas } from '../../nodes/storageNode/dmsSchemas';
 import { dmsConfigOf, usesIdentity } from '../services/nodeIdentity';
-import { usesStorageNode } from '../services/storageNode';
+import { runSettingsOfNode, STORAGE_NODE_DEFAULTS, usesStorageNode } from '../services/storageNode';
 import { schemaDirSetting } from './schemaDirSetting';
+import { processLogger } from '../../lib/logging';
 
 const settings = {
   schema_dir: schemaDirSetting('dataset schemas (*.json, by schema id) that query filters compile against; empty: queries without filters only'),
-  hash_chain_block_size: int({ doc: "records per segment block — HASH_CHAIN_BLOCK_SIZE (the storageNode service's); sizes read steps", default: 64, min: 1, max: 1 << 20 }),
+  hash_chain_block_size: int({ doc: "records per segment block — HASH_CHAIN_BLOCK_SIZE; sizes read steps; 0 (default): the storageNode service's (HASH_CHAIN_BLOCK_SIZE, else the DMS's election)", default: 0, min: 0, max: 1 << 20 }),
   read_slots: int({ doc: 'block reads in flight at once over all queries; weighted fair queues by query_qos share them', default: 2, min: 1, max: 64 }),
   step_bytes: byteSize({ doc: 'record bytes one read step covers (at least one block); a cancel stops reading within one step', default: DEFAULT_STEP_BYTES, min: 4096, max: 16 * 1024 * 1024 }),
   query_threads: int({ doc: "batches of one query scanned at once, each on its own libuv pool thread (QUERY_THREADS); 0: every core this process is given (os.availableParallelism); read_slots is raised to at least this", default: 0, min: 0, max: 1024 }),
@@ -49,11 +50,11 @@ export const scanStage = defineOperator({
     if (feed) followDmsSchemas(feed, schemas, (m) => ctx.report(m));
     for (const p of schemas.problems) ctx.report(`schema file ${p.file} not loaded: ${p.message}`);
     const line = filterDeviceLine(n.config);
-    if (line) process.stderr.write(`${line}\n`);
+    if (line) processLogger().info(line);
     const queryThreads = c.query_threads > 0 ? c.query_threads : availableParallelism();
     const scheduler = new ReadScheduler(Math.max(c.read_slots, queryThreads));
     return scan({
-      source: nodeScanSource({ node: n, schemas, blockSize: c.hash_chain_block_size, stepBytes: c.step_bytes }),
+      source: nodeScanSource({ node: n, schemas, blockSize: c.hash_chain_block_size > 0 ? c.hash_chain_block_size : (runSettingsOfNode(n)?.blockSize ?? STORAGE_NODE_DEFAULTS.blockSize), stepBytes: c.step_bytes }),
       scheduler,
       maxPendingChunks: c.max_pending_chunks,
       queryThreads,

@@ -7,6 +7,7 @@ import { sccSinkMetrics } from '../../sinks/sccSinkMetrics';
 import { defineSink } from '../../pipelines/registry';
 import { bool, int, str, type Setting } from '../../pipelines/settings';
 import { usesDeliveryLedger } from '../services/deliveryLedger';
+import { processLogger } from '../../lib/logging';
 
 const TARGETS_EXPECTED = 'comma-separated SCC data-plane addresses host:port (the first is primary), at least one';
 
@@ -69,7 +70,7 @@ export const sccSinkStage = defineSink({
         (addr) => {
           if (!active) return;
           obs.setStatus('ok');
-          process.stderr.write(`ingester '${name}': sending to ${c.targets.map((t) => `${t.host}:${t.port}`).join(', ')}${c.broadcast ? ' (broadcast)' : ''}; /health and /metrics on ${addr.host}:${addr.port}\n`);
+          processLogger().info(`ingester '${name}': sending to ${c.targets.map((t) => `${t.host}:${t.port}`).join(', ')}${c.broadcast ? ' (broadcast)' : ''}; /health and /metrics on ${addr.host}:${addr.port}`);
         },
         (err: unknown) => subscriber.error(new Error(`observability server on ${c.observability_host}:${c.observability_port}: ${(err as Error).message}`)),
       );

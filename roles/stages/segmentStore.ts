@@ -1,10 +1,10 @@
 import { segmentStore } from '../../nodes/storageNode/segmentStore';
 import { defineSink } from '../../pipelines/registry';
 import { int } from '../../pipelines/settings';
-import { usesStorageNode } from '../services/storageNode';
+import { runSettingsOfNode, STORAGE_NODE_DEFAULTS, usesStorageNode } from '../services/storageNode';
 
 const settings = {
-  record_size: int({ doc: 'record size of an empty batch\'s segment when no record of its dataset arrived (RECORD_SIZE)', default: 150, min: 1, max: 65535 }),
+  record_size: int({ doc: "record size of an empty batch's segment when no record of its dataset arrived (RECORD_SIZE); 0: the storageNode service's (RECORD_SIZE, else the DMS's)", default: 0, min: 0, max: 65535 }),
 };
 
 /** `segmentStore`: the Storage Node's persist sink, writing into the node of the `storageNode` service it uses. */
@@ -23,7 +23,7 @@ export const segmentStoreStage = defineSink({
       open: () => Promise.resolve(node.store),
       // Open batches of this sink are aborted (never acknowledged); the service stops the node after the run.
       close: async () => void (await node.store.abortAll()),
-      defaultRecordSize: c.record_size,
+      defaultRecordSize: c.record_size > 0 ? c.record_size : (runSettingsOfNode(node)?.recordSize ?? STORAGE_NODE_DEFAULTS.recordSize),
       counters: ctx.counters,
       flow: ctx.flow,
       progress: ctx.progress,

@@ -85,8 +85,11 @@ fs.after(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-fs('start-up says where the Flight SQL door listens and how to connect', () => {
-  assert.match(sql.output(), `Arrow Flight SQL on 127.0.0.1:${ports.flight} — grpc://127.0.0.1:${ports.flight}`);
+fs('start-up says where the Flight SQL door listens and how to connect', async () => {
+  // The line follows the door's bind: it may reach this process's pipe a moment after the port opened.
+  const line = `Arrow Flight SQL on 127.0.0.1:${ports.flight} — grpc://127.0.0.1:${ports.flight}`;
+  for (let k = 0; k < 100 && !sql.output().includes(line); k++) await new Promise((r) => setTimeout(r, 50));
+  assert.match(sql.output(), line);
   assert.not.match(sql.output(), /not implemented yet/);
 });
 

@@ -55,6 +55,8 @@ export interface ClusterOptions {
   readonly dms?: ClusterDms;
   /** Cold-boot synchronisation: every Storage Node gets the others as SYNC_PEERS, the SCC their SN_OBSERVABILITY_PORTS. */
   readonly syncPeers?: boolean;
+  /** Environment added to every process, SCC and Storage Nodes (OTEL_GRPC_URL, ...). */
+  readonly env?: Record<string, string>;
 }
 
 /** A DMS the cluster's nodes register with (test/control/support.ts starts one). */
@@ -114,7 +116,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         ...opts.snConfig,
       }),
     );
-    const env = { ...(await dmsEnv(opts.dms, `sn${i + 1}`, 'storageNode')), ...syncPeers(i) };
+    const env = { ...opts.env, ...(await dmsEnv(opts.dms, `sn${i + 1}`, 'storageNode')), ...syncPeers(i) };
     const sn: ClusterSn = { name: `sn${i + 1}`, dir, configFile, productionPort, commandPort, observabilityPort, proc: undefined as unknown as HdProcess, env };
     sn.proc = startSn(sn, recordSize, schemaDir);
     sns.push(sn);
@@ -124,6 +126,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const stateDir = opts.dms ? mkdtempSync(path.join(os.tmpdir(), 'hd-scc-state-')) : undefined;
   const sccDms = opts.dms ? { ...(await dmsEnv(opts.dms, 'scc-test', 'scc')), STATE_DIR: stateDir as string } : {};
   const sccEnv: Record<string, string> = {
+    ...opts.env,
     PRODUCTION_IP: HOST,
     PRODUCTION_PORT: String(productionPort),
     COMMAND_PORT: String(commandPort),

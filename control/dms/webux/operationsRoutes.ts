@@ -3,7 +3,8 @@
  * plane (client certificate, OU admin) and on the WebUX port (a signed-in session): the node table
  * with health and certificate expiry, every certificate issued, bootstrap tokens (list, revoke),
  * datasets with their clusters and schema validation by path, and quarantine / release of a node.
- * `GET /v1/quarantine` is for any node with a certificate: the SCC reads which nodes to avoid.
+ * `GET /v1/quarantine` is for any node with a certificate; the SCC learns of a quarantine from its
+ * configuration (`quarantined` in `GET /v1/nodes/{name}/config`, docs/scc.md "Quarantine").
  */
 import type { FastifyInstance } from 'fastify';
 import { Schema, SchemaError } from '../../../engine-rs/schema';
@@ -11,6 +12,7 @@ import { asObject, NAME_DOC, NAME_PATTERN, onlyKeys, reqString } from '../../htt
 import { HttpError } from '../../http/errors';
 import type { Store } from '../../store/jsonFileStore';
 import { ADMIN_ROLE, requirePeer, requireRole, type DmsContext } from '../context';
+import { noticeLines } from './badBatchRoutes';
 import type { WebuxState } from './webuxState';
 
 function nameParam(params: unknown, key: string): string {
@@ -108,7 +110,8 @@ export function registerOperationsRoutes(app: FastifyInstance, ctx: DmsContext, 
     if (body.notices !== undefined && (!Array.isArray(body.notices) || body.notices.length > 100 || !body.notices.every((x) => typeof x === 'string' && x.length <= 500))) {
       throw new HttpError('invalid_request', "'notices' must be an array of at most 100 strings (bad batch notices, each at most 500 characters)");
     }
-    const notices = (body.notices as string[] | undefined) ?? [];
+    // Without notices given, the node's bad batch notices reported by the SCCs (badBatchRoutes.ts) are recorded.
+    const notices = (body.notices as string[] | undefined) ?? noticeLines(web.get(), name);
     const node = ctx.store.get().nodes[name];
     if (!node) throw new HttpError('unknown_node', `no node '${name}'; GET /v1/nodes lists them`);
     if (node.role !== 'storageNode') throw new HttpError('invalid_request', `node '${name}' is a ${node.role}; only Storage Nodes are quarantined (revoke another node's certificate instead)`);

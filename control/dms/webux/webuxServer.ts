@@ -18,6 +18,7 @@ import { ADMIN_ROLE, requireRole, SESSION_PEER, type DmsContext, type Peer } fro
 import { registerPolicyRoutes } from '../policyRoutes';
 import { topologyView } from '../topology';
 import { HD_LICENSE_PUBLIC_KEY } from './license';
+import { registerBadBatchRoutes } from './badBatchRoutes';
 import { registerLicenseRoutes } from './licenseRoutes';
 import { registerOperationsRoutes } from './operationsRoutes';
 import { registerPolicyWorkbench } from './policyWorkbench';
@@ -114,6 +115,7 @@ export class WebUx {
   /** The routes behind the pages, for the control plane (admin certificate) and the WebUX alike. */
   private registerPageRoutes(app: FastifyInstance): void {
     registerOperationsRoutes(app, this.ctx, this.state);
+    registerBadBatchRoutes(app, this.ctx, this.state);
     registerPolicyWorkbench(app, this.ctx, this.state);
     registerLicenseRoutes(app, this.ctx, this.state, this.licenseKey);
   }

@@ -18,6 +18,22 @@ export interface QuarantineRecord {
   readonly previous_state: string;
 }
 
+/** Bad batch notices of one Storage Node, as the SCCs reported them (badBatchRoutes.ts), one per batch and code. */
+export interface BadBatchRecord {
+  /** 128 hex digits. */
+  readonly batch_id: string;
+  readonly dataset: string;
+  /** The bbn's code (HDWP error frame codes, docs/query.md). */
+  readonly code: number;
+  readonly reason: string;
+  /** Times this batch was reported with this code. */
+  count: number;
+  readonly first_at: string;
+  last_at: string;
+  /** The SCC that reported it last. */
+  reported_by: string;
+}
+
 /** The WebUX document. */
 export interface WebuxState {
   readonly format: 1;
@@ -26,6 +42,8 @@ export interface WebuxState {
   quarantine: Record<string, QuarantineRecord>;
   /** The imported license file as it was sent (verified again whenever it is read). */
   license: unknown;
+  /** Bad batch notices by Storage Node name, newest last (absent in documents written before it existed). */
+  bad_batch_notices?: Record<string, BadBatchRecord[]>;
 }
 
 /** Policy versions kept for history and roll-back. */

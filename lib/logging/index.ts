@@ -1,0 +1,4 @@
+/** The logging of HD nodes: {@link Logger}, the process logger and `log(line)` callbacks. */
+export { LOG_FORMATS, LOG_LEVELS, Logger, parseLogFormat, parseLogLevel, type LogFields, type LogFormat, type LogLevel, type LoggerOptions, type LogSink } from './logger';
+export { configureProcessLogger, levelOfLine, logLine, processLogger, type LoggingEnv, type LoggingSetup } from './processLogger';
+export { activeTraceIds, type TraceIds } from './traceIds';
