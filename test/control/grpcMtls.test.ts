@@ -32,7 +32,7 @@ import { PlatformQueryClient } from '../../sdk/platformQueryClient';
 import { HdwpClient } from '../../hdwp/hdwpClient';
 import { sqlProcessEnv } from '../sql/sqlProcessEnv';
 import { startCluster, type Cluster } from '../support/cluster';
-import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
+import { freePort, startHd, waitForOutput, waitForPort, type HdProcess } from '../support/hdProcess';
 import { ingestMinutes } from '../support/ingestMinutes';
 import { INGRESS, spawnProxyProcess } from './proxySupport';
 import { startTestDms, tempDir, type TestDms } from './support';
@@ -175,7 +175,9 @@ m('hd_sql in direct SCC mode with its DMS-CA certificate queries the registered 
   );
   try {
     await waitForPort('127.0.0.1', pgPort, sql, 60_000);
-    assert.match(sql.output(), /SCC 127\.0\.0\.1:\d+ \(gRPC \d+\) \(mutual TLS\)/);
+    const upstreamLine = /SCC 127\.0\.0\.1:\d+ \(gRPC \d+\) \(mutual TLS\)/;
+    await waitForOutput(sql, upstreamLine);
+    assert.match(sql.output(), upstreamLine);
     const c = new pg.Client({ host: '127.0.0.1', port: pgPort, user: 'hd', database: 'hd' });
     await c.connect();
     try {

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { freePort, waitForPort } from '../support/hdProcess';
+import { freePort, waitForOutput, waitForPort } from '../support/hdProcess';
 import { any, cmdDescriptor } from '../sql/flightClient';
 import { basic, flightClient, handshake, queryOver, startSql, unaryWith, writeUsersFile } from './doorSupport';
 
@@ -77,6 +77,7 @@ ds('the default listen addresses are loopback; the password file (any user name)
   });
   try {
     for (const port of Object.values(ports)) await waitForPort('127.0.0.1', port, p, 60_000);
+    await waitForOutput(p, 'doors ask for credentials');
     assert.match(p.output(), 'doors ask for credentials: the password of HD_SQL_PGWIRE_PASSWORD_FILE (any user name)');
     const base = `http://127.0.0.1:${ports.http}`;
     assert.is((await queryOver(base, undefined, 'SELECT 1')).status, 401);

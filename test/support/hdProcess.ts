@@ -54,6 +54,16 @@ export function startHd(args: readonly string[], env: Record<string, string> = {
   return { proc, output: () => out, exited, stop, kill9 };
 }
 
+/**
+ * Resolves once `p`'s output matches `pattern`: a start-up line follows the bind it describes, and may
+ * reach this process's pipe a moment after the port opened. Resolves anyway after `timeoutMs` (the
+ * caller's assertion then shows the output).
+ */
+export async function waitForOutput(p: HdProcess, pattern: RegExp | string, timeoutMs = 10_000): Promise<void> {
+  const hit = (): boolean => (typeof pattern === 'string' ? p.output().includes(pattern) : pattern.test(p.output()));
+  for (const end = Date.now() + timeoutMs; !hit() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 50));
+}
+
 /** Resolves once `host:port` accepts a TCP connection; rejects after `timeoutMs` or if `p` exits. */
 export async function waitForPort(host: string, port: number, p?: HdProcess, timeoutMs = 20000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

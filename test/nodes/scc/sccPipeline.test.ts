@@ -4,7 +4,7 @@ import { generateBatchIdNumber } from '../../../engine-rs/batchId';
 import { HashChain } from '../../../engine-rs/hashChain';
 import { HdwpClient } from '../../../hdwp/hdwpClient';
 import { HdwpStreamError } from '../../../hdwp/hdwpStreamError';
-import { freePort, startHd, waitForPort } from '../../support/hdProcess';
+import { freePort, startHd, waitForOutput, waitForPort } from '../../support/hdProcess';
 import { FakeSn } from './fakeSn';
 
 const RS = 150;
@@ -31,7 +31,9 @@ scc('ingest through the SCC lands byte-identical on both replicas, with the clos
   try {
     await waitForPort('127.0.0.1', prod, hd);
     await waitForPort('127.0.0.1', cmd, hd);
-    assert.match(hd.output(), new RegExp(`scc 'scc-test': ingest \\(HDWP\\) on 127\\.0\\.0\\.1:${prod}; replicas sn1 127\\.0\\.0\\.1:${sns[0].port}, sn2 127\\.0\\.0\\.1:${sns[1].port}`));
+    const startLine = new RegExp(`scc 'scc-test': ingest \\(HDWP\\) on 127\\.0\\.0\\.1:${prod}; replicas sn1 127\\.0\\.0\\.1:${sns[0].port}, sn2 127\\.0\\.0\\.1:${sns[1].port}`);
+    await waitForOutput(hd, startLine);
+    assert.match(hd.output(), startLine);
 
     const client = await HdwpClient.connect({ host: '127.0.0.1', port: prod, role: 'ingestClient', datasetId: 'ds', recordSize: RS });
     const data = recordsOf(1000, 1);
