@@ -76,15 +76,7 @@ export class PeerLink {
   /** `GET path` answered as JSON; a non-200 answer throws {@link PeerAnswerError}. */
   async json(path: string): Promise<unknown> {
     const res = await this.get(path);
-    const parts: Buffer[] = [];
-    for await (const d of res) parts.push(d as Buffer);
-    const text = Buffer.concat(parts).toString('utf8');
-    let body: unknown = text;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // Not JSON: kept as text for the message.
-    }
+    const body = await bodyOf(res);
     if (res.statusCode !== 200) throw this.answerError(res.statusCode ?? 0, body);
     return body;
   }
@@ -93,16 +85,7 @@ export class PeerLink {
   async download(path: string, file: string): Promise<number> {
     const res = await this.get(path);
     if (res.statusCode !== 200) {
-      const parts: Buffer[] = [];
-      for await (const d of res) parts.push(d as Buffer);
-      const text = Buffer.concat(parts).toString('utf8');
-      let body: unknown = text;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // Not JSON.
-      }
-      throw this.answerError(res.statusCode ?? 0, body);
+      throw this.answerError(res.statusCode ?? 0, await bodyOf(res));
     }
     const expected = Number(res.headers['content-length']);
     let got = 0;
@@ -130,5 +113,17 @@ export class PeerLink {
       req.on('error', (err) => reject(new Error(`${this.describe(path)}: ${err.message}`)));
       req.end();
     });
+  }
+}
+
+/** A whole answer body: its JSON, or its text when it is not JSON (kept for the message). */
+async function bodyOf(res: AsyncIterable<unknown>): Promise<unknown> {
+  const parts: Buffer[] = [];
+  for await (const d of res) parts.push(d as Buffer);
+  const text = Buffer.concat(parts).toString('utf8');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
   }
 }

@@ -5,28 +5,16 @@
  * temporary directory, or to HD_WEBUX_SCREENSHOTS_DIR (`HD_WEBUX_SCREENSHOTS_DIR=docs/webux`
  * refreshes the ones docs/webux.md embeds; a test run leaves the tree as it was).
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { registerWithDms } from '../../net/registerWithDms';
 import { FLOWS44 } from './fixtures';
-import { startWebuxDms, type WebuxDms } from './webuxSupport';
+import { browserPath, screenshotsDir, startWebuxDms, type WebuxDms } from './webuxSupport';
 
-const root = path.resolve(__dirname, '../..');
-const shots = process.env.HD_WEBUX_SCREENSHOTS_DIR ? path.resolve(root, process.env.HD_WEBUX_SCREENSHOTS_DIR) : path.join(os.tmpdir(), 'hd-webux-screenshots');
-
-function browserPath(): string | undefined {
-  try {
-    execFileSync('bash', [path.join(root, 'scripts/chromium.sh'), 'install'], { stdio: ['ignore', 'ignore', 'inherit'] });
-    return execFileSync('bash', [path.join(root, 'scripts/chromium.sh'), 'path'], { encoding: 'utf8' }).trim();
-  } catch {
-    return undefined;
-  }
-}
+const shots = screenshotsDir();
 
 const exe = browserPath();
 const b = suite<{ dms: WebuxDms; browser: Browser }>('DMS-WebUX in headless Chromium');

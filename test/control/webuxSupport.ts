@@ -2,8 +2,10 @@
  * Helpers for the WebUX tests: a DMS in this process serving the WebUX on a free port, signing in
  * with the login secret, and plain HTTPS calls carrying the session cookie and CSRF token.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
+import os from 'node:os';
 import path from 'node:path';
 import { readAdminKey } from '../../control/dms/adminCredentials';
 import { DmsServer } from '../../control/dms/dmsServer';
@@ -96,4 +98,21 @@ export async function startWebuxDms(webux: WebuxOptions = {}, overrides: Partial
       tmp.remove();
     },
   };
+}
+
+/** Debian's chromium for the browser tests (scripts/chromium.sh installs it when missing), or undefined when it cannot be had. */
+export function browserPath(): string | undefined {
+  const script = path.resolve(__dirname, '../../scripts/chromium.sh');
+  try {
+    execFileSync('bash', [script, 'install'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    return execFileSync('bash', [script, 'path'], { encoding: 'utf8' }).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Where the browser tests save screenshots: HD_WEBUX_SCREENSHOTS_DIR (docs/webux refreshes the docs' ones), else a temporary directory. */
+export function screenshotsDir(): string {
+  const dir = process.env.HD_WEBUX_SCREENSHOTS_DIR;
+  return dir ? path.resolve(__dirname, '../..', dir) : path.join(os.tmpdir(), 'hd-webux-screenshots');
 }

@@ -6,28 +6,16 @@
  * the page (the SCC catches it up and it is healthy again). Screenshots go to
  * HD_WEBUX_SCREENSHOTS_DIR or a temporary directory (as webuxBrowser.test.ts does).
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startWebuxDms, type WebuxDms } from '../control/webuxSupport';
+import { browserPath, screenshotsDir, startWebuxDms, type WebuxDms } from '../control/webuxSupport';
 import type { ClusterSn } from '../support/cluster';
 import { held, ingest, queryAll, queryBatches, startRegisteredCluster, stateOf, until, type RegisteredCluster } from './registeredClusterKit';
 
-const root = path.resolve(__dirname, '../..');
-const shots = process.env.HD_WEBUX_SCREENSHOTS_DIR ? path.resolve(root, process.env.HD_WEBUX_SCREENSHOTS_DIR) : path.join(os.tmpdir(), 'hd-webux-screenshots');
-
-function browserPath(): string | undefined {
-  try {
-    execFileSync('bash', [path.join(root, 'scripts/chromium.sh'), 'install'], { stdio: ['ignore', 'ignore', 'inherit'] });
-    return execFileSync('bash', [path.join(root, 'scripts/chromium.sh'), 'path'], { encoding: 'utf8' }).trim();
-  } catch {
-    return undefined;
-  }
-}
+const shots = screenshotsDir();
 const exe = browserPath();
 const t = suite<Ctx>('DMS-WebUX in headless Chromium on a real cluster: topology, quarantine from the page, queries avoid the node');
 
