@@ -93,7 +93,9 @@ t.after(async () => {
 
 t('a node down while 100 batches were written syncs from its peer (resuming after a kill), then serves them all alone, verified', async () => {
   const sn2 = cluster.sns[1] as ClusterSn;
-  await until(async () => (await replicaState('sn2')) === 'healthy');
+  // Both in sync first: a node whose peer dies while it is still comparing stays `syncing` (it cannot
+  // know it lacks nothing), and the SCC would then have no healthy replica to read from.
+  for (const sn of cluster.sns) await until(async () => (await syncOf(sn))?.state === 'ready' && (await replicaState(sn.name)) === 'healthy');
   await ingest(0, BEFORE);
   await sn2.proc.kill9();
   await ingest(BEFORE, WHILE_DOWN);

@@ -57,7 +57,9 @@ t.after(async () => {
 
 t('a node down while 10 batches were written copies them from its peer over mutual TLS; plain HTTP gets no segment', async () => {
   const [sn1, sn2] = cluster.sns as [ClusterSn, ClusterSn];
-  await until(async () => (await replicaState('sn2')) === 'healthy');
+  // Both in sync first: a node whose peer dies while it is still comparing stays `syncing` (it cannot
+  // know it lacks nothing), and the SCC would then have no healthy replica to read from.
+  for (const sn of cluster.sns) await until(async () => (await syncOf(sn))?.state === 'ready' && (await replicaState(sn.name)) === 'healthy');
   await sn2.proc.kill9();
   const c = new PlatformIngestClient();
   c.loadDatasetSchema(schemaJson);
