@@ -44,6 +44,10 @@ export type ScanFilterHandle = { readonly __brand: 'ScanFilterHandle' };
 export type SegmentScannerHandle = { readonly __brand: 'SegmentScannerHandle' };
 /** A compiled HDQuery `aggregate` (a boxed `AggregatePlan`); made by `scanAggregateCompile`. */
 export type AggregatePlanHandle = { readonly __brand: 'AggregatePlanHandle' };
+/** Merged partials of many batches of one aggregate (a boxed `AggregateAccumulator`); made by `scanAccumulatorCreate`. */
+export type AggregateAccumulatorHandle = { readonly __brand: 'AggregateAccumulatorHandle' };
+/** A compiled HDQuery `top` (a boxed `TopPlan`: field, k, direction, mask); made by `scanTopCompile`. */
+export type TopPlanHandle = { readonly __brand: 'TopPlanHandle' };
 
 /** What `scanNext` resolves. */
 export interface NativeScanStep {
@@ -229,6 +233,22 @@ export interface Native {
   scanAggregateCompile(schema: SchemaHandle, json: string, fieldMask: Uint8Array | null): AggregatePlanHandle;
   /** Makes an open scanner fold its matches into the aggregate; the last step then carries `partial`. */
   scanSetAggregate(handle: SegmentScannerHandle, plan: AggregatePlanHandle): string | undefined;
+  /** Like `scanSetAggregate`, the partial kept native for `scanFoldInto`; true when the batch summary answered it. */
+  scanSetAggregateFold(handle: SegmentScannerHandle, plan: AggregatePlanHandle): boolean;
+  /** An empty accumulator of the plan's partials. */
+  scanAccumulatorCreate(plan: AggregatePlanHandle): AggregateAccumulatorHandle;
+  /** Groups an accumulator holds. */
+  scanAccumulatorGroups(acc: AggregateAccumulatorHandle): number;
+  /** Whether nothing was folded in since creation or the last take. */
+  scanAccumulatorEmpty(acc: AggregateAccumulatorHandle): boolean;
+  /** The merged groups as an aggregate frame's `groups` JSON array; empties the accumulator. */
+  scanAccumulatorTake(acc: AggregateAccumulatorHandle): string;
+  /** Merges a finished batch's partial into the accumulator (this thread); false, unchanged, past max_groups. */
+  scanFoldInto(handle: SegmentScannerHandle, acc: AggregateAccumulatorHandle): boolean;
+  /** Compiles a `top` (best `k` by `field`, largest first when `desc`) against a schema and a field mask (one record, or null); throws ERR_QUERY with path. */
+  scanTopCompile(schema: SchemaHandle, field: string, k: number, desc: boolean, fieldMask: Uint8Array | null): TopPlanHandle;
+  /** The records of `records` (whole records) within the plan's best k, ties with the k-th kept, in order (this thread); RangeError when not whole records. */
+  scanTopSelect(plan: TopPlanHandle, records: Uint8Array): Buffer;
   /** Zone fields for segments of a schema, 4 numbers each as `segmentWriterCreate` takes them. */
   scanZoneFields(schema: SchemaHandle): Uint32Array;
   /** Reads every byte of `buf` once (a benchmark baseline); returns a fold of them. */

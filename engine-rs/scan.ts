@@ -5,7 +5,7 @@
  * JavaScript runs per record.
  */
 import { BatchID } from './batchId';
-import { native, type AggregatePlanHandle, type ScanFilterHandle, type SegmentScannerHandle } from './native';
+import { native, type AggregateAccumulatorHandle, type AggregatePlanHandle, type ScanFilterHandle, type SegmentScannerHandle, type TopPlanHandle } from './native';
 import type { Schema } from './schema';
 import { ScanError, toScanError } from './scanError';
 import { decodeZoneFields, type ZoneField } from './segmentZones';
@@ -81,6 +81,110 @@ export class AggregatePlan {
 }
 
 /**
+ * Merged partial aggregates of many batches of one query (one {@link AggregatePlan}), kept natively:
+ * a Storage Node folds each finished batch in ({@link SegmentScanner.foldInto}) and sends one
+ * aggregate frame for many batches instead of one per batch. Counts and sums add exactly, min / max
+ * compare as the field orders; the result is exactly the partial of one scan over all the records.
+ *
+ * @example
+ * const acc = AggregateAccumulator.create(plan);
+ * if (!scanner.setAggregateFold(plan)) for (let s = await scanner.next(); !s.done; s = await scanner.next());
+ * if (!scanner.foldInto(acc)) { send(acc.take()); scanner.foldInto(acc); }
+ * scanner.close();
+ * // later: if (!acc.empty) send(`{"v":1,"groups":${acc.take()}}`)
+ */
+export class AggregateAccumulator {
+  private constructor(
+    /** The native accumulator. Not public API. */
+    readonly handle: AggregateAccumulatorHandle,
+  ) {}
+
+  /** An empty accumulator for `plan`. */
+  static create(plan: AggregatePlan): AggregateAccumulator {
+    try {
+      return new AggregateAccumulator(native.scanAccumulatorCreate(plan.handle));
+    } catch (err) {
+      throw toScanError(err);
+    }
+  }
+
+  /** Groups held now. */
+  get groups(): number {
+    return native.scanAccumulatorGroups(this.handle);
+  }
+
+  /**
+   * Whether nothing has been folded in since creation or the last `take()` (a folded batch with no
+   * matching record counts: the accumulator is then not empty, yet holds no group).
+   */
+  get empty(): boolean {
+    return native.scanAccumulatorEmpty(this.handle);
+  }
+
+  /**
+   * The merged groups as the JSON array an aggregate frame's `groups` holds: exactly the text
+   * `{"v":1,"groups":<this>}` would have for the same groups (keys and measures as decimal strings,
+   * groups in key order; `"[]"` when empty). Resets the accumulator to empty.
+   */
+  take(): string {
+    return native.scanAccumulatorTake(this.handle);
+  }
+}
+
+/** An HDQuery `top`: the best `k` records by `field`, largest first when `desc`. */
+export interface TopSpec {
+  readonly field: string;
+  /** 1..1_000_000. */
+  readonly k: number;
+  readonly desc: boolean;
+}
+
+/**
+ * The best `k` records of a set by one field's order, ties at the boundary kept (HDQuery `top`):
+ * a Storage Node sends only these of each batch for `ORDER BY <field> LIMIT k` (hd_sql orders and
+ * limits the union again, so a superset of the batch's true top k is what it needs).
+ *
+ * The order is that of the field's bytes as the caller reads them (`stored & mask`), as
+ * {@link AggregatePlan}'s min / max order them: integers (signed / unsigned, 8..256-bit, both byte
+ * orders), numerics (the scaled integer), timestamps, floats and doubles (NaN above every number;
+ * -0 ties with 0).
+ *
+ * @example
+ * const top = TopPlan.compile(schema, { field: 'bytes', k: 10, desc: true }, mask);
+ * send(top.select(step.records));
+ */
+export class TopPlan {
+  private constructor(
+    /** The native plan. Not public API. */
+    readonly handle: TopPlanHandle,
+  ) {}
+
+  /**
+   * Compiles against `schema` and the caller's field mask (one record of bytes, or undefined).
+   * @throws QueryError with `path` `top.field` (an unknown field, or one of another type than
+   *   those above), `top.k` (not a whole number 1..1_000_000) or `field_mask` (not one record long).
+   */
+  static compile(schema: Schema, top: TopSpec, fieldMask?: Uint8Array): TopPlan {
+    try {
+      return new TopPlan(native.scanTopCompile(schema.handle, top.field, top.k, top.desc, fieldMask ?? null));
+    } catch (err) {
+      throw toScanError(err);
+    }
+  }
+
+  /**
+   * The records of `records` (whole records of the schema's size, back to back) whose key ranks
+   * within the best k (largest when `desc`, smallest otherwise), plus every record tied with the
+   * k-th best key, in their original order, as a new Buffer; k or fewer records: all of them.
+   * Synchronous, on the calling thread (one pass plus a select).
+   * @throws RangeError when `records.length` is not a whole number of records.
+   */
+  select(records: Uint8Array): Buffer {
+    return native.scanTopSelect(this.handle, records);
+  }
+}
+
+/**
  * The kernel over records in memory, on the calling thread: the records of `records` (whole
  * records of the filter's size) that match, back to back, in their order.
  * @throws ScanError `ERR_SCAN_LENGTH` when `records` is not a whole number of records.
@@ -106,7 +210,10 @@ export interface ScanStep {
   readonly done: boolean;
   /** With `verifyHash`, on the last step: whether every block hash and the closing hash matched. */
   readonly hashOk?: boolean;
-  /** With `setAggregate`, on the last step: the batch's partial (aggregate frame JSON); `records` stays empty. */
+  /**
+   * With `setAggregate`, on the last step: the batch's partial (aggregate frame JSON); `records` stays
+   * empty. Never with `setAggregateFold` (the partial stays native for `foldInto`).
+   */
   readonly partial?: string;
 }
 
@@ -216,6 +323,43 @@ export class SegmentScanner {
     if (this.closed) throw new ScanError('ERR_SCAN_CLOSED', `the scanner of ${this.path} is closed`);
     try {
       return native.scanSetAggregate(this.handle, plan.handle);
+    } catch (err) {
+      throw toScanError(err);
+    }
+  }
+
+  /**
+   * Like {@link SegmentScanner.setAggregate}, but no per-batch JSON is built (neither from the
+   * summary nor at the last step: steps carry no `partial`): the batch's partial stays native until
+   * {@link SegmentScanner.foldInto}. Call before the first `next()`. More groups in the batch than
+   * the plan's `max_groups` still reject its last step with ScanError `ERR_SCAN_TOO_MANY_GROUPS`.
+   * @returns true when the batch's summary answers it (no step needs to run; `foldInto` may be
+   *   called at once); false: step until `done`, then fold.
+   */
+  setAggregateFold(plan: AggregatePlan): boolean {
+    if (this.closed) throw new ScanError('ERR_SCAN_CLOSED', `the scanner of ${this.path} is closed`);
+    try {
+      return native.scanSetAggregateFold(this.handle, plan.handle);
+    } catch (err) {
+      throw toScanError(err);
+    }
+  }
+
+  /**
+   * Merges this batch's partial (summary-answered, or scanned: after the step with `done`) into
+   * `acc`, synchronously on the calling thread. A batch folds at most once.
+   * @returns false, leaving `acc` unchanged, when the merge would give `acc` more groups than the
+   *   plan's `max_groups` (take `acc`, then fold again into the now empty accumulator).
+   * @throws ScanError `ERR_SCAN_CLOSED` when closed, `ERR_SCAN_BUSY` while a step runs,
+   *   `ERR_SCAN_NOT_DONE` before the batch is finished or without `setAggregateFold`,
+   *   `ERR_SCAN_FOLDED` when folded already, `ERR_SCAN_TOO_MANY_GROUPS` when the batch itself has
+   *   more groups than `max_groups`, `ERR_SCAN_PLAN` when `acc` was created for another plan.
+   */
+  foldInto(acc: AggregateAccumulator): boolean {
+    if (this.closed) throw new ScanError('ERR_SCAN_CLOSED', `the scanner of ${this.path} is closed`);
+    if (this.busy) throw new ScanError('ERR_SCAN_BUSY', `a step of the scanner of ${this.path} is still running`);
+    try {
+      return native.scanFoldInto(this.handle, acc.handle);
     } catch (err) {
       throw toScanError(err);
     }

@@ -24,7 +24,19 @@ export class QueryError extends Error {
 }
 
 /** Codes of scan failures that are not segment damage (those are `SegmentError`s). */
-export const SCAN_ERROR_CODES = ['ERR_SCAN_RECORD_SIZE', 'ERR_SCAN_LENGTH', 'ERR_SCAN_CLOSED', 'ERR_SCAN_BUSY', 'ERR_SCAN_HANDLE', 'ERR_SCAN_TOO_MANY_GROUPS'] as const;
+export const SCAN_ERROR_CODES = [
+  'ERR_SCAN_RECORD_SIZE',
+  'ERR_SCAN_LENGTH',
+  'ERR_SCAN_CLOSED',
+  'ERR_SCAN_BUSY',
+  'ERR_SCAN_HANDLE',
+  'ERR_SCAN_TOO_MANY_GROUPS',
+  // SegmentScanner.foldInto: the batch is not finished (or the scan does not fold), it was folded
+  // already, the accumulator belongs to another aggregate plan.
+  'ERR_SCAN_NOT_DONE',
+  'ERR_SCAN_FOLDED',
+  'ERR_SCAN_PLAN',
+] as const;
 
 /** One scan error code. */
 export type ScanErrorCode = (typeof SCAN_ERROR_CODES)[number];

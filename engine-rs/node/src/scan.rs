@@ -1,12 +1,12 @@
 //! Pushdown scan exports: a `ScanFilterHandle` (the boxed, compiled `ScanFilter` of one query),
 //! the kernel over in-memory records, and a `SegmentScannerHandle` whose opening and steps run
-//! as Neon tasks (file reads and scans stay off the event loop).
+//! as Neon tasks (file reads and scans stay off the event loop). Aggregates (plans, the scanner's
+//! aggregate, accumulators) are in `aggregate`; top-k selection (`TopPlanHandle`) in `top`.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hd_engine_core::scan::aggregate::AggregatePlan;
 use hd_engine_core::scan::{read_baseline, QueryError, ScanFilter, ScanStep, SegmentScanner};
 use hd_engine_core::segment::zone_fields_from_schema;
 use neon::prelude::*;
@@ -15,6 +15,9 @@ use neon::types::buffer::TypedArray;
 use crate::hash::whole_u32;
 use crate::schema::unbox;
 use crate::util::throw_coded;
+
+mod aggregate;
+mod top;
 
 /// The boxed state behind a `ScanFilterHandle`.
 pub struct FilterBox(Arc<ScanFilter>);
@@ -286,58 +289,4 @@ fn scan_read_baseline<'cx>(
     buf: Handle<'cx, JsTypedArray<u8>>,
 ) -> NeonResult<f64> {
     Ok((read_baseline(buf.as_slice(cx)) & 0xffff_ffff) as f64)
-}
-
-/// The boxed state behind an `AggregatePlanHandle`.
-pub struct AggregateBox(Arc<AggregatePlan>);
-impl Finalize for AggregateBox {}
-
-/// Compiles an HDQuery `aggregate` (JSON) against a schema and the caller's field mask (one
-/// record of bytes, or null). Throws `code: 'ERR_QUERY'` with `path` and `reason`.
-#[neon::export(name = "scanAggregateCompile")]
-fn scan_aggregate_compile<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    schema: Handle<'cx, JsValue>,
-    json: String,
-    mask: Option<Vec<u8>>,
-) -> JsResult<'cx, JsBox<AggregateBox>> {
-    let schema = unbox(cx, schema)?;
-    match AggregatePlan::compile(&schema, &json, mask.as_deref()) {
-        Ok(p) => Ok(cx.boxed(AggregateBox(Arc::new(p)))),
-        Err(e) => throw_query(cx, &e),
-    }
-}
-
-/// Makes an open scanner accumulate `aggregate` instead of returning records (before its first step).
-#[neon::export(name = "scanSetAggregate")]
-fn scan_set_aggregate<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    handle: Handle<'cx, JsValue>,
-    aggregate: Handle<'cx, JsValue>,
-) -> JsResult<'cx, JsValue> {
-    let b = unbox_scanner(cx, handle)?;
-    let plan = match aggregate.downcast::<JsBox<AggregateBox>, _>(cx) {
-        Ok(p) => Arc::clone(&p.0),
-        Err(_) => {
-            return throw_coded(
-                cx,
-                "ERR_SCAN_HANDLE",
-                "expected an AggregatePlanHandle from scanAggregateCompile",
-            )
-        }
-    };
-    let Ok(mut guard) = b.scanner.try_lock() else {
-        return throw_coded(cx, "ERR_SCAN_BUSY", "a step of the scanner is running");
-    };
-    match guard.as_mut() {
-        Some(s) => {
-            s.set_aggregate(plan);
-            // A batch its summary answers needs no step: its partial goes back at once.
-            match s.summary_partial() {
-                Some(p) => Ok(cx.string(p).upcast()),
-                None => Ok(cx.undefined().upcast()),
-            }
-        }
-        None => throw_coded(cx, "ERR_SCAN_CLOSED", "the segment scanner is closed"),
-    }
 }

@@ -7,7 +7,8 @@
 //! - `key`: order keys of stored bytes; `compile` (+ `ranges`, `compile_bytes`): spec →
 //!   predicate + zone test (`pred`);
 //! - `filter`: the compiled program; `kernel`: its evaluation; `zones`: block skipping;
-//! - `scanner`: a segment read block range by block range, with optional hash verification.
+//! - `scanner`: a segment read block range by block range, with optional hash verification;
+//! - `top`: a batch's best k records by one field's order (HDQuery `top`).
 
 pub mod aggregate;
 mod compile;
@@ -23,6 +24,7 @@ mod ranges;
 mod scanner;
 #[cfg(test)]
 mod tests;
+pub mod top;
 mod value;
 mod zones;
 
@@ -33,4 +35,5 @@ pub use kernel::{read_baseline, CHUNK};
 pub use op::FilterOp;
 pub use pred::{CompiledFilter, Pred, ZoneCheck, ZoneHint};
 pub use scanner::{ScanError, ScanStep, SegmentScanner, MAX_STEP_BYTES};
+pub use top::{TopLengthError, TopPlan, MAX_TOP_K};
 pub use zones::ZonePlan;

@@ -9,11 +9,14 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-use super::aggregate::{partial_from_stats, AggregatePlan, AggregateState};
+use super::aggregate::AggregateState;
 use super::filter::ScanFilter;
 use super::zones::ZonePlan;
 use crate::hash::ChainState;
 use crate::segment::{SegmentError, SegmentReader, MAX_READ_BYTES};
+
+mod fold;
+use fold::Fold;
 
 /// Most record bytes one step reads (more than one block only while under this).
 pub const MAX_STEP_BYTES: u64 = 16 << 20;
@@ -37,6 +40,15 @@ pub enum ScanError {
     /// The query's aggregate found more groups in the batch than its `max_groups`.
     #[error("aggregate.max_groups: more than {max} groups in one batch")]
     TooManyGroups { max: usize },
+    /// `fold_into` before the batch's partial is complete, or on a scanner not set to fold.
+    #[error("the batch's aggregate cannot be folded yet: {0}")]
+    NotDone(&'static str),
+    /// `fold_into` of a batch already folded (each batch counts once).
+    #[error("the batch's aggregate was already folded into an accumulator")]
+    Folded,
+    /// The accumulator was created for another aggregate plan.
+    #[error("the accumulator was created for another aggregate plan than this scan's")]
+    PlanMismatch,
 }
 
 impl ScanError {
@@ -46,6 +58,9 @@ impl ScanError {
             ScanError::Segment(e) => e.code(),
             ScanError::RecordSize { .. } => "ERR_SCAN_RECORD_SIZE",
             ScanError::TooManyGroups { .. } => "ERR_SCAN_TOO_MANY_GROUPS",
+            ScanError::NotDone(_) => "ERR_SCAN_NOT_DONE",
+            ScanError::Folded => "ERR_SCAN_FOLDED",
+            ScanError::PlanMismatch => "ERR_SCAN_PLAN",
         }
     }
 }
@@ -65,8 +80,8 @@ pub struct ScanStep {
     pub done: bool,
     /// With verify_hash, on the step that finishes: whether the chain matched the footer.
     pub hash_ok: Option<bool>,
-    /// With an aggregate, on the step that finishes: the batch's partial (aggregate frame JSON);
-    /// `records` stays empty.
+    /// With an aggregate, on the step that finishes: the batch's partial (aggregate frame JSON;
+    /// `None` when the scanner folds, see `set_aggregate_fold`); `records` stays empty.
     pub partial: Option<String>,
 }
 
@@ -81,10 +96,16 @@ pub struct SegmentScanner {
     chain: Option<ChainState>,
     hash_ok: Option<bool>,
     buf: Vec<u8>,
-    /// The partial aggregate of the batch, when the query has one.
+    /// The partial aggregate of the batch, when the query has one (built from the summary when
+    /// that answers it).
     aggregate: Option<AggregateState>,
-    /// The batch's partial answered from its summary (no record is read).
+    /// The aggregate was answered from the batch summary (no record is read).
+    from_summary: bool,
+    /// The summary's answer as JSON (not built when folding).
     summary_partial: Option<String>,
+    fold: Fold,
+    /// The aggregate is complete: the summary answered it, or the finishing step ran.
+    finished: bool,
 }
 
 impl SegmentScanner {
@@ -144,71 +165,16 @@ impl SegmentScanner {
             hash_ok: None,
             buf: Vec::new(),
             aggregate: None,
+            from_summary: false,
             summary_partial: None,
+            fold: Fold::Json,
+            finished: false,
         })
     }
 
     /// The open segment (header, counts, closing hash, zones).
     pub fn reader(&self) -> &SegmentReader {
         &self.reader
-    }
-
-    /// Accumulates `plan` over the matching records instead of returning them; the step that
-    /// finishes carries the partial. Call before the first `next`.
-    /// A whole batch that the segment's summary can answer (no filter or one the batch's zones
-    /// prove holds for every record, no hash to verify, see
-    /// `aggregate::partial_from_stats`) is answered from it: no block is read.
-    pub fn set_aggregate(&mut self, plan: Arc<AggregatePlan>) {
-        // The filter must hold for every record: none at all, or one the batch's zones prove.
-        let covers_all =
-            self.filter.matches_all() || self.plan.must_match(self.reader.batch_filter());
-        if self.chain.is_none() && covers_all && self.next_block == 0 {
-            if let Some(stats) = self.reader.stats() {
-                self.summary_partial = partial_from_stats(
-                    &plan,
-                    &self.reader.header().fields,
-                    self.reader.batch_filter(),
-                    stats,
-                    self.reader.records(),
-                );
-                if self.summary_partial.is_some() {
-                    self.next_block = self.reader.blocks();
-                }
-            }
-        }
-        self.aggregate = Some(AggregateState::new(plan));
-    }
-
-    /// Whether the batch's aggregate was answered from its summary.
-    pub fn answered_from_summary(&self) -> bool {
-        self.summary_partial.is_some()
-    }
-
-    /// The batch's partial when its summary answers the aggregate (the finishing step carries the same).
-    pub fn summary_partial(&self) -> Option<&str> {
-        self.summary_partial.as_deref()
-    }
-
-    /// The finishing step's partial; an overflow of `max_groups` is an error.
-    fn finish_aggregate(&mut self, step: &mut ScanStep) -> Result<(), ScanError> {
-        if let Some(j) = self.summary_partial.clone() {
-            // Every record of the batch counts (no filter); no block was read.
-            step.matched = self.reader.records();
-            step.blocks_skipped = self.reader.blocks();
-            step.partial = Some(j);
-            return Ok(());
-        }
-        if let Some(a) = self.aggregate.as_ref() {
-            match a.to_json() {
-                Some(j) => step.partial = Some(j),
-                None => {
-                    return Err(ScanError::TooManyGroups {
-                        max: a.max_groups(),
-                    })
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Whether every block has been scanned.

@@ -7,7 +7,7 @@ use crate::scan::json::{err, get, object};
 use crate::scan::key::{shape_of, Load64, Shape};
 use crate::schema::issue::suggest;
 use crate::schema::json::{parse_tree, J};
-use crate::schema::{FieldType, Schema};
+use crate::schema::{Field, FieldType, Schema};
 
 /// Most group-by keys.
 pub const MAX_GROUP_KEYS: usize = 4;
@@ -189,14 +189,58 @@ fn read_of(schema: &Schema, i: usize, mask: Option<&[u8]>) -> Option<Read> {
         },
         _ => return None,
     };
-    let mask = mask
-        .map(|m| m[f.offset..f.offset + f.size].to_vec())
-        .filter(|m| m.iter().any(|&b| b != 0xff));
     Some(Read {
         off: f.offset,
         size: f.size,
         kind,
-        mask,
+        mask: field_mask_of(f, mask),
+    })
+}
+
+/// The field's bytes of the record's `mask`, when any bit of them is hidden.
+fn field_mask_of(f: &Field, mask: Option<&[u8]>) -> Option<Vec<u8>> {
+    mask.map(|m| m[f.offset..f.offset + f.size].to_vec())
+        .filter(|m| m.iter().any(|&b| b != 0xff))
+}
+
+/// How group key field `i` reads: integers up to 64 bits, booleans and timestamps as their value
+/// ([`read_of`]); bytes (arrays too), strings, blobs and chess moves of 1, 2, 4 or 8 bytes as their
+/// visible bytes read big-endian, and ipv4 as its address, so that equal bytes are equal keys.
+/// The client decodes such a key by writing it back into the field's bytes (hd_sql does, then
+/// decodes the field as a record would). Floats, doubles and numerics are numbers whose raw bytes
+/// are not their value (-0 and 0, NaNs): not keys; nor is a delta time (`time_reference`), whose
+/// value needs another field.
+fn key_read(schema: &Schema, i: usize, mask: Option<&[u8]>) -> Option<Read> {
+    let f = &schema.fields[i];
+    match f.ty {
+        FieldType::Boolean | FieldType::Timestamp => return read_of(schema, i, mask),
+        FieldType::UInt(b) | FieldType::Int(b) if b <= 64 => return read_of(schema, i, mask),
+        _ => {}
+    }
+    if f.time_reference.is_some() {
+        return None;
+    }
+    let raw = matches!(
+        f.ty,
+        FieldType::Bytes | FieldType::String | FieldType::Blob | FieldType::ChessMove
+    );
+    let load = match (raw, f.size, shape_of(&f.ty, f.size, schema.byte_order)) {
+        (false, _, Shape::K64(load)) if f.ty == FieldType::Ipv4 => load,
+        (true, 1, _) => Load64::U8,
+        (true, 2, _) => Load64::U16Be,
+        (true, 4, _) => Load64::U32Be,
+        (true, 8, _) => Load64::U64Be,
+        _ => return None,
+    };
+    Some(Read {
+        off: f.offset,
+        size: f.size,
+        kind: ReadKind::K64 {
+            load,
+            signed: false,
+            float: None,
+        },
+        mask: field_mask_of(f, mask),
     })
 }
 
@@ -264,14 +308,11 @@ impl AggregatePlan {
                 let fpath = format!("{path}.field");
                 let i = field_index(schema, get(e, "field"), &fpath)?;
                 let f = &schema.fields[i];
-                let ok = matches!(f.ty, FieldType::Boolean | FieldType::Timestamp)
-                    || matches!(f.ty, FieldType::UInt(b) | FieldType::Int(b) if b <= 64);
-                let read = read_of(schema, i, field_mask).filter(|_| ok);
-                let Some(read) = read else {
+                let Some(read) = key_read(schema, i, field_mask) else {
                     return err(
                         fpath,
                         format!(
-                            "cannot group by '{}' ({}): group keys are integers up to 64 bits, enumerations, booleans and timestamps",
+                            "cannot group by '{}' ({}): group keys are integers up to 64 bits, enumerations, booleans, timestamps, ipv4, and bytes, arrays, strings, blobs and chess moves of 1, 2, 4 or 8 bytes",
                             f.name,
                             f.ty.name()
                         ),
@@ -416,3 +457,8 @@ pub fn k64_text(k: u64, kind: ReadKind) -> String {
         _ => k.to_string(),
     }
 }
+
+// Declared here rather than in mod.rs: these tests cover the keys this file compiles.
+#[cfg(test)]
+#[path = "tests_keys.rs"]
+mod tests_keys;

@@ -6,12 +6,13 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use super::spec::{k64_text, AggFn, AggregatePlan, Read, ReadKind, MAX_GROUP_KEYS};
+use super::spec::{AggFn, AggregatePlan, Read, ReadKind, MAX_GROUP_KEYS};
 use super::wide::Wide;
 use crate::scan::key::{key128, key256, Load64, K256};
 
 const SIGN: u64 = 1 << 63;
-const NONE: u32 = u32::MAX;
+/// An unused slot of a `Direct` table.
+pub(super) const NONE: u32 = u32::MAX;
 
 /// A small multiplicative hasher for group keys (integers, not attacker-chosen strings; the
 /// group count is bounded by `max_groups`).
@@ -35,18 +36,20 @@ impl Hasher for KeyHasher {
     }
 }
 
-type Keys = [u64; MAX_GROUP_KEYS];
+/// A group's key tuple (unused slots 0).
+pub(super) type Keys = [u64; MAX_GROUP_KEYS];
 
-enum Index {
+/// How a record's key tuple finds its group.
+pub(super) enum Index {
     /// No group keys: one group.
     Global,
-    /// One visible unsigned key of at most 16 bits (or a boolean): key → group + 1.
+    /// One visible unsigned key of at most 16 bits (or a boolean): key → group (`NONE`: none yet).
     Direct(Vec<u32>),
     Hash(HashMap<Keys, u32, BuildHasherDefault<KeyHasher>>),
 }
 
 /// One measure's values, one per group.
-enum Acc {
+pub(super) enum Acc {
     Count(Vec<u64>),
     Sum(Vec<i128>),
     Wide(Vec<Wide>),
@@ -56,17 +59,18 @@ enum Acc {
 
 /// The partial aggregate of one batch in progress.
 pub struct AggregateState {
-    plan: Arc<AggregatePlan>,
-    index: Index,
-    keys: Vec<Keys>,
-    accs: Vec<Acc>,
-    overflow: bool,
+    pub(super) plan: Arc<AggregatePlan>,
+    pub(super) index: Index,
+    /// Per group, its key tuple (group ids are indices into `keys` and each `Acc`).
+    pub(super) keys: Vec<Keys>,
+    pub(super) accs: Vec<Acc>,
+    pub(super) overflow: bool,
     gidx: Vec<u32>,
 }
 
 /// The field's bytes as the caller reads them: `stored & mask` when part of it is hidden.
 #[inline(always)]
-fn visible<'a>(r: &Read, d: &'a [u8], at: usize, tmp: &'a mut [u8; 32]) -> &'a [u8] {
+pub(crate) fn visible<'a>(r: &Read, d: &'a [u8], at: usize, tmp: &'a mut [u8; 32]) -> &'a [u8] {
     let s = &d[at + r.off..at + r.off + r.size];
     match &r.mask {
         None => s,
@@ -133,7 +137,16 @@ impl AggregateState {
                         }
                 ) =>
             {
-                Index::Direct(vec![NONE; 1 << 16])
+                // Sized to the key's width: a batch's state is built per batch, so a 2^16 table
+                // for an 8-bit enum code would be 256 KiB to fill for a few groups.
+                let slots = match k.read.kind {
+                    ReadKind::Bool => 2,
+                    ReadKind::K64 {
+                        load: Load64::U8, ..
+                    } => 1 << 8,
+                    _ => 1 << 16,
+                };
+                Index::Direct(vec![NONE; slots])
             }
             _ => Index::Hash(HashMap::default()),
         };
@@ -175,7 +188,7 @@ impl AggregateState {
         self.keys.len()
     }
 
-    fn new_group(&mut self, k: Keys) -> u32 {
+    pub(super) fn new_group(&mut self, k: Keys) -> u32 {
         let g = self.keys.len() as u32;
         self.keys.push(k);
         for a in &mut self.accs {
@@ -270,43 +283,6 @@ impl AggregateState {
         }
         self.gidx = gidx;
     }
-
-    /// The partial as the aggregate frame's JSON (groups in key order), or `None` after an overflow.
-    pub fn to_json(&self) -> Option<String> {
-        if self.overflow {
-            return None;
-        }
-        let mut order: Vec<usize> = (0..self.keys.len()).collect();
-        order.sort_by_key(|&g| self.keys[g]);
-        let mut out = String::with_capacity(32 + order.len() * 32);
-        out.push_str("{\"v\":1,\"groups\":[");
-        for (n, &g) in order.iter().enumerate() {
-            if n > 0 {
-                out.push(',');
-            }
-            out.push_str("{\"k\":[");
-            for (j, key) in self.plan.keys.iter().enumerate() {
-                if j > 0 {
-                    out.push(',');
-                }
-                out.push('"');
-                out.push_str(&k64_text(self.keys[g][j], key.read.kind));
-                out.push('"');
-            }
-            out.push_str("],\"m\":[");
-            for (j, (acc, m)) in self.accs.iter().zip(&self.plan.measures).enumerate() {
-                if j > 0 {
-                    out.push(',');
-                }
-                out.push('"');
-                out.push_str(&acc_text(acc, m.read.as_ref(), g));
-                out.push('"');
-            }
-            out.push_str("]}");
-        }
-        out.push_str("]}");
-        Some(out)
-    }
 }
 
 impl K256 {
@@ -355,7 +331,7 @@ fn wide_value(r: &Read, d: &[u8], at: usize) -> Wide {
 }
 
 /// The order key (as a 256-bit key) of a field's visible bytes `b` (already masked).
-fn order_key(r: &Read, b: &[u8]) -> K256 {
+pub(crate) fn order_key(r: &Read, b: &[u8]) -> K256 {
     match r.kind {
         ReadKind::K64 { load, float, .. } => K256 {
             hi: 0,
@@ -444,34 +420,5 @@ fn accumulate(acc: &mut Acc, read: Option<&Read>, d: &[u8], rs: usize, sel: &[u3
         }
         // Sum, min and max always have a read (spec::compile).
         _ => {}
-    }
-}
-
-fn acc_text(acc: &Acc, read: Option<&Read>, g: usize) -> String {
-    match (acc, read) {
-        (Acc::Count(v), _) => v[g].to_string(),
-        (Acc::Sum(v), _) => v[g].to_string(),
-        (Acc::Wide(v), _) => v[g].to_string(),
-        (Acc::Min(v) | Acc::Max(v), Some(r)) => key_text(v[g], r.kind),
-        (Acc::Min(_) | Acc::Max(_), None) => String::new(),
-    }
-}
-
-/// The decimal text of an order key as the field reads.
-pub fn key_text(k: K256, kind: ReadKind) -> String {
-    match kind {
-        ReadKind::K64 { float, .. } if float.is_some() && k.lo as u64 == u64::MAX => "NaN".into(),
-        ReadKind::K64 { .. } | ReadKind::Bool => k64_text(k.lo as u64, kind),
-        ReadKind::K128 { signed, .. } => {
-            if signed {
-                ((k.lo ^ (1 << 127)) as i128).to_string()
-            } else {
-                k.lo.to_string()
-            }
-        }
-        ReadKind::K256 { signed, .. } => {
-            let hi = if signed { k.hi ^ (1 << 127) } else { k.hi };
-            Wide::from_256(hi, k.lo, signed).to_string()
-        }
     }
 }
