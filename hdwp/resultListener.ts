@@ -7,7 +7,7 @@
  * leaves nothing of that batch behind (the SCC re-routes it to another replica).
  */
 import type tls from 'node:tls';
-import type { BatchID } from '../engine-rs/batchId';
+import { BatchID } from '../engine-rs/batchId';
 import type { Frame, HdwpRole, QueryAuth } from '../engine-rs/hdwpFrame';
 import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
 import { parseAggregatePartial, type AggregatePartial } from '../query/aggregate';
@@ -250,13 +250,21 @@ export class ResultListener {
         const key = `${q.queryId}:${f.batchId.toHex()}`;
         const hex = f.batchId.toHex();
         if (f.kind === 'aggregate') {
+          let partial: AggregatePartial | undefined;
+          let error: string | undefined;
+          try {
+            partial = parseAggregatePartial(f.json);
+          } catch (err) {
+            error = `batch ${hex}: ${(err as Error).message}`;
+          }
+          if (partial?.batches !== undefined) {
+            await this.completeMerged(q, partial, partial.batches, hex, held, recordSize, conn.remote);
+            return;
+          }
           const b = held.get(key) ?? { batchId: f.batchId, records: [], count: 0, bytes: 0 };
           held.set(key, b);
-          try {
-            b.aggregate = parseAggregatePartial(f.json);
-          } catch (err) {
-            b.aggregateError = `batch ${hex}: ${(err as Error).message}`;
-          }
+          if (partial) b.aggregate = partial;
+          else b.aggregateError = error;
           return;
         }
         if (f.kind === 'records' || f.kind === 'columns') {
@@ -309,6 +317,40 @@ export class ResultListener {
         }
       },
     };
+  }
+
+  /**
+   * A merged partial (v2, docs/query.md "Merged partials"): one frame completes every batch it lists,
+   * the partial going with the first. It must list its own frame's batch first. A batch listed that
+   * is already complete here (another replica answered it) cannot be taken out of the sum: all its
+   * batches are then duplicates (dropped, as a second eob is) or, when only some are, the others fail
+   * (code 1) so the query reports them instead of counting a batch twice.
+   */
+  private async completeMerged(q: QueryState, partial: AggregatePartial, batches: readonly (readonly [string, number])[], frameHex: string, held: Map<string, HeldBatch>, recordSize: number, node: string): Promise<void> {
+    const protocol = HDWP_ERROR_FRAME_CODES.protocol;
+    if (batches[0]?.[0] !== frameHex) {
+      await this.fail(q, { batchId: frameHex, code: protocol, message: `batch ${frameHex}: a merged partial must list its frame's batch first`, node });
+      return;
+    }
+    for (const [hex] of batches) held.delete(`${q.queryId}:${hex}`);
+    const answered = batches.filter(([hex]) => q.completed.has(hex)).length;
+    if (answered > 0) {
+      this.counts.duplicateBatches += answered;
+      if (answered === batches.length) return;
+      for (const [hex] of batches) {
+        if (q.completed.has(hex)) continue;
+        await this.fail(q, { batchId: hex, code: protocol, message: `batch ${hex}: its merged partial from ${node} also covers ${answered} batch(es) already answered, so it cannot be counted exactly`, node });
+      }
+      return;
+    }
+    let first = true;
+    for (const [hex, declared] of batches) {
+      q.completed.add(hex);
+      q.errors.delete(hex);
+      this.counts.batches++;
+      await q.handler({ kind: 'batch', queryId: q.queryId, batchId: BatchID.fromHex(hex), recordSize, count: 0, declaredCount: declared, records: [], ...(first ? { aggregate: partial } : {}), node });
+      first = false;
+    }
   }
 
   private async fail(q: QueryState, error: BatchError): Promise<void> {

@@ -14,6 +14,7 @@ import { MAX_CHUNK_BYTES, type Chunk } from '../stream/chunk';
 import { Flow } from '../stream/flow';
 import type { QueryResultElement, QueryResults, QuerySpec, QueryStop, RunningQuery } from '../stream/queryElement';
 import type { ReadScheduler } from './readScheduler';
+import { MergedPartials, type FoldableBatch, type PartialAccumulator } from './mergedPartials';
 import { ScanSpan } from './scanSpan';
 
 /** The partial of a batch in which no record matched (docs/query.md, "Aggregates"). */
@@ -43,6 +44,8 @@ export interface BatchScanStep {
 export interface BatchScan {
   /** Reads the next block step (about `stepBytes` of records, at least one block). */
   next(): Promise<BatchScanStep>;
+  /** With merged partials (`CompiledQuery.newAccumulator`), after the last step: folds the batch's partial in. */
+  readonly foldInto?: FoldableBatch['foldInto'];
   close(): void;
 }
 
@@ -72,6 +75,16 @@ export interface CompiledQuery {
    * batch's partial, sent as one aggregate frame right before the batch's eob (none on a bbn).
    */
   readonly aggregate?: boolean;
+  /**
+   * The query's aggregate with merged partials (`aggregate.merge_batches`): a fresh accumulator the
+   * query's batches fold into (their steps then carry no `partial`; each BatchScan has `foldInto`).
+   */
+  readonly newAccumulator?: () => PartialAccumulator;
+  /**
+   * HDQuery `top`: the best records of a set of matching records (ties with the k-th kept, original
+   * order). A batch's steps feed it and only its result is sent, at the batch's end.
+   */
+  readonly selectTop?: (records: Buffer) => Buffer;
   /** Opens one batch for reading, or says why it cannot be read. */
   open(batchId: BatchID, verifyHash: boolean): Promise<BatchScan | BatchUnreadable>;
 }
@@ -162,6 +175,17 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
           return;
         }
         const results: QueryResults = { query: q, recordSize: compiled.recordSize, batches: spec.batchIds.length, flow: new Flow() };
+        const merged = compiled.newAccumulator
+          ? new MergedPartials(compiled.newAccumulator(), (json, completes) => {
+              counters.controls += completes.length;
+              for (let i = 0; i < completes.length; i++) {
+                opts.meter?.batch('eob');
+                traced.batch('eob');
+              }
+              emitted++;
+              emit({ kind: 'aggregate', dataset: spec.dataset, batchId: (completes[0] as { batchId: BatchID }).batchId, json, completes, results });
+            })
+          : undefined;
         const queue = opts.scheduler.join(spec.qos);
         let emitted = 0;
         let matchedTotal = 0;
@@ -186,6 +210,26 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
         // batch not yet started: their steps (Neon tasks) run on several pool threads, frames of
         // different batches interleave on the result stream, and each worker still waits on the
         // query's flow before every step, so the client's pace bounds what is in flight.
+        /** Sends a batch's matching records (the buffer is ours): masked, then as columns or records frames. */
+        const send = async (batchId: BatchID, records: Buffer): Promise<void> => {
+          // Hidden fields are zeroed after filtering (filters see the stored values), one native call per step.
+          if (spec.fieldMask !== undefined) applyFieldMask(records, spec.fieldMask);
+          if (compiled.encodeColumns) {
+            // Columnar results: decoded after the mask, so a hidden field's column holds zeros' presentation.
+            for (const p of await compiled.encodeColumns(records)) {
+              counters.sent += p.rows;
+              emitted++;
+              emit({ kind: 'columns', dataset: spec.dataset, batchId, rows: p.rows, body: p.body, results });
+            }
+            return;
+          }
+          for (const c of chunksOf(records, compiled.recordSize)) {
+            const count = c.length / compiled.recordSize;
+            counters.sent += count;
+            emitted++;
+            emit({ kind: 'records', dataset: spec.dataset, batchId, count, recordSize: compiled.recordSize, buf: c, results });
+          }
+        };
         let nextBatch = 0;
         const worker = async (): Promise<void> => {
           while (nextBatch < spec.batchIds.length) {
@@ -204,6 +248,9 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
             let sent = 0;
             let partial: string | undefined;
             let last: BatchScanStep | undefined;
+            let folded = false;
+            let best: Buffer | undefined;
+            let topMatched = 0;
             try {
               while (!last?.done) {
                 await results.flow.whenAtMost(maxPending);
@@ -233,27 +280,27 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
                   counters.dropped += last.matched;
                   break;
                 }
-                // Hidden fields are zeroed after filtering (filters see the stored values), one native call per step; the step's buffer is ours.
-                if (spec.fieldMask !== undefined) applyFieldMask(last.records, spec.fieldMask);
-                if (compiled.encodeColumns) {
-                  // Columnar results: decoded after the mask, so a hidden field's column holds zeros' presentation.
-                  for (const p of await compiled.encodeColumns(last.records)) {
-                    counters.sent += p.rows;
-                    emitted++;
-                    emit({ kind: 'columns', dataset: spec.dataset, batchId, rows: p.rows, body: p.body, results });
-                  }
-                  sent += last.matched;
-                  matchedTotal += last.matched;
+                if (compiled.selectTop) {
+                  // Top records: the step's matches join the batch's best so far; the best go out at the batch's end.
+                  topMatched += last.matched;
+                  best = compiled.selectTop(best === undefined ? last.records : Buffer.concat([best, last.records]));
                   continue;
                 }
-                for (const c of chunksOf(last.records, compiled.recordSize)) {
-                  const count = c.length / compiled.recordSize;
-                  counters.sent += count;
-                  emitted++;
-                  emit({ kind: 'records', dataset: spec.dataset, batchId, count, recordSize: compiled.recordSize, buf: c, results });
-                }
+                await send(batchId, last.records);
                 sent += last.matched;
                 matchedTotal += last.matched;
+              }
+              if (best !== undefined && last?.done && !q.signal.aborted) {
+                const n = best.length / compiled.recordSize;
+                counters.dropped += topMatched - n;
+                await send(batchId, best);
+                sent += n;
+                matchedTotal += n;
+              }
+              // Merged partials: folded and listed at once, so a frame covers exactly the batches it completes.
+              if (merged && opened.foldInto && last?.done && !(spec.verifyHash && last.hashOk === false) && !q.signal.aborted) {
+                merged.add(opened as FoldableBatch, { batchId, recordCount: sent });
+                folded = true;
               }
             } catch (err) {
               if (q.signal.aborted) break;
@@ -274,7 +321,7 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
             if (q.signal.aborted) break;
             if (spec.verifyHash && last?.done && last.hashOk === false) {
               fail(batchId, CODES.hashMismatch, `batch ${batchId.toHex()} of '${spec.dataset}': the recomputed hash chain does not match the closing hash stored at ingest`);
-            } else {
+            } else if (!folded) {
               if (compiled.aggregate) {
                 emitted++;
                 emit({ kind: 'aggregate', dataset: spec.dataset, batchId, json: partial ?? EMPTY_PARTIAL, results });
@@ -286,7 +333,10 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
         try {
           const workers = Math.max(1, Math.min(queryThreads, spec.batchIds.length));
           await Promise.all(Array.from({ length: workers }, worker));
+          if (q.signal.aborted) merged?.discard();
+          else merged?.flush();
         } finally {
+          merged?.discard();
           queue.leave();
           // Nothing went to the sink: no stream was opened, so the query ends here.
           if (emitted === 0) q.end();

@@ -9,6 +9,10 @@ import { QueryError } from './queryError';
 
 /** The version of `aggregate` this build writes and reads. */
 export const AGGREGATE_VERSION = 1;
+/** The partial version of a frame that merges several batches and completes them (`merge_batches`). */
+export const MERGED_PARTIAL_VERSION = 2;
+/** Most batches one merged partial completes (bounds the frame: about 140 bytes a batch). */
+export const MAX_MERGED_BATCHES = 4096;
 /** Most group-by keys. */
 export const MAX_GROUP_KEYS = 4;
 /** Most measures. */
@@ -40,6 +44,12 @@ export interface AggregateSpec {
   readonly group_by?: readonly AggregateKey[];
   readonly measures: readonly AggregateMeasure[];
   readonly max_groups?: number;
+  /**
+   * Ours, optional: the client reads merged partials. A node may then answer many batches of the
+   * query with one aggregate frame of partial version 2 that completes them (no eob frame follows
+   * for those batches; docs/query.md "Merged partials").
+   */
+  readonly merge_batches?: boolean;
 }
 
 /** One group of a batch's partial: keys and measures as exact decimal strings, in query order. */
@@ -50,8 +60,11 @@ export interface AggregateGroup {
 
 /** A batch's partial aggregate, the payload of an HDWP aggregate frame. */
 export interface AggregatePartial {
+  /** 1: one batch's partial (its eob follows); 2: merged, completing `batches`. */
   readonly v: number;
   readonly groups: readonly AggregateGroup[];
+  /** v2 only: the batches this partial covers and completes, each with its count of matching records. */
+  readonly batches?: readonly (readonly [batchId: string, records: number])[];
 }
 
 function name(v: unknown, path: string): string {
@@ -68,7 +81,7 @@ function posInt(v: unknown, path: string, max: number): number {
 export function checkAggregate(raw: unknown): AggregateSpec {
   const root = 'aggregate';
   if (!isObject(raw)) throw new QueryError(root, `expected an object, got ${jsonType(raw)}`);
-  refuseUnknownKeys(raw, ['version', 'group_by', 'measures', 'max_groups'], root);
+  refuseUnknownKeys(raw, ['version', 'group_by', 'measures', 'max_groups', 'merge_batches'], root);
   if (raw.version !== AGGREGATE_VERSION) throw new QueryError(`${root}.version`, `expected ${AGGREGATE_VERSION} (the version this build reads), got ${jsonType(raw.version)}`);
   const keysRaw = raw.group_by ?? [];
   if (!Array.isArray(keysRaw)) throw new QueryError(`${root}.group_by`, `expected an array, got ${jsonType(keysRaw)}`);
@@ -99,12 +112,42 @@ export function checkAggregate(raw: unknown): AggregateSpec {
     ...(group_by.length > 0 ? { group_by } : {}),
     measures,
     ...(raw.max_groups === undefined ? {} : { max_groups: posInt(raw.max_groups, `${root}.max_groups`, MAX_GROUPS_LIMIT) }),
+    ...(raw.merge_batches === undefined ? {} : { merge_batches: bool(raw.merge_batches, `${root}.merge_batches`) }),
   };
+}
+
+function bool(v: unknown, path: string): boolean {
+  if (typeof v !== 'boolean') throw new QueryError(path, `expected true or false, got ${jsonType(v)}`);
+  return v;
+}
+
+/** The spec without the keys that only say how results travel (what the node's kernel compiles). */
+export function kernelAggregate(spec: AggregateSpec): AggregateSpec {
+  if (spec.merge_batches === undefined) return spec;
+  const { merge_batches: _, ...rest } = spec;
+  return rest;
+}
+
+const BATCH_HEX = /^[0-9a-f]{128}$/;
+
+/** The `batches` of a v2 partial, checked: 1..MAX_MERGED_BATCHES distinct [hex id, records] pairs. */
+function mergedBatches(raw: unknown): readonly (readonly [string, number])[] | undefined {
+  if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_MERGED_BATCHES) return undefined;
+  const seen = new Set<string>();
+  for (const e of raw) {
+    if (!Array.isArray(e) || e.length !== 2) return undefined;
+    const [id, n] = e as unknown[];
+    if (typeof id !== 'string' || !BATCH_HEX.test(id) || seen.has(id)) return undefined;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) return undefined;
+    seen.add(id);
+  }
+  return raw as (readonly [string, number])[];
 }
 
 /**
  * Parses the JSON payload of an aggregate frame. Throws {@link QueryError} (path `aggregate`) when
- * it is not a v1 partial of string arrays.
+ * it is not a v1 partial of string arrays, or a v2 one whose `batches` are 1..4096 distinct pairs of
+ * a lower-case 128-digit hex batch id and a record count.
  */
 export function parseAggregatePartial(json: string): AggregatePartial {
   let raw: unknown;
@@ -115,9 +158,14 @@ export function parseAggregatePartial(json: string): AggregatePartial {
   }
   const ok =
     isObject(raw) &&
-    raw.v === AGGREGATE_VERSION &&
+    (raw.v === AGGREGATE_VERSION || raw.v === MERGED_PARTIAL_VERSION) &&
     Array.isArray(raw.groups) &&
     raw.groups.every((g: unknown) => isObject(g) && Array.isArray(g.k) && Array.isArray(g.m) && g.k.every((x: unknown) => typeof x === 'string') && g.m.every((x: unknown) => typeof x === 'string'));
-  if (!ok) throw new QueryError('aggregate', 'the partial is not { v: 1, groups: [{ k: [string], m: [string] }] }');
+  if (!ok || !isObject(raw)) throw new QueryError('aggregate', 'the partial is not { v: 1 | 2, groups: [{ k: [string], m: [string] }] }');
+  if (raw.v === MERGED_PARTIAL_VERSION) {
+    if (mergedBatches(raw.batches) === undefined) throw new QueryError('aggregate', `a v2 partial needs batches: 1..${MAX_MERGED_BATCHES} distinct [lower-case hex batch id, record count] pairs`);
+  } else if (raw.batches !== undefined) {
+    throw new QueryError('aggregate', 'a v1 partial has no batches (its eob completes it)');
+  }
   return raw as unknown as AggregatePartial;
 }

@@ -81,12 +81,30 @@ export interface HdQuery {
    */
   readonly aggregate?: AggregateSpec;
   /**
+   * Ours (docs/query.md, "Top records"): each batch sends only its `k` best matching records by
+   * `field` (largest with `desc`), every record tied with the k-th kept — for `ORDER BY field LIMIT k`.
+   * Not with `limit` or `aggregate`.
+   */
+  readonly top?: TopSpec;
+  /**
    * Ours (docs/query.md, "Trace context"): the W3C trace context of the span that sent the query
    * (`trace_context` in the JSON: `traceparent`, optional `tracestate`); readers start their spans
    * under it. Absent when the sender does not trace.
    */
   readonly traceContext?: TraceContext;
 }
+
+/** HDQuery `top`: the best k records of each batch by one field. */
+export interface TopSpec {
+  readonly field: string;
+  /** 1..{@link MAX_TOP_K}. */
+  readonly k: number;
+  /** Largest first (ORDER BY … DESC); false: smallest first. */
+  readonly desc: boolean;
+}
+
+/** The largest `top.k`. */
+export const MAX_TOP_K = 1_000_000;
 
 /** How a Storage Node sends a query's matching records. */
 export type ResultFormat = 'records' | 'columns';
@@ -117,7 +135,7 @@ export const MAX_QUERY_JSON_BYTES = HDWP_MAX_JSON_LEN;
 /** Largest `field_mask`, in bytes (a record is never larger). */
 export const MAX_FIELD_MASK_BYTES = 1024 * 1024;
 
-const KEYS = ['query_id', 'dataset', 'batch_ids', 'sub_queries', 'targets', 'verify_hash', 'query_qos', 'return_address', 'token', 'limit', 'field_mask', 'result_format', 'columns', 'aggregate', 'trace_context'] as const;
+const KEYS = ['query_id', 'dataset', 'batch_ids', 'sub_queries', 'targets', 'verify_hash', 'query_qos', 'return_address', 'token', 'limit', 'field_mask', 'result_format', 'columns', 'aggregate', 'top', 'trace_context'] as const;
 const BATCH_HEX = /^[0-9a-fA-F]{128}$/;
 const TOKEN_HEX = new RegExp(`^[0-9a-fA-F]{${TOKEN_LEN * 2}}$`);
 
@@ -210,6 +228,7 @@ export function hdQueryFromJson(raw: unknown): HdQuery {
     ...(raw.field_mask === undefined ? {} : { fieldMask: fieldMask(raw.field_mask) }),
     ...resultShape(raw.result_format, raw.columns),
     ...aggregateOf(raw.aggregate, raw.limit, raw.result_format),
+    ...topOf(raw.top, raw.limit, raw.aggregate),
     ...(raw.trace_context === undefined ? {} : { traceContext: traceContextOf(raw.trace_context) }),
   };
 }
@@ -231,6 +250,17 @@ function aggregateOf(raw: unknown, limit: unknown, format: unknown): { aggregate
   if (limit !== undefined) throw new QueryError('limit', 'not with aggregate (a partial aggregate covers every matching record)');
   if (format !== undefined && format !== 'records') throw new QueryError('result_format', 'not with aggregate (its results are partial aggregates)');
   return { aggregate: checkAggregate(raw) };
+}
+
+function topOf(raw: unknown, limit: unknown, aggregate: unknown): { top?: TopSpec } {
+  if (raw === undefined) return {};
+  if (limit !== undefined) throw new QueryError('limit', 'not with top (top already bounds what each batch sends)');
+  if (aggregate !== undefined) throw new QueryError('top', 'not with aggregate (an aggregate sends no records)');
+  if (!isObject(raw)) throw new QueryError('top', `expected {field, k, desc}, got ${jsonType(raw)}`);
+  refuseUnknownKeys(raw, ['field', 'k', 'desc'], 'top');
+  if (typeof raw.field !== 'string' || raw.field === '' || raw.field.length > 255) throw new QueryError('top.field', `expected a field name, got ${jsonType(raw.field)}`);
+  if (typeof raw.desc !== 'boolean') throw new QueryError('top.desc', `expected true or false, got ${jsonType(raw.desc)}`);
+  return { top: { field: raw.field, k: int(raw.k, 'top.k', 1, MAX_TOP_K), desc: raw.desc } };
 }
 
 function resultShape(format: unknown, columns: unknown): { resultFormat?: ResultFormat; columns?: string[] } {
@@ -274,6 +304,7 @@ function toJson(q: HdQuery): Record<string, unknown> {
     ...(q.resultFormat !== undefined ? { result_format: q.resultFormat } : {}),
     ...(q.columns !== undefined ? { columns: [...q.columns] } : {}),
     ...(q.aggregate !== undefined ? { aggregate: q.aggregate } : {}),
+    ...(q.top !== undefined ? { top: { field: q.top.field, k: q.top.k, desc: q.top.desc } } : {}),
     ...(q.traceContext !== undefined ? { trace_context: q.traceContext.tracestate === undefined ? { traceparent: q.traceContext.traceparent } : { ...q.traceContext } } : {}),
   };
 }

@@ -10,7 +10,7 @@ import { RecordCodec } from '../engine-rs/codec';
 import { arrowSchemaFor } from '../engine-rs/decode';
 import type { Schema, SchemaJson } from '../engine-rs/schema';
 import { DEFAULT_QUERY_GRPC_PORT } from '../query/dispatch/dispatchService';
-import { serializeHdQuery, type AggregatePartial, type AggregateSpec, type BatchError, type HdQuery } from '../query/hdQuery';
+import { serializeHdQuery, type AggregatePartial, type BatchError, type HdQuery } from '../query/hdQuery';
 import type { RegistrationResult } from '../net/registerWithDms';
 import { ResultListener } from '../hdwp/resultListener';
 import { runGraph } from '../local/graph';
@@ -324,7 +324,7 @@ export class PlatformQueryClient {
    * name rejects with RecordDecodeError `ERR_DECODE_SCHEMA` before the query is placed.
    */
   async executeStream(query: string | Record<string, unknown>, onBatch: BatchCallback, opts: ExecuteStreamOptions = {}): Promise<void> {
-    await this.execute(query, onBatch, opts.columns, opts.columnar === true, opts.aggregate && { spec: opts.aggregate, ...(opts.onPartial && { onPartial: opts.onPartial }) }, opts.onStreamError);
+    await this.execute(query, onBatch, opts);
   }
 
   /**
@@ -467,14 +467,9 @@ export class PlatformQueryClient {
   }
 
   /** Places the query (at the first SCC, or the Proxy), feeds each arriving batch to `onBatch` and waits for every expected batch. */
-  private async execute(
-    input: string | Record<string, unknown>,
-    onBatch: BatchCallback,
-    columns?: readonly string[],
-    columnar = false,
-    aggregate?: { readonly spec: AggregateSpec; readonly onPartial?: (partial: AggregatePartial, batchId: string) => void | Promise<void> },
-    onStreamError?: (code: number, message: string, node: string) => void,
-  ): Promise<RunOutcome> {
+  private async execute(input: string | Record<string, unknown>, onBatch: BatchCallback, opts: ExecuteStreamOptions = {}): Promise<RunOutcome> {
+    const { columns, aggregate, top, onStreamError } = opts;
+    const columnar = opts.columnar === true;
     if (this.stopped) throw new Error('the query client is stopped');
     if (this.running) throw new Error(`query ${this.running.query.queryId} is still running on this client; one query at a time`);
     const prepared = this.preparedId !== undefined;
@@ -486,8 +481,8 @@ export class PlatformQueryClient {
     const { query: built, window } = await this.build(input, schema, this.proxyUrl !== '');
     // Columnar results (ours): the nodes decode and send only the asked columns.
     const shaped: HdQuery = columnar ? { ...built, resultFormat: 'columns', ...(columns !== undefined && { columns }) } : built;
-    // Pushed aggregates (ours): one partial per batch instead of its records.
-    const query: HdQuery = aggregate ? { ...shaped, aggregate: aggregate.spec } : shaped;
+    // Pushed aggregates (ours): partials instead of records; top records (ours): each batch's best only.
+    const query: HdQuery = aggregate ? { ...shaped, aggregate } : top ? { ...shaped, top } : shaped;
     this.preparedId = undefined;
     if (!prepared) this.accounting.reset();
     const route = this.proxyUrl
@@ -499,7 +494,7 @@ export class PlatformQueryClient {
         })
       : this.directRoute(this.targets[0] as SccTarget);
     // The query's `hd.query` span (docs/observability.md, "Traces"), when the caller registered a tracer provider (startTracing).
-    return inSpan('hd.query', (span) => this.runTraced(span, query, route, schema, onBatch, columns, aggregate?.onPartial, onStreamError), {
+    return inSpan('hd.query', (span) => this.runTraced(span, query, route, schema, onBatch, columns, aggregate ? opts.onPartial : undefined, onStreamError), {
       kind: SpanKind.CLIENT,
       attributes: { 'hd.query_id': query.queryId, 'hd.dataset': query.dataset, 'hd.batches': query.batchIds.length, 'hd.route': this.proxyUrl ? 'proxy' : 'scc' },
     });

@@ -8,7 +8,7 @@ import type * as arrow from 'apache-arrow';
 import { ColumnarFrameError, readColumnar } from '../engine-rs/columnar';
 import { decodeRecords } from '../engine-rs/decode';
 import type { Schema } from '../engine-rs/schema';
-import type { AggregatePartial, AggregateSpec, HdQuery } from '../query/hdQuery';
+import type { AggregatePartial, AggregateSpec, HdQuery, TopSpec } from '../query/hdQuery';
 import type { QueryResult, ResultListener } from '../hdwp/resultListener';
 import type { QueryAccounting } from './queryAccounting';
 import { inSpan, SpanKind, startSpan } from '../lib/tracing/index';
@@ -41,6 +41,12 @@ export interface ExecuteStreamOptions {
   readonly aggregate?: AggregateSpec;
   /** With `aggregate`: receives each complete batch's partial (exact decimal strings), one at a time. */
   readonly onPartial?: (partial: AggregatePartial, batchId: string) => void | Promise<void>;
+  /**
+   * Ours: each batch sends only its best `k` matching records by `field` (HDQuery `top`, docs/query.md
+   * "Top records"; every record tied with the k-th kept), for `ORDER BY field LIMIT k` done by the
+   * caller over what arrives. Not with `aggregate`.
+   */
+  readonly top?: TopSpec;
   /**
    * Ours: told of each Storage Node stream that ended with an error frame (e.g. code 11 when a node
    * refuses an `aggregate` with more than `max_groups` groups in a batch); the run goes on (the

@@ -161,6 +161,17 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
             return;
           case 'aggregate':
             await client.sendAggregate(el.batchId, el.json);
+            if (el.completes === undefined) return;
+            // A merged partial completes its batches: their eobs go to the SCC only, once the frame is handed on.
+            for (const c of el.completes) {
+              counters.controls++;
+              q.reply({ kind: 'eob', batchId: c.batchId, recordCount: c.recordCount, closingHash: new Uint8Array(0) });
+            }
+            s.ended += el.completes.length;
+            if (s.ended >= s.results.batches) {
+              await client.close();
+              finish(s);
+            }
             return;
           case 'eob':
             await client.sendEob(el.batchId, el.recordCount);

@@ -12,9 +12,9 @@ import type { FieldInfo, Schema } from '../engine-rs/schema';
 import { enumDictionaries } from '../local/localSql';
 import { MEASURE_PREFIX, type AggregateOutput, type AggregatePlan, type AvgPath } from './aggregatePushdown';
 
-/** One batch's partial result: the `aggregate` frame's payload (docs/hdwp.md). */
+/** One batch's partial result (v1), or several batches' merged on a node (v2): the `aggregate` frame's payload (docs/hdwp.md). */
 export interface AggregatePartial {
-  readonly v: 1;
+  readonly v: 1 | 2;
   readonly groups: readonly { readonly k: readonly string[]; readonly m: readonly string[] }[];
 }
 
@@ -56,9 +56,9 @@ export class AggregateMerger {
     this.codeIndex = plan.keys.map((k) => (k.enum ? indexOfCode(schema, k) : undefined));
   }
 
-  /** Adds one batch's partial. @throws AggregateMergeError */
+  /** Adds one partial: a batch's (v1) or several batches' merged on a node (v2). @throws AggregateMergeError */
   add(partial: AggregatePartial): void {
-    if (partial === null || typeof partial !== 'object' || partial.v !== 1 || !Array.isArray(partial.groups)) throw new AggregateMergeError('a partial that is not version 1 with a groups list');
+    if (partial === null || typeof partial !== 'object' || (partial.v !== 1 && partial.v !== 2) || !Array.isArray(partial.groups)) throw new AggregateMergeError('a partial that is not version 1 or 2 with a groups list');
     const { keys } = this.plan;
     const ms = this.plan.spec.measures;
     for (const g of partial.groups) {

@@ -89,7 +89,9 @@ export class QueryClientFetcher implements DatasetFetcher {
    * `query_failed`, which makes the engine take the record path.
    */
   async fetchAggregate(read: DatasetRead, aggregate: AggregateSpec, onPartial: (p: AggregatePartial) => void, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome> {
-    return inSpan('sql.fetch', () => this.withClient(opts, (c) => this.run(c, read, { aggregate, onPartial }, opts)), { attributes: { 'hd.dataset': read.schema.id, 'hd.aggregate': true } });
+    // merge_batches: a node answers many batches with one merged partial (docs/query.md, "Merged partials").
+    const spec: AggregateSpec = { ...aggregate, merge_batches: true };
+    return inSpan('sql.fetch', () => this.withClient(opts, (c) => this.run(c, read, { aggregate: spec, onPartial }, opts)), { attributes: { 'hd.dataset': read.schema.id, 'hd.aggregate': true } });
   }
 
   /** Runs `fn` with a client of the pool, waiting for one in arrival order; hands it on after. */
@@ -179,7 +181,7 @@ export class QueryClientFetcher implements DatasetFetcher {
           async (b) => {
             if (!why) await onBatch(b);
           },
-          { ...(read.columns ? { columns: read.columns } : {}), columnar: this.options.resultFormat !== 'records' },
+          { ...(read.columns ? { columns: read.columns } : {}), columnar: this.options.resultFormat !== 'records', ...(read.top ? { top: read.top } : {}) },
         );
       }
     } catch (err) {

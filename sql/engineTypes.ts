@@ -40,6 +40,12 @@ export interface SqlEngineSettings {
    * (docs/sql.md, "Row passthrough"). False: every statement runs in DuckDB.
    */
   readonly rowPassthrough?: boolean;
+  /**
+   * HD_SQL_TOP_PUSHDOWN (ours, default true): `ORDER BY <field> LIMIT n` over one dataset, its WHERE
+   * pushed whole, has each batch send only its best n records (docs/sql.md, "Top records"). False:
+   * every matching record is read.
+   */
+  readonly topPushdown?: boolean;
 }
 
 /** The answer to one statement. */

@@ -17,7 +17,9 @@ import type { CatalogRelation } from './pgcatalog/relations';
 import { SHOW_TABLES_TABLE } from './pgcatalog/catalogTables';
 import { isNode, pushdownOf, type Node, type Pushdown } from './pushdown';
 import { SqlError } from './sqlError';
+import type { TopSpec } from '../query/hdQuery';
 import { passthroughOf, type PassthroughPlan } from './rowPassthrough';
+import { topOf } from './topPushdown';
 import { DENIED_RELATIONS, guardStatement } from './statementGuard';
 
 /** What to read of one dataset. */
@@ -33,6 +35,8 @@ export interface DatasetRead {
    * read. Absent: every field (a star, or anything that reads columns without naming them).
    */
   readonly columns?: readonly string[];
+  /** Each batch sends only its best records by one field (HDQuery `top`; sql/topPushdown.ts). */
+  readonly top?: TopSpec;
 }
 
 /** The plan of one statement. */
@@ -84,6 +88,8 @@ export interface PlanOptions {
    * dataset is considered for aggregate pushdown (sql/aggregatePushdown.ts).
    */
   readonly aggregateFunctions?: ReadonlySet<string>;
+  /** Push `ORDER BY <field> LIMIT n` as each batch's best n records (HD_SQL_TOP_PUSHDOWN). */
+  readonly topPushdown?: boolean;
   /** Consider answering the statement from the fetched batches (HD_SQL_ROW_PASSTHROUGH). */
   readonly rowPassthrough?: boolean;
   /** True when the text was rewritten before parsing (sql/pgcatalog/pgSyntax.ts): the tree must run, not the text. */
@@ -197,6 +203,9 @@ export function planStatement(serialized: string, catalog: Catalog, opts: PlanOp
   const aggregate = split === undefined ? {} : 'reason' in split ? { noAggregate: split.reason } : { aggregate: split };
   const pass = !opts.rowPassthrough || rewritten || refs.size !== 1 || reads.length !== 1 ? undefined : passthroughOf(root, reads[0]!.schema, opts.params ?? []);
   const passthrough = pass === undefined || 'reason' in pass ? {} : { passthrough: pass };
+  // Top records: before the address rewrite below, which changes how ORDER BY reads an address.
+  const top = !opts.topPushdown || rewritten || refs.size !== 1 || reads.length !== 1 ? undefined : topOf(root, reads[0]!.schema, opts.params ?? []);
+  if (top) reads[0] = { ...reads[0]!, top };
   // ipv4 / ipv6 compare, sort and aggregate on their integers; after the split, which reads the tree as written.
   const addresses = rewriteAddressSemantics(root, (n) => refs.get(n), opts.params ?? []);
   return {

@@ -232,7 +232,7 @@ export class SqlEngine {
     // planStatement parses the text afresh each time (it rewrites its own copy), so a cached tree is never shared.
     const aggregateFunctions = this.settings.aggregatePushdown === false || !this.fetcher.fetchAggregate ? undefined : await this.aggregateFunctions(session);
     // Rewritten select items keep DuckDB's names for them as written (sql/addressPins.ts).
-    return withPinnedNames(planStatement(tree, catalog, { now: this.now(), lookbackSec: this.settings.lookbackSec, params, textRewritten: text.changed, rowPassthrough: this.settings.rowPassthrough !== false, ...(aggregateFunctions ? { aggregateFunctions } : {}) }), session);
+    return withPinnedNames(planStatement(tree, catalog, { now: this.now(), lookbackSec: this.settings.lookbackSec, params, textRewritten: text.changed, rowPassthrough: this.settings.rowPassthrough !== false, topPushdown: this.settings.topPushdown !== false, ...(aggregateFunctions ? { aggregateFunctions } : {}) }), session);
   }
 
   /** DuckDB's aggregate functions and macros, read once per engine (the chess macros included). */
@@ -263,7 +263,7 @@ export class SqlEngine {
 /** The pushdown notice of one read (HD_SQL_EXPLAIN_PUSHDOWN). */
 function pushdownNotice(read: DatasetRead): string {
   const filters = read.subQueries.map((q) => q.filters.map((f) => `${f.field} ${f.op} ${f.value ?? `[${(f.values ?? []).join(', ')}]`}`).join(' AND ')).join(' OR ');
-  return `${read.schema.id}: pushed down: ${read.startTime <= read.endTime ? `window ${read.startTime}..${read.endTime}` : 'nothing can match'}${filters ? `, filters ${filters}` : ''}${read.columns ? `, columns ${read.columns.join(', ')}` : ''}`;
+  return `${read.schema.id}: pushed down: ${read.startTime <= read.endTime ? `window ${read.startTime}..${read.endTime}` : 'nothing can match'}${filters ? `, filters ${filters}` : ''}${read.columns ? `, columns ${read.columns.join(', ')}` : ''}${read.top ? `, top ${read.top.k} by ${read.top.field} ${read.top.desc ? 'DESC' : 'ASC'} a batch` : ''}`;
 }
 
 /** `b`'s columns named `names`, in that order (apache-arrow's `select` misplaces the children). */

@@ -6,7 +6,7 @@
  */
 import type { BatchID } from '../engine-rs/batchId';
 import type { BbnFrame, EobFrame, ErrorFrame, QueryAuth } from '../engine-rs/hdwpFrame';
-import type { ReturnAddress } from '../query/hdQuery';
+import type { ReturnAddress, TopSpec } from '../query/hdQuery';
 import type { BatchedRecordChunk, BbnElement, Chunk, EobElement } from './chunk';
 import type { Flow } from './flow';
 import type { TraceContext } from '../lib/tracing/traceContext';
@@ -33,6 +33,10 @@ export interface QuerySpec {
   readonly fieldMask?: Buffer;
   /** HDQuery `aggregate` as JSON text: one partial per batch instead of records (compiled by the scan against the schema and the field mask). */
   readonly aggregateJson?: string;
+  /** HDQuery `top`: each batch sends only its best `k` matching records by `field` (ties kept). */
+  readonly top?: TopSpec;
+  /** HDQuery `aggregate.merge_batches`: the client reads merged partials (one frame completing many batches). */
+  readonly mergeBatches?: boolean;
   /** HDQuery `result_format: "columns"`: send these fields (schema names, column order; absent: every field) as columns frames instead of records. */
   readonly columnar?: { readonly fields?: readonly string[] };
   /** HDQuery `trace_context`: the W3C context of the SCC's span that sent this leg; the node's scan span is its child. */
@@ -112,8 +116,13 @@ export interface QueryAggregateElement {
   readonly kind: 'aggregate';
   readonly dataset: string;
   readonly batchId: BatchID;
-  /** The aggregate frame's JSON: `{ "v": 1, "groups": [...] }`. */
+  /** The aggregate frame's JSON: `{ "v": 1, "groups": [...] }`, or v2 with `batches` (merged). */
   readonly json: string;
+  /**
+   * A merged partial (v2): the batches it completes, each with its matching records. The sink sends
+   * no eob frame for them; it tells the SCC each batch's eob once the frame is handed to the socket.
+   */
+  readonly completes?: readonly { readonly batchId: BatchID; readonly recordCount: number }[];
   readonly results: QueryResults;
 }
 

@@ -5,9 +5,11 @@
  */
 import type { BatchID } from '../../engine-rs/batchId';
 import { HDWP_ERROR_FRAME_CODES as CODES } from '../../engine-rs/hdwpFrame';
-import { AggregatePlan, QueryError as KernelQueryError, ScanFilter, SegmentReader, SegmentScanner, verifySegment, type Schema } from '../../engine-rs/index';
+import { AggregateAccumulator, AggregatePlan, TopPlan, QueryError as KernelQueryError, ScanFilter, SegmentReader, SegmentScanner, verifySegment, type Schema } from '../../engine-rs/index';
 import type { QuerySpec } from '../../stream/queryElement';
+import type { TopSpec } from '../../query/hdQuery';
 import type { BatchScan, BatchScanStep, BatchUnreadable, CompiledQuery, ScanSource } from '../../operators/scan';
+import type { PartialAccumulator } from '../../operators/mergedPartials';
 import { QueryError } from '../../query/queryError';
 import { NOT_HELD } from '../../query/batchNotice';
 import type { StorageNode } from './node';
@@ -55,13 +57,21 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
         throw new QueryError('aggregate', `node '${name}' has no schema of dataset '${spec.dataset}' to compute aggregates with (the scan stage's schema_dir, or the DMS when registered)`);
       }
       const aggregate = spec.aggregateJson !== undefined && schema ? compileAggregate(schema, spec.aggregateJson, spec.fieldMask) : undefined;
+      if (spec.top !== undefined && !schema) {
+        throw new QueryError('top', `node '${name}' has no schema of dataset '${spec.dataset}' to order records with (the scan stage's schema_dir, or the DMS when registered)`);
+      }
+      const top = spec.top !== undefined && schema ? kernelCompiled(() => TopPlan.compile(schema, spec.top as TopSpec, spec.fieldMask)) : undefined;
       const recordSize = schema?.recordSize ?? helloRecordSize;
       const stepBlocks = Math.max(1, Math.floor(stepBytes / (recordSize * opts.blockSize)));
       const unreadable = (batchId: BatchID, why: string): BatchUnreadable => ({ code: CODES.batchUnreadable, message: `batch ${batchId.toHex()} of '${spec.dataset}' ${why}` });
+      // Merged partials (`aggregate.merge_batches`): batches fold into one accumulator natively.
+      const fold = aggregate !== undefined && spec.mergeBatches === true;
       return {
         recordSize,
         ...(encodeColumns && { encodeColumns }),
         ...(aggregate && { aggregate: true }),
+        ...(fold && { newAccumulator: () => AggregateAccumulator.create(aggregate) }),
+        ...(top && { selectTop: (records: Buffer) => top.select(records) }),
         async open(batchId: BatchID, verifyHash: boolean): Promise<BatchScan | BatchUnreadable> {
           const at = await node.readLocation(spec.dataset, batchId);
           if (!at) return unreadable(batchId, `${NOT_HELD} '${name}'`);
@@ -70,6 +80,10 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
               if (filter.matchesNone && !verifyHash) return NOTHING_MATCHES;
               // A footer read before comes from the cache on this thread; else it is read off the event loop.
               const scanner = SegmentScanner.openCached(at.path, filter, { verifyHash }) ?? (await SegmentScanner.open(at.path, filter, { verifyHash }));
+              if (aggregate && fold) {
+                // Answered by the batch's summary: no step runs; the fold takes the summary's groups.
+                return scanner.setAggregateFold(aggregate) ? summaryScan(scanner) : new KernelScan(scanner, stepBlocks, verifyHash, true);
+              }
               const partial = aggregate ? scanner.setAggregate(aggregate) : undefined;
               // Answered by the batch's summary: one finishing step, without a native call.
               if (partial !== undefined) return summaryScan(scanner, partial);
@@ -87,24 +101,24 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
   };
 }
 
-/** The query's `aggregate` compiled against the schema and its field mask; a refusal is a bad query naming its path. */
-function compileAggregate(schema: Schema, json: string, fieldMask: Buffer | undefined): AggregatePlan {
+/** What the kernel compiles; its refusal is a bad query naming the path. */
+function kernelCompiled<T>(compile: () => T): T {
   try {
-    return AggregatePlan.compile(schema, json, fieldMask);
+    return compile();
   } catch (err) {
     if (err instanceof KernelQueryError) throw new QueryError(err.path, err.reason);
     throw err;
   }
 }
 
-/** The kernel's compiled filter; a filter the schema refuses is a bad query naming its path. */
+/** The query's `aggregate` compiled against the schema and its field mask. */
+function compileAggregate(schema: Schema, json: string, fieldMask: Buffer | undefined): AggregatePlan {
+  return kernelCompiled(() => AggregatePlan.compile(schema, json, fieldMask));
+}
+
+/** The kernel's compiled filter. */
 function compileFilter(schema: Schema, subQueriesJson: string): ScanFilter {
-  try {
-    return ScanFilter.compile(schema, subQueriesJson);
-  } catch (err) {
-    if (err instanceof KernelQueryError) throw new QueryError(err.path, err.reason);
-    throw err;
-  }
+  return kernelCompiled(() => ScanFilter.compile(schema, subQueriesJson));
 }
 
 /** A batch the filter cannot match: nothing to read. */
@@ -113,10 +127,14 @@ const NOTHING_MATCHES: BatchScan = {
   close: () => undefined,
 };
 
-/** A batch whose aggregate its summary answered: every record matched, no block was read. */
-function summaryScan(scanner: SegmentScanner, partial: string): BatchScan {
+/**
+ * A batch whose aggregate its summary answered: every record matched, no block was read. With
+ * `partial` the finishing step carries it; without, the batch folds into the query's accumulator.
+ */
+function summaryScan(scanner: SegmentScanner, partial?: string): BatchScan {
   return {
-    next: () => Promise.resolve({ records: Buffer.alloc(0), matched: scanner.records, scanned: 0, blocksRead: 0, blocksSkipped: scanner.blocks, done: true, partial }),
+    next: () => Promise.resolve({ records: Buffer.alloc(0), matched: scanner.records, scanned: 0, blocksRead: 0, blocksSkipped: scanner.blocks, done: true, ...(partial === undefined ? {} : { partial }) }),
+    ...(partial === undefined && { foldInto: (acc: PartialAccumulator) => scanner.foldInto(acc as AggregateAccumulator) }),
     close: () => scanner.close(),
   };
 }
@@ -129,7 +147,13 @@ class KernelScan implements BatchScan {
     private readonly scanner: SegmentScanner,
     private readonly stepBlocks: number,
     private readonly verifyHash: boolean,
-  ) {}
+    folds = false,
+  ) {
+    if (folds) this.foldInto = (acc) => this.scanner.foldInto(acc as AggregateAccumulator);
+  }
+
+  /** With merged partials: folds the finished batch into the query's accumulator. */
+  readonly foldInto?: (acc: PartialAccumulator) => boolean;
 
   async next(): Promise<BatchScanStep> {
     const left = this.scanner.blocks - this.position;

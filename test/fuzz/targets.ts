@@ -9,6 +9,7 @@ import { HttpError } from '../../control/http/errors';
 import { asObject } from '../../control/http/body';
 import { readAddresses, readRole } from '../../control/dms/registration';
 import { readPolicyConfig } from '../../control/proxy/policySlot';
+import { parseAggregatePartial } from '../../query/aggregate';
 import { parseHdQuery } from '../../query/hdQuery';
 import { QueryError } from '../../query/queryError';
 import { decodeCommand } from '../../sql/flight/flightSqlCommands';
@@ -82,6 +83,15 @@ const hdQueryJson: FuzzTarget = {
   expected: (e) => e instanceof QueryError,
   run(data) {
     parseHdQuery(new Uint8Array(data));
+  },
+};
+
+/** The payload of an HDWP aggregate frame (a node's partial, v1 or merged v2), as the client's listener parses it. */
+const aggregatePartial: FuzzTarget = {
+  name: 'aggregate_partial',
+  expected: (e) => e instanceof QueryError,
+  run(data) {
+    parseAggregatePartial(data.toString('utf8'));
   },
 };
 
@@ -191,7 +201,7 @@ const regoInput: FuzzTarget = {
 };
 
 /** Every TypeScript target, by name. */
-export const TARGETS: readonly FuzzTarget[] = [pgwireFrontend, pgwireSasl, flightSqlCommand, hdQueryJson, httpSqlBody, proxyPolicyBody, dmsRegistrationBody, schemaJson, kafkaPayload, regoInput];
+export const TARGETS: readonly FuzzTarget[] = [pgwireFrontend, pgwireSasl, flightSqlCommand, hdQueryJson, aggregatePartial, httpSqlBody, proxyPolicyBody, dmsRegistrationBody, schemaJson, kafkaPayload, regoInput];
 
 /** Closes what the targets opened (the HTTP door's fastify instance). */
 export async function closeTargets(): Promise<void> {

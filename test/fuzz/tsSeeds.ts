@@ -83,6 +83,9 @@ out(
   }),
 );
 
+out('aggregate_partial', 'v1', '{"v":1,"groups":[{"k":["6","1700000000"],"m":["1234","99887766","17"]}]}');
+out('aggregate_partial', 'v2', `{"v":2,"batches":[["${'0a'.repeat(64)}",12],["${'0b'.repeat(64)}",0]],"groups":[{"k":[],"m":["12"]}]}`);
+
 out('http_sql_body', 'select', '{"sql":"SELECT count(*) FROM flows WHERE dst_port = 443"}');
 out('http_sql_body', 'params', '{"sql":"SELECT $1","params":[1,"a",null,true]}');
 out('proxy_policy_body', 'put', JSON.stringify({ version: 4, rego: 'package hd.authz\nimport rego.v1\ndefault allow := true\n', data: { hidden: { guest: ['src_ip'] } } }));

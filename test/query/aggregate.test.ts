@@ -1,0 +1,66 @@
+/**
+ * The shape checks of HDQuery `aggregate` and of the aggregate frame's payload (query/aggregate.ts):
+ * `merge_batches`, the kernel's view of the spec without it, and partials of version 1 and 2.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { checkAggregate, kernelAggregate, MAX_MERGED_BATCHES, parseAggregatePartial } from '../../query/aggregate';
+import { QueryError } from '../../query/queryError';
+
+const ID = (n: number): string => n.toString(16).padStart(128, '0');
+
+function refused(fn: () => unknown, path: string, reason: RegExp): void {
+  try {
+    fn();
+  } catch (err) {
+    assert.instance(err, QueryError);
+    assert.is((err as QueryError).path, path);
+    assert.match((err as QueryError).message, reason);
+    return;
+  }
+  assert.unreachable(`expected a refusal at ${path}`);
+}
+
+const t = suite('HDQuery aggregate: merge_batches and partials');
+
+t('merge_batches is an optional boolean; the kernel sees the spec without it', () => {
+  const spec = checkAggregate({ version: 1, measures: [{ fn: 'count' }], merge_batches: true });
+  assert.equal(spec, { version: 1, measures: [{ fn: 'count' }], merge_batches: true });
+  assert.equal(kernelAggregate(spec), { version: 1, measures: [{ fn: 'count' }] });
+  const plain = checkAggregate({ version: 1, measures: [{ fn: 'count' }] });
+  assert.is(kernelAggregate(plain), plain);
+  refused(() => checkAggregate({ version: 1, measures: [{ fn: 'count' }], merge_batches: 'yes' }), 'aggregate.merge_batches', /true or false/);
+  refused(() => checkAggregate({ version: 1, measures: [{ fn: 'count' }], merge: true }), 'aggregate.merge', /./);
+});
+
+t('a v1 partial parses; a v2 partial needs its batches', () => {
+  assert.equal(parseAggregatePartial('{"v":1,"groups":[{"k":["6"],"m":["1"]}]}'), { v: 1, groups: [{ k: ['6'], m: ['1'] }] });
+  const v2 = parseAggregatePartial(`{"v":2,"batches":[["${ID(1)}",3],["${ID(2)}",0]],"groups":[]}`);
+  assert.equal(v2.batches, [
+    [ID(1), 3],
+    [ID(2), 0],
+  ]);
+});
+
+t('malformed partials are refused at path aggregate', () => {
+  const bad = [
+    'not json',
+    '[]',
+    '{"v":3,"groups":[]}',
+    '{"v":1,"groups":[{"k":[1],"m":["1"]}]}',
+    `{"v":1,"batches":[["${ID(1)}",1]],"groups":[]}`,
+    '{"v":2,"groups":[]}',
+    '{"v":2,"batches":[],"groups":[]}',
+    `{"v":2,"batches":[["${ID(1)}"]],"groups":[]}`,
+    `{"v":2,"batches":[["${ID(1).toUpperCase().replace(/0/g, 'A')}",1]],"groups":[]}`,
+    `{"v":2,"batches":[["${ID(1).slice(1)}",1]],"groups":[]}`,
+    `{"v":2,"batches":[["${ID(1)}",1],["${ID(1)}",2]],"groups":[]}`,
+    `{"v":2,"batches":[["${ID(1)}",-1]],"groups":[]}`,
+    `{"v":2,"batches":[["${ID(1)}",1.5]],"groups":[]}`,
+    `{"v":2,"batches":[["${ID(1)}",9007199254740993]],"groups":[]}`,
+    `{"v":2,"batches":${JSON.stringify(Array.from({ length: MAX_MERGED_BATCHES + 1 }, (_, i) => [ID(i), 1]))},"groups":[]}`,
+  ];
+  for (const json of bad) refused(() => parseAggregatePartial(json), 'aggregate', /partial/);
+});
+
+t.run();
