@@ -221,10 +221,11 @@ async function cmdRun(positionals: string[], values: Record<string, string | boo
     result = await runPipeline(pipeline, {
       signal: abort.signal,
       progress,
-      onReport: (id, message) => {
+      // Each line at the level its stage or service gave (docs/observability.md, "Logs").
+      onReport: (id, message, level) => {
         const n = (reported.get(id) ?? 0) + 1;
         reported.set(id, n);
-        if (n <= MAX_REPORTS) runtime.logger.warn(`${pipeline.file}: stage '${id}': ${message}`);
+        if (n <= MAX_REPORTS) runtime.logger.log(level, `${pipeline.file}: stage '${id}': ${message}`);
         else if (n === MAX_REPORTS + 1) runtime.logger.warn(`${pipeline.file}: stage '${id}': more problems; see its counters`);
       },
     });

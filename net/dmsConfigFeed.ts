@@ -6,16 +6,24 @@
  * not a push: a Storage Node has no HTTPS server the DMS could call, and a node that was away when
  * something changed catches up on its next read. A failed read keeps the configuration held and is
  * logged once until the DMS answers again.
+ *
+ * With a cache file (the node's state directory, net/dmsConfigCache.ts) every configuration the DMS
+ * gives is also written there, and a node whose DMS does not answer at start takes the one written
+ * last ({@link DmsConfigFeed.ready}), saying so; the next answer of the DMS replaces it.
  */
 import { EventEmitter } from 'node:events';
 import type { ReplicaAddress } from '../control/api';
+import { readDmsConfigCache, writeDmsConfigCache } from './dmsConfigCache';
 import { DMS_PEER_ROLES, requestJson } from './jsonClient';
 import type { MtlsIdentity } from './mtls';
+import type { LogFn } from '../lib/logging';
 
 /** Default poll period when the DMS hands out none (an older DMS). */
 export const DEFAULT_CONFIG_POLL_MS = 5000;
 /** Reads asked for by {@link DmsConfigFeed.refreshNow} are at most this often (a flood of unknown datasets). */
 const MIN_REFRESH_GAP_MS = 200;
+/** An unchanged configuration is written to the cache again at most this often (its `fetched_at` stays recent). */
+const CACHE_REFRESH_MS = 10 * 60_000;
 
 /** The hash election (HASH_ALGORITHM, HASH_CHAIN_BLOCK_SIZE, RECORD_SIZE) as the DMS elected it. */
 export interface HashElection {
@@ -23,6 +31,16 @@ export interface HashElection {
   readonly chainBlockSize: number;
   readonly recordSize: number;
 }
+
+/** A storage device the DMS hands a Storage Node (`devices`: config.json's `storage_devices` entries), unchecked. */
+export interface DmsDevice {
+  readonly name: string;
+  readonly address: string;
+  readonly type: string;
+}
+
+/** Where the configuration held came from: this start's registration answer, a later read, or the cache file. */
+export type DmsConfigSource = 'registration' | 'dms' | 'dms-cache';
 
 /** What a node runs with, read from the DMS's answer (only what the nodes use). */
 export interface DmsNodeConfig {
@@ -35,6 +53,8 @@ export interface DmsNodeConfig {
   /** The cluster's quarantined Storage Nodes (none from an older DMS): the SCC keeps them as `quarantined` replicas. */
   readonly quarantined?: readonly ReplicaAddress[];
   readonly hashElection: HashElection | undefined;
+  /** A Storage Node's devices as declared on the DMS (empty: none declared). */
+  readonly devices: readonly DmsDevice[];
   readonly pollMs: number;
 }
 
@@ -71,8 +91,13 @@ export function parseNodeConfig(body: unknown): DmsNodeConfig {
     e && typeof e.algorithm === 'string' && typeof e.chain_block_size === 'number' && typeof e.record_size === 'number'
       ? { algorithm: e.algorithm, chainBlockSize: e.chain_block_size, recordSize: e.record_size }
       : undefined;
+  const devices = (Array.isArray(o.devices) ? o.devices : []).map((d) => {
+    const x = d as Partial<DmsDevice> | null;
+    if (!x || typeof x.name !== 'string' || typeof x.address !== 'string' || typeof x.type !== 'string') throw new TypeError(`'devices' holds a bad entry ${JSON.stringify(d)}`);
+    return { name: x.name, address: x.address, type: x.type };
+  });
   const pollMs = typeof o.config_poll_ms === 'number' && o.config_poll_ms >= 100 ? o.config_poll_ms : DEFAULT_CONFIG_POLL_MS;
-  return { datasets, recordSizes, replicas, quarantined, hashElection, pollMs };
+  return { datasets, recordSizes, replicas, quarantined, hashElection, devices, pollMs };
 }
 
 /** Options of {@link DmsConfigFeed}. */
@@ -84,7 +109,25 @@ export interface DmsConfigFeedOptions {
   readonly identity: MtlsIdentity;
   /** The registration answer of this start; absent when the node started on its stored certificate. */
   readonly initial?: unknown;
-  readonly log: (line: string) => void;
+  /**
+   * Where the last configuration from the DMS is kept (`<state dir>/dms-config.json`); absent: not
+   * kept, and a node whose DMS does not answer at start runs on its settings and defaults.
+   */
+  readonly cacheFile?: string;
+  /** Where the feed's lines go, each with its level. */
+  readonly log: LogFn;
+}
+
+/** The `dms_config` part of a node's /health. */
+export interface DmsConfigHealth {
+  /** Where the configuration held came from; `none`: the DMS never answered and no cache was usable. */
+  readonly source: DmsConfigSource | 'none';
+  /** When the DMS gave the configuration held. */
+  readonly fetched_at: string | null;
+  /** Whether this process has had an answer from the DMS and the last read succeeded. */
+  readonly dms_reachable: boolean;
+  readonly last_error?: string;
+  readonly cache_file: string | null;
 }
 
 /** Events of {@link DmsConfigFeed}. */
@@ -96,7 +139,15 @@ export interface DmsConfigFeedEvents {
 /** The node's configuration from the DMS, kept fresh until {@link stop}. */
 export class DmsConfigFeed extends EventEmitter<DmsConfigFeedEvents> {
   private held: DmsNodeConfig | undefined;
+  private heldSource: DmsConfigSource | undefined;
+  private heldAt: string | undefined;
   private fingerprint = '';
+  /** When the cache was last written (0: not by this process), and the write in flight. */
+  private cachedAt = 0;
+  private caching: Promise<void> = Promise.resolve();
+  private cacheFailing: string | undefined;
+  /** Whether this process has read the DMS successfully (a start on the cache has not, yet). */
+  private answered = false;
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
   private failing: string | undefined;
@@ -108,16 +159,69 @@ export class DmsConfigFeed extends EventEmitter<DmsConfigFeedEvents> {
     super();
     if (opts.initial !== undefined) {
       try {
-        this.take(opts.initial);
+        this.take(opts.initial, 'registration');
+        this.answered = true;
       } catch (err) {
-        opts.log(`the registration answer's configuration is not usable: ${(err as Error).message}`);
+        opts.log(`the registration answer's configuration is not usable: ${(err as Error).message}`, 'warn');
       }
     }
   }
 
-  /** The configuration held; undefined until the DMS answered once. */
+  /** The configuration held; undefined until the DMS answered once (or {@link ready} took the cache). */
   get config(): DmsNodeConfig | undefined {
     return this.held;
+  }
+
+  /** Where the configuration held came from; undefined while none is held. */
+  get source(): DmsConfigSource | undefined {
+    return this.heldSource;
+  }
+
+  /** When the DMS gave the configuration held (ISO 8601); undefined while none is held. */
+  get fetchedAt(): string | undefined {
+    return this.heldAt;
+  }
+
+  /**
+   * The configuration to start with: the one held, else the DMS's after up to `tries` reads, else
+   * (the DMS does not answer) the cache file's, logged with the time it was fetched; undefined
+   * when none of them is there. Never rejects.
+   */
+  async ready(tries = 3): Promise<DmsNodeConfig | undefined> {
+    for (let i = 0; !this.held && i < tries; i++) await this.refreshNow();
+    if (this.held) return this.held;
+    const file = this.opts.cacheFile;
+    if (file === undefined) return undefined;
+    try {
+      const cached = await readDmsConfigCache(file, this.opts.nodeName);
+      if (!cached) {
+        this.opts.log(`the DMS cannot be reached and no configuration of it is cached (${file}): running on the settings and defaults`, 'warn');
+        return undefined;
+      }
+      // A read that succeeded meanwhile wins over the file.
+      if (this.held) return this.held;
+      this.take(cached.config, 'dms-cache', cached.fetchedAt);
+      this.opts.log(`the DMS cannot be reached: starting from the configuration it gave at ${cached.fetchedAt} (cached in ${file}); the next answer of the DMS replaces it`, 'warn');
+    } catch (err) {
+      this.opts.log(`the DMS cannot be reached and its cached configuration is not usable (running on the settings and defaults): ${(err as Error).message}`, 'warn');
+    }
+    return this.held;
+  }
+
+  /** Where the configuration from the DMS is cached; undefined: not cached. */
+  get cacheFile(): string | undefined {
+    return this.opts.cacheFile;
+  }
+
+  /** The `dms_config` part of /health: where the configuration came from and when. */
+  health(): DmsConfigHealth {
+    return {
+      source: this.heldSource ?? 'none',
+      fetched_at: this.heldAt ?? null,
+      dms_reachable: this.answered && this.failing === undefined,
+      ...(this.failing !== undefined && { last_error: this.failing }),
+      cache_file: this.opts.cacheFile ?? null,
+    };
   }
 
   /** Polls every `config_poll_ms` (the timer does not keep the process alive); the first read at once when nothing is held. */
@@ -127,10 +231,11 @@ export class DmsConfigFeed extends EventEmitter<DmsConfigFeedEvents> {
     else void this.refreshNow().finally(() => this.schedule());
   }
 
-  /** Stops polling. */
-  stop(): void {
+  /** Stops polling; resolves once the cache write in flight (if any) settled. */
+  stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    return this.caching;
   }
 
   /**
@@ -166,26 +271,57 @@ export class DmsConfigFeed extends EventEmitter<DmsConfigFeedEvents> {
         const b = a.body as { error?: string; message?: string };
         throw new Error(`HTTP ${a.status} ${b.error ?? ''}: ${b.message ?? ''}`);
       }
-      const changed = this.take(a.body);
-      if (this.failing !== undefined) this.opts.log('configuration reads reach the DMS again');
+      const wasCache = this.heldSource === 'dms-cache';
+      const changed = this.take(a.body, 'dms');
+      if (wasCache) this.opts.log(`the DMS answers again: its configuration replaces the cached one${changed ? ' (it changed meanwhile)' : ' (unchanged)'}`, 'info');
+      else if (this.failing !== undefined) this.opts.log('configuration reads reach the DMS again', 'info');
       this.failing = undefined;
+      this.answered = true;
       return changed;
     } catch (err) {
       const message = (err as Error).message;
-      if (message !== this.failing) this.opts.log(`reading the configuration from the DMS failed (keeping what is held, retrying): ${message}`);
+      if (message !== this.failing) this.opts.log(`reading the configuration from the DMS failed (keeping what is held, retrying): ${message}`, 'warn');
       this.failing = message;
       return false;
     }
   }
 
-  /** Holds `body`'s configuration; true (and an `update` event) when it differs from the one held. */
-  private take(body: unknown): boolean {
+  /**
+   * Holds `body`'s configuration; true (and an `update` event) when it differs from the one held.
+   * One from the DMS is also written to the cache file (when it changed, at the first answer of
+   * this process, and every CACHE_REFRESH_MS otherwise).
+   */
+  private take(body: unknown, source: DmsConfigSource, fetchedAt = new Date().toISOString()): boolean {
     const next = parseNodeConfig(body);
-    const fingerprint = JSON.stringify([[...next.datasets.entries()], next.replicas, next.quarantined, next.hashElection, next.pollMs]);
-    if (fingerprint === this.fingerprint) return false;
+    const fingerprint = JSON.stringify([[...next.datasets.entries()], next.replicas, next.quarantined, next.hashElection, next.devices, next.pollMs]);
+    const changed = fingerprint !== this.fingerprint;
+    if (source !== 'dms-cache' && (changed || this.heldSource === 'dms-cache' || this.cachedAt === 0 || Date.now() - this.cachedAt >= CACHE_REFRESH_MS)) this.writeCache(body, fetchedAt);
+    this.heldSource = source;
+    this.heldAt = fetchedAt;
+    if (!changed) return false;
     this.held = next;
     this.fingerprint = fingerprint;
     this.emit('update', next);
     return true;
+  }
+
+  /** Writes the cache file in the background, one write at a time; a failure is logged once until a write succeeds. */
+  private writeCache(body: unknown, fetchedAt: string): void {
+    const file = this.opts.cacheFile;
+    if (file === undefined) return;
+    this.cachedAt = Date.now();
+    this.caching = this.caching
+      .then(() => writeDmsConfigCache(file, { node: this.opts.nodeName, fetchedAt, config: body as Record<string, unknown> }))
+      .then(
+        () => {
+          if (this.cacheFailing !== undefined) this.opts.log(`the DMS's configuration is cached in ${file} again`, 'info');
+          this.cacheFailing = undefined;
+        },
+        (err: unknown) => {
+          const message = (err as Error).message;
+          if (message !== this.cacheFailing) this.opts.log(`cannot cache the DMS's configuration in ${file} (a restart while the DMS is down would run on older settings): ${message}`, 'error');
+          this.cacheFailing = message;
+        },
+      );
   }
 }

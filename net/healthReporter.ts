@@ -7,6 +7,7 @@
  */
 import { DMS_PEER_ROLES, requestJson } from './jsonClient';
 import type { MtlsIdentity } from './mtls';
+import type { LogFn } from '../lib/logging';
 
 /** A health report. */
 export interface HealthReport {
@@ -24,7 +25,8 @@ export interface HealthReporterOptions {
   readonly intervalMs: number;
   /** What to report now. */
   readonly source: () => Promise<HealthReport>;
-  readonly log: (line: string) => void;
+  /** A failing DMS (`warn`, once until it answers again) and its return (`info`). */
+  readonly log: LogFn;
 }
 
 /** Default period when the DMS named none (an older DMS, or unreachable at start). */
@@ -76,12 +78,12 @@ export class HealthReporter {
       const a = await requestJson('POST', url, { ca: m.caPem, cert: m.certPem, key: m.keyPem, servername: this.opts.dmsServerName, roles: DMS_PEER_ROLES }, { status: report.status, ...(report.detail !== undefined && { detail: report.detail }) });
       const b = a.body as { state?: string; error?: string; message?: string };
       if (a.status !== 200) throw new Error(`HTTP ${a.status} ${b.error ?? ''}: ${b.message ?? ''}`);
-      if (this.failing) this.opts.log('health reports reach the DMS again');
+      if (this.failing) this.opts.log('health reports reach the DMS again', 'info');
       this.failing = false;
       this.sent++;
       return b.state ?? '';
     } catch (err) {
-      if (!this.failing) this.opts.log(`health report to the DMS failed (retrying every ${this.opts.intervalMs} ms): ${(err as Error).message}`);
+      if (!this.failing) this.opts.log(`health report to the DMS failed (retrying every ${this.opts.intervalMs} ms): ${(err as Error).message}`, 'warn');
       this.failing = true;
       throw err;
     }

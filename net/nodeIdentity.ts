@@ -26,7 +26,7 @@ import { MtlsIdentity, type TlsMaterial } from './mtls';
 import { registerWithDms, type RegistrationCredentials, type RegistrationResult } from './registerWithDms';
 import { CertificateRenewer } from './renewal';
 import { DEFAULT_HEALTH_REPORT_MS, HealthReporter, type HealthReport } from './healthReporter';
-import { logLine } from '../lib/logging';
+import { logLine, type LogFn, type LogLevel } from '../lib/logging';
 
 /** Peers (certificate and port) kept for /health. */
 const MAX_PEERS = 256;
@@ -57,8 +57,8 @@ export interface NodeIdentityOptions {
   readonly cluster?: string;
   /** How often the revocation list is fetched (PLATFORM_CRL_REFRESH_MS); default 5 minutes. */
   readonly crlRefreshMs?: number;
-  /** Start-up, renewal and refusal lines. */
-  readonly log?: (line: string) => void;
+  /** Start-up, renewal and refusal lines, each with its level (default the process logger). */
+  readonly log?: LogFn;
   /** What the node reports to the DMS every health interval; absent: no reports. */
   readonly health?: () => Promise<HealthReport>;
 }
@@ -101,7 +101,7 @@ export class NodeIdentity {
       dmsUrl: opts.dmsUrl,
       dmsServerName: opts.dmsServerName,
       crlRefreshMs: opts.crlRefreshMs,
-      onEvent: (e) => this.log(e.kind === 'renewed' ? `certificate renewed, valid until ${e.notAfter}` : `certificate renewal failed (retrying): ${e.message}`),
+      onEvent: (e) => (e.kind === 'renewed' ? this.log(`certificate renewed, valid until ${e.notAfter}`, 'info') : this.log(`certificate renewal failed (retrying): ${e.message}`, 'warn')),
     });
     identity.on('update', (m) => this.save(m));
     if (opts.health) {
@@ -112,25 +112,25 @@ export class NodeIdentity {
         ...(opts.dmsServerName !== undefined && { dmsServerName: opts.dmsServerName }),
         intervalMs: registration?.health_interval_ms ?? DEFAULT_HEALTH_REPORT_MS,
         source: opts.health,
-        log: (l) => this.log(l),
+        log: (l, level) => this.log(l, level),
       });
     }
   }
 
   /** Registers (or reuses the stored certificate), stores the material and starts renewing. */
   static async start(opts: NodeIdentityOptions): Promise<NodeIdentity> {
-    const log = (l: string): void => (opts.log ?? logLine())(`${opts.role} '${opts.nodeName}': ${l}`);
+    const log: LogFn = (l, level) => (opts.log ?? logLine())(`${opts.role} '${opts.nodeName}': ${l}`, level);
     const stored = await readStored(opts.stateDir, opts.wrapKey);
     let result: { id: MtlsIdentity; source: IdentitySource; reg?: RegistrationResult } | undefined;
     const usable = stored && storedProblem(stored, opts) === undefined ? stored : undefined;
-    if (stored && !usable) log(`the stored certificate in ${opts.stateDir} is not used: ${storedProblem(stored, opts)}`);
+    if (stored && !usable) log(`the stored certificate in ${opts.stateDir} is not used: ${storedProblem(stored, opts)}`, 'warn');
     if (usable) {
       const reg = await registerWithDms({ ...common(opts), credentials: { certPem: usable.certPem, keyPem: usable.keyPem } });
       if (reg.success) result = { id: MtlsIdentity.fromRegistration(reg), source: 'stored certificate', reg };
       else if (reg.error_message.startsWith('cannot reach the DMS')) {
-        log(`${reg.error_message}; starting with the stored certificate (valid until ${new MtlsIdentity(usable).certificate.notAfter.toISOString()})`);
+        log(`${reg.error_message}; starting with the stored certificate (valid until ${new MtlsIdentity(usable).certificate.notAfter.toISOString()})`, 'warn');
         result = { id: new MtlsIdentity(usable), source: 'stored certificate (DMS unreachable)' };
-      } else log(`the stored certificate was refused (${reg.error_message}); registering with the configured credential`);
+      } else log(`the stored certificate was refused (${reg.error_message}); registering with the configured credential`, 'warn');
     }
     if (!result) {
       const reg = await registerWithDms({ ...common(opts), credentials: opts.credentials, keyBits: opts.keyBits });
@@ -140,7 +140,7 @@ export class NodeIdentity {
     const node = new NodeIdentity(opts, result.id, result.source, result.reg);
     await node.save(result.id.material);
     const c = result.id.certificate;
-    log(`mutual TLS identity from ${result.source}: certificate ${c.serial} (${c.organizationalUnit ?? '?'}) valid until ${c.notAfter.toISOString()}, kept in ${opts.stateDir}`);
+    log(`mutual TLS identity from ${result.source}: certificate ${c.serial} (${c.organizationalUnit ?? '?'}) valid until ${c.notAfter.toISOString()}, kept in ${opts.stateDir}`, 'info');
     node.renewer.start();
     node.reporter?.start();
     return node;
@@ -176,7 +176,7 @@ export class NodeIdentity {
       return;
     }
     this.peers.set(key, { ...peer, port, connections: 1, last: now });
-    this.log(`${port} port: mutual TLS peer ${peer.role} '${peer.name}' (certificate ${peer.serial})`);
+    this.log(`${port} port: mutual TLS peer ${peer.role} '${peer.name}' (certificate ${peer.serial})`, 'info');
   }
 
   /** Records a refused peer (wrong role, no verified certificate). */
@@ -185,7 +185,7 @@ export class NodeIdentity {
     this.refusals.push(reason);
     if (this.refusals.length > 5) this.refusals.shift();
     // A scanner could flood the log: the first ten, then every hundredth (all are counted in /health).
-    if (this.refused <= 10 || this.refused % 100 === 0) this.log(`refused a connection (${this.refused} so far): ${reason}`);
+    if (this.refused <= 10 || this.refused % 100 === 0) this.log(`refused a connection (${this.refused} so far): ${reason}`, 'warn');
   }
 
   /** The `identity` part of /health. */
@@ -204,8 +204,8 @@ export class NodeIdentity {
     };
   }
 
-  private log(line: string): void {
-    (this.opts.log ?? logLine())(`${this.opts.role} '${this.opts.nodeName}': ${line}`);
+  private log(line: string, level: LogLevel): void {
+    (this.opts.log ?? logLine())(`${this.opts.role} '${this.opts.nodeName}': ${line}`, level);
   }
 
   private save(m: TlsMaterial): Promise<void> {
@@ -217,7 +217,7 @@ export class NodeIdentity {
         await writeFileAtomic(path.join(dir, FILES.ca), m.caPem, 0o644);
         if (m.crlPem) await writeFileAtomic(path.join(dir, FILES.crl), m.crlPem, 0o644);
       })
-      .catch((err: unknown) => this.log(`cannot store the certificate in ${dir}: ${(err as Error).message}`));
+      .catch((err: unknown) => this.log(`cannot store the certificate in ${dir}: ${(err as Error).message}`, 'error'));
     return this.saving;
   }
 }

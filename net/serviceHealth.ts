@@ -10,6 +10,7 @@
  * // ... on shutdown:
  * health.stop();
  */
+import type { LogFn } from '../lib/logging';
 import { DEFAULT_HEALTH_REPORT_MS, HealthReporter, type HealthReport } from './healthReporter';
 import { MtlsIdentity } from './mtls';
 
@@ -27,7 +28,8 @@ export interface ServiceHealthOptions {
   readonly intervalMs?: number;
   /** What to report now. */
   readonly source: () => Promise<HealthReport>;
-  readonly log: (line: string) => void;
+  /** Where the reporter's lines go, each with its level. */
+  readonly log: LogFn;
 }
 
 /** Starts reporting (the first report at once); throws when the material does not fit together. */

@@ -5,6 +5,7 @@
  * `timeBatch`). Stage and service types share one namespace of names.
  */
 import type { Observable, OperatorFunction } from 'rxjs';
+import type { LogLevel } from '../lib/logging';
 import type { ElementOf, ElementType } from '../stream/chunk';
 import type { Flow } from '../stream/flow';
 import type { CounterSnapshot, CounterUnit, StageCounters } from '../stream/stageCounters';
@@ -177,8 +178,11 @@ export interface ServiceContext<V = Readonly<Record<string, unknown>>> {
   readonly flow: Flow;
   /** The started services this one listed in `uses:`, by slot name; started before it, stopped after it. */
   readonly services: V;
-  /** Reports a problem that does not stop the service. */
-  report(message: string): void;
+  /**
+   * Logs a line about the service at the level the caller states: a problem that does not stop it
+   * (`warn`), or a state change worth knowing (`info`).
+   */
+  report(message: string, level: LogLevel): void;
   /** Fails the run: the service broke after it started (a server that stopped listening). */
   fail(err: unknown): void;
 }

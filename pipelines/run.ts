@@ -8,6 +8,7 @@
  * pipeline of services alone (the DMS) runs until it is aborted or a service fails.
  */
 import { Subscription } from 'rxjs';
+import type { LogLevel } from '../lib/logging';
 import { Flow } from '../stream/flow';
 import { StageCounters, type CounterSnapshot } from '../stream/stageCounters';
 import { buildGraph, StageError, type BuiltGraph } from './graph';
@@ -45,8 +46,12 @@ export interface RunOptions {
   /** How long a stop (drain and teardown) or the teardown after completion may take; default 10 s. */
   readonly stopTimeoutMs?: number;
   readonly progress?: ProgressReporter;
-  /** Data problems stages report (malformed lines and the like); default: dropped. */
-  readonly onReport?: (stageId: string, message: string) => void;
+  /**
+   * Lines the stages and services report, with the level each call site gave: a stage's data
+   * problems (malformed lines and the like) and failed teardowns and stops are `warn`; a service
+   * states its own. Default: dropped.
+   */
+  readonly onReport?: (stageId: string, message: string, level: LogLevel) => void;
 }
 
 /** Default bound on a stop: drain plus teardown. */
@@ -89,13 +94,13 @@ class StartedServices {
   }
 
   /** Stops every started service, the last started first, each once its users have; failures are reported. */
-  async stopAll(report: (id: string, message: string) => void): Promise<void> {
+  async stopAll(report: (id: string, message: string, level: LogLevel) => void): Promise<void> {
     while (this.running.length > 0) {
       const r = this.running.pop() as { id: string; service: RunningService<unknown> };
       try {
         await r.service.stop();
       } catch (err) {
-        report(r.id, `stop failed: ${err instanceof Error ? err.message : String(err)}`);
+        report(r.id, `stop failed: ${err instanceof Error ? err.message : String(err)}`, 'warn');
       }
     }
   }
@@ -121,7 +126,8 @@ export function runPipeline(pipeline: Pipeline, opts: RunOptions = {}): Promise<
       counters: c,
       flow,
       progress: opts.progress ?? NO_PROGRESS,
-      report: (message) => opts.onReport?.(id, message),
+      // A stage reports data problems only: warnings.
+      report: (message) => opts.onReport?.(id, message, 'warn'),
       pipelineCounters: () => {
         const out = new Map<string, { type: string; counters: CounterSnapshot }>();
         for (const [sid, s] of pipeline.stages) {
@@ -131,7 +137,7 @@ export function runPipeline(pipeline: Pipeline, opts: RunOptions = {}): Promise<
         return out;
       },
       trackTeardown: (work) => {
-        teardowns.push(work.catch((err: unknown) => opts.onReport?.(id, `teardown failed: ${err instanceof Error ? err.message : String(err)}`)));
+        teardowns.push(work.catch((err: unknown) => opts.onReport?.(id, `teardown failed: ${err instanceof Error ? err.message : String(err)}`, 'warn')));
       },
     };
   };
@@ -154,7 +160,7 @@ export function runPipeline(pipeline: Pipeline, opts: RunOptions = {}): Promise<
       id: s.id,
       flow,
       services: services.valuesFor(s.uses),
-      report: (message) => opts.onReport?.(s.id, message),
+      report: (message, level) => opts.onReport?.(s.id, message, level),
       fail: (err) => {
         const e = serviceError(s.id, err);
         if (failRun) failRun(e);
@@ -164,7 +170,7 @@ export function runPipeline(pipeline: Pipeline, opts: RunOptions = {}): Promise<
     services.add(s.id, running);
   };
   /** Stops the services within what is left of `ms`; true when they all stopped in time. */
-  const stopServices = (ms: number): Promise<boolean> => settledWithin([services.stopAll((id, m) => opts.onReport?.(id, m))], ms);
+  const stopServices = (ms: number): Promise<boolean> => settledWithin([services.stopAll((id, m, level) => opts.onReport?.(id, m, level))], ms);
 
   if (opts.signal?.aborted) return Promise.resolve({ status: 'aborted', counters: snapshot(), counterProblems: [], clean: true });
   if (pipeline.services.size === 0) return new Promise<RunResult>((resolve) => runGraph(resolve));

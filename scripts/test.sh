@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 for c in kafka s3; do bash "scripts/$c.sh" install || echo "test.sh: scripts/$c.sh install failed; its ingester tests will be SKIPPED" >&2; done
 # Clients from outside the project for the SQL doors' tests (ADBC's Flight SQL driver, psycopg 3, pgjdbc).
 for c in flightsql-client pg-clients; do bash "scripts/$c.sh" install || echo "test.sh: scripts/$c.sh install failed; the SQL client tests that need it will fail" >&2; done
+# The Kubernetes API schemas for the manifests' validation (PyPI's kubernetes-validate; the test skips loudly without).
+bash scripts/k8s-validate.sh install || echo "test.sh: scripts/k8s-validate.sh install failed; the manifests' schema validation will be SKIPPED" >&2
 # Headless Chromium from Debian's packages for the WebUX browser test (it skips loudly without one).
 bash scripts/chromium.sh install || echo "test.sh: scripts/chromium.sh install failed; the WebUX browser test will be SKIPPED" >&2
 

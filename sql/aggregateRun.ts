@@ -5,6 +5,7 @@
  * outer statement's text are kept per plan: a repeated statement pays neither again.
  */
 import type * as arrow from 'apache-arrow';
+import { failSpan, inSpan, type Span } from '../lib/tracing/spans';
 import { LocalSqlError } from '../local/localSqlError';
 import { AggregateMerger } from './aggregateMerge';
 import { MERGED_TABLE, type AggregatePlan } from './aggregatePushdown';
@@ -75,6 +76,28 @@ export async function runAggregate(r: StatementRun, agg: AggregatePlan, cache: A
     }
   }
   if (mergeError) return fallback(mergeError.message);
+  // The outer statement over the merged partials is this path's local evaluation: the same
+  // `sql.evaluate` span as the record path's (sql/sqlEngine.ts), marked as the aggregate path's,
+  // so a trace shows where the statement's last step went whichever path answered.
+  const evaluated = await inSpan('sql.evaluate', (span) => evaluateOuter(r, agg, expected, merger, cache, span), { attributes: { 'hd.dataset': s.id, 'hd.aggregate': true, 'hd.partials': partials, 'hd.groups': merger.size } });
+  if (typeof evaluated === 'string') return fallback(evaluated);
+  noteFailedBatches(r, s.id, out);
+  if (r.settings.explainPushdown) r.info.push(`${s.id}: ${agg.summary}; ${merger.size} group(s) merged from ${partials} partial(s) in ${Date.now() - started} ms`);
+  return answer(r, evaluated, { aggregatePushed: true });
+}
+
+/**
+ * Registers the merged partials and runs the outer statement over them, inside the `sql.evaluate`
+ * span; a string says why the statement must take the record path instead (the span then carries
+ * it as `hd.fallback`, and an error status when DuckDB failed the statement).
+ */
+async function evaluateOuter(r: StatementRun, agg: AggregatePlan, expected: arrow.Schema, merger: AggregateMerger, cache: AggregateRunCache, span: Span): Promise<arrow.Table | string> {
+  const limits = runLimits(r);
+  const fallback = (why: string, err?: unknown): string => {
+    span.setAttribute('hd.fallback', why);
+    if (err !== undefined) failSpan(span, err);
+    return why;
+  };
   let outerSql = cache.outer.get(r.plan);
   try {
     await r.session.register(MERGED_TABLE, merger.table(), { ...limits, dictionaries: merger.keyDictionaries });
@@ -91,14 +114,13 @@ export async function runAggregate(r: StatementRun, agg: AggregatePlan, cache: A
     table = await r.session.query(outerSql, { ...limits, ...(max > 0 ? { maxRows: max } : {}) });
   } catch (err) {
     if (err instanceof LocalSqlError && err.code === 'ERR_SQL_INTERRUPTED') throw err;
-    return fallback(`the outer statement failed: ${err instanceof Error ? err.message : String(err)}`);
+    return fallback(`the outer statement failed: ${err instanceof Error ? err.message : String(err)}`, err);
   }
   const got = table.schema.fields.map((f) => `${f.name}:${String(f.type)}`).join(', ');
   const want = expected.fields.map((f) => `${f.name}:${String(f.type)}`).join(', ');
   if (got !== want) return fallback(`the outer statement's columns (${got}) differ from the statement's (${want})`);
-  noteFailedBatches(r, s.id, out);
-  if (r.settings.explainPushdown) r.info.push(`${s.id}: ${agg.summary}; ${merger.size} group(s) merged from ${partials} partial(s) in ${Date.now() - started} ms`);
-  return answer(r, table, { aggregatePushed: true });
+  span.setAttribute('hd.rows', table.numRows);
+  return table;
 }
 
 /** The outer statement's text, its replaced select items named as the statement names them. */

@@ -9,6 +9,7 @@
 import type net from 'node:net';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
+import { guessLevels, type LogFn } from '../lib/logging';
 import { Observability } from '../lib/observability';
 import type { Schema } from '../engine-rs/schema';
 import { LocalSql } from '../local/localSql';
@@ -61,7 +62,8 @@ export interface SqlServerSettings {
   readonly http: ListenAddress | undefined;
   readonly flightsql: ListenAddress | undefined;
   readonly observability: ListenAddress | undefined;
-  readonly log: (line: string) => void;
+  /** Where start-up and server lines go, each with its level. */
+  readonly log: LogFn;
 }
 
 /** A running hd_sql and where its doors listen. */
@@ -99,7 +101,7 @@ class MeteredSqlEngine extends SqlEngine {
 export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlServer> {
   const closers: (() => Promise<void>)[] = [];
   const closeAll = async (): Promise<void> => {
-    for (const c of closers.reverse()) await c().catch((err: unknown) => s.log(`while stopping: ${(err as Error).message}`));
+    for (const c of closers.reverse()) await c().catch((err: unknown) => s.log(`while stopping: ${(err as Error).message}`, 'warn'));
   };
   try {
     const doors = [
@@ -110,7 +112,10 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
     const security: DoorSecurity = { ...s.security, ...(!s.security?.credentials && s.pgwire?.password !== undefined && { credentials: DoorCredentials.password(s.pgwire.password) }) };
     // Refused before anything listens: an open door beyond loopback, TLS asked without a certificate.
     const warnings = checkDoorSecurity(security, doors, s.allowUnauthenticated === true);
-    const log = (l: string): void => s.log(`query client: ${l}`);
+    // The SDK's query client, the doors and the catalog refresh log bare lines: their levels are
+    // guessed (docs/observability.md, "Logs"); this file's own lines state theirs.
+    const bare = guessLevels(s.log);
+    const log = (l: string): void => bare(`query client: ${l}`);
     const client = queryClientFor(s.upstream, s.returnHost, s.returnPort, log);
     closers.push(() => client.stop());
     // More clients on the same listener: that many reads run at once (HD_SQL_CONCURRENT_READS).
@@ -124,11 +129,11 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
     closers.push(() => local.close());
     const engine = new MeteredSqlEngine(new Catalog(s.schemas), local, new QueryClientFetcher(clients, { forwardSqlUser: security.identity === 'user', resultFormat: process.env.HD_SQL_RESULT_FORMAT === 'records' ? 'records' : 'columns' }), s.engine);
     if (s.reloadSchemas && (s.catalogRefreshMs ?? 0) > 0) {
-      const refresh = startCatalogRefresh({ intervalMs: s.catalogRefreshMs as number, load: s.reloadSchemas, current: () => engine.catalog, apply: (c) => engine.setCatalog(c), log: s.log });
+      const refresh = startCatalogRefresh({ intervalMs: s.catalogRefreshMs as number, load: s.reloadSchemas, current: () => engine.catalog, apply: (c) => engine.setCatalog(c), log: bare });
       closers.push(async () => refresh.stop());
     }
     // DuckDB and the chess functions are ready before the doors open, not paid by the first statement.
-    await engine.warmUp().catch((err: unknown) => s.log(`warming up the local engine failed (the first statement will try again): ${(err as Error).message}`));
+    await engine.warmUp().catch((err: unknown) => s.log(`warming up the local engine failed (the first statement will try again): ${(err as Error).message}`, 'warn'));
     const out: { -readonly [K in keyof RunningSqlServer]?: RunningSqlServer[K] } = { returnAddress: ret };
     const limits = doorLimitsOf(s.limits);
     const backlog = new SendBacklog();
@@ -154,14 +159,14 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
       obs.setStatus('ok');
     }
     if (s.pgwire) {
-      const pg = new PgServer(engine, { host: s.pgwire.host, port: s.pgwire.port, security, log: s.log, limits, backlog });
+      const pg = new PgServer(engine, { host: s.pgwire.host, port: s.pgwire.port, security, log: bare, limits, backlog });
       out.pgwire = await pg.listen().catch((err: unknown) => {
         throw new Error(`the PostgreSQL wire door (HD_SQL_PGWIRE_ADDRESS) cannot listen on ${s.pgwire?.host}:${s.pgwire?.port}: ${(err as Error).message}`);
       });
       closers.push(() => pg.close());
     }
     if (s.http) {
-      const app: FastifyInstance = httpDoor(engine, { listenHost: s.http.host, security, log: s.log, limits });
+      const app: FastifyInstance = httpDoor(engine, { listenHost: s.http.host, security, log: bare, limits });
       closers.push(() => app.close());
       await app.listen({ host: s.http.host, port: s.http.port }).catch((err: unknown) => {
         throw new Error(`the HTTP door (HD_SQL_HTTP_ADDRESS) cannot listen on ${s.http?.host}:${s.http?.port}: ${(err as Error).message}`);
@@ -170,13 +175,15 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
       out.http = { host: a.address, port: a.port };
     }
     if (s.flightsql) {
-      const flight = new FlightSqlServer(engine, { host: s.flightsql.host, port: s.flightsql.port, log: s.log, security, limits });
+      const flight = new FlightSqlServer(engine, { host: s.flightsql.host, port: s.flightsql.port, log: bare, security, limits });
       closers.push(() => flight.close());
       out.flightsql = await flight.listen().catch((err: unknown) => {
         throw new Error(`the Arrow Flight SQL door (HD_SQL_FLIGHTSQL_ADDRESS) cannot listen on ${s.flightsql?.host}:${s.flightsql?.port}: ${(err as Error).message}`);
       });
     }
-    for (const line of [...startupLines(s, security, out as RunningSqlServer), ...warnings]) s.log(line);
+    for (const line of startupLines(s, security, out as RunningSqlServer)) s.log(line, 'info');
+    // What checkDoorSecurity let through but an operator should know (e.g. an open door on loopback).
+    for (const line of warnings) s.log(line, 'warn');
     return { ...(out as RunningSqlServer), close: closeAll };
   } catch (err) {
     await closeAll();

@@ -76,7 +76,7 @@ export function readyMessage(state: UpState, data: ReadyData, policy: { readonly
     '',
     'Control plane:',
     `  DMS:    ${d.url}   (its CA, which clients verify the DMS and the Proxy with: ${d.caCert})`,
-    `  WebUX:  https://${new URL(d.url).hostname}:3000/   (sign in with the one-time secret in ${d.adminCert.replace(/admin\.cert\.pem$/, 'webux-login')}; each works once, the file then holds the next)`,
+    `  WebUX:  https://${new URL(d.url).hostname}:3000/   (sign in with the one-time secret in ${d.adminCert.replace(/admin\.cert\.pem$/, 'webux-login')}; each works once, the file then holds the next; or with the admin credential below imported into the browser, docs/webux.md "Sign-in")`,
     `  admin credential: ${d.adminCert} and ${d.adminKey} (mode 0600; whoever holds them administers this instance)`,
     `    curl --cacert ${d.caCert} --cert ${d.adminCert} --key ${d.adminKey} ${d.url}/v1/topology`,
     `  policy: version ${policy.version}${policy.installed ? ', the default hd up installed just now: allow everything' : ' (kept from an earlier start)'}; replace it with PUT /v1/policy {"rego": "package hd.authz ..."} (docs/proxy.md)`,

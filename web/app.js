@@ -5,9 +5,14 @@ import { useEffect, useState } from '/vendor/hooks.mjs';
 import htm from '/vendor/htm.mjs';
 import { Topology, Datasets, Certificates, Tokens, License } from '/pages.js';
 import { Governance } from '/governance.js';
+import { Metrics } from '/metrics.js';
+import { SignIn } from '/signIn.js';
 
 export const html = htm.bind(h);
 let csrf = '';
+
+/** Keeps the session's CSRF token (the sign-in answers carry it). */
+export function setCsrf(token) { csrf = token; }
 
 /** Calls the admin API; resolves with {status, body}. */
 export async function api(method, path, body) {
@@ -33,21 +38,7 @@ export const Badge = ({ s }) => html`<span class=${`state ${s}`}>${s}</span>`;
 /** An error answer's message, or nothing. */
 export const ErrorLine = ({ r }) => (r && r.status >= 400 ? html`<p class="error" data-test="error">${r.body ? `${r.body.error}: ${r.body.message}` : `HTTP ${r.status}`}</p>` : null);
 
-const PAGES = { topology: ['Topology', Topology], datasets: ['Datasets', Datasets], governance: ['Governance', Governance], certificates: ['Certificates', Certificates], tokens: ['Bootstrap tokens', Tokens], license: ['License', License] };
-
-function SignIn({ onIn }) {
-  const [secret, setSecret] = useState('');
-  const [err, setErr] = useState(null);
-  const submit = async (e) => {
-    e.preventDefault();
-    const r = await api('POST', '/ui/session', { secret });
-    if (r.status === 201) { csrf = r.body.csrf; onIn(r.body.who); } else setErr(r);
-  };
-  return html`<div class="signin card"><h2>Sign in to HD</h2>
-    <p class="muted">Paste the one-time login secret that <code>hd up</code> printed (the file <code>admin/webux-login</code> in the DMS data directory), or one minted with <code>POST /v1/webux/login-secrets</code>.</p>
-    <form onSubmit=${submit}><input id="secret" type="password" autocomplete="off" value=${secret} onInput=${(e) => setSecret(e.target.value)} placeholder="login secret" style="width:100%;box-sizing:border-box" />
-    <p><button id="sign-in" type="submit">Sign in</button></p></form><${ErrorLine} r=${err} /></div>`;
-}
+const PAGES = { topology: ['Topology', Topology], metrics: ['Metrics', Metrics], datasets: ['Datasets', Datasets], governance: ['Governance', Governance], certificates: ['Certificates', Certificates], tokens: ['Bootstrap tokens', Tokens], license: ['License', License] };
 
 function App() {
   const [who, setWho] = useState(undefined);

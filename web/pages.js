@@ -109,8 +109,9 @@ export function License() {
   if (!d || !d.limits) return html`<p>Loading…</p>`;
   return html`<h2>License</h2><div class="card" id="license-state"><p>Mode <${Badge} s=${d.mode} /> ${d.license ? html` licensed to <b>${d.license.licensee}</b> until ${when(d.license.expires_at)} (${d.license.id})` : ' (no license: community limits)'}</p>
     ${d.problem ? html`<p class="error">${d.problem}</p>` : null}
-    <table><thead><tr><th>Limit</th><th>Allowed</th><th>In use</th></tr></thead><tbody>${Object.keys(d.limits).map((k) => html`<tr><td>${k}</td><td>${d.limits[k]}</td><td>${d.usage[k]} ${d.over.includes(k) ? html`<${Badge} s="expired" />` : null}</td></tr>`)}</tbody></table>
-    <p class="muted">Limits are reported, never enforced: the platform keeps running (docs/webux.md, "License").</p></div>
+    <table id="license-limits"><thead><tr><th>Limit</th><th>Allowed</th><th>In use</th></tr></thead><tbody>${Object.keys(d.limits).map((k) => html`<tr><td>${k}</td><td>${d.limits[k]}</td><td>${d.usage[k]} ${d.over.includes(k) ? html`<${Badge} s="over" />` : null}</td></tr>`)}</tbody></table>
+    <p class="muted">A new cluster, or the first registration of a Storage Node or Proxy, beyond these is refused, naming the license; what registered before keeps running and re-registering, so <code>hd up</code> is never blocked (docs/webux.md, "License").
+      Licenses are verified with ${d.key.vendor ? 'the vendor key built into HD' : html`<b>a key other than the vendor's</b>`} (SHA-256 ${d.key.fingerprint.slice(0, 16)}…).</p></div>
     <div class="card"><h3>Import a license file</h3><textarea id="license-file" rows="8" value=${text} onInput=${(e) => setText(e.target.value)}></textarea>
     <button id="import-license" onClick=${importIt}>Import</button><${ErrorLine} r=${r} />${r && r.status === 200 ? html`<p class="ok">License imported.</p>` : null}</div>`;
 }

@@ -12,6 +12,7 @@ import { ADMIN_ROLE, requireRole, type DmsContext } from './context';
 import { newBootstrapToken } from './credentials';
 import { readAddresses, readRole, reservedName } from './registration';
 import { DEFAULT_TOKEN_TTL_S, MAX_TOKEN_TTL_S } from './settings';
+import { checkClusterSeat } from './webux/communityLimits';
 import { NODE_STATES, PRIVILEGED_ROLES, type DeviceRecord, type NodeRecord, type NodeRole, type NodeState } from './state';
 
 function nameParam(params: unknown, key: string): string {
@@ -88,6 +89,7 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: DmsContext): void
     onlyKeys(body, ['primary']);
     const primary = optBool(body, 'primary') ?? false;
     return ctx.store.update((s) => {
+      checkClusterSeat(s, id, ctx.limitsInEffect());
       if (primary) for (const c of Object.values(s.clusters)) c.primary = false;
       s.clusters[id] = { id, primary: primary || (s.clusters[id]?.primary ?? false) };
       return s.clusters[id];

@@ -11,6 +11,8 @@ import type { Store } from '../store/jsonFileStore';
 import type { K8sTokenVerifier } from './credentials';
 import type { DmsSettings } from './settings';
 import type { DmsState } from './state';
+import type { LimitsInEffect } from './webux/communityLimits';
+import type { LogLevel } from '../../lib/logging';
 
 /** The OU of administrator certificates (issued to the data directory on first start). */
 export const ADMIN_ROLE = 'admin';
@@ -29,7 +31,13 @@ export interface DmsContext {
   refreshCrl(): Promise<void>;
   /** Pushes the stored policy to every Proxy that lacks it; resolves with each result. */
   pushPolicy(): Promise<{ proxy: string; result: 'installed' | 'failed'; message?: string }[]>;
-  log(message: string): void;
+  /** The license limits in effect now (the imported license's, else the community limits; webux/communityLimits.ts). */
+  limitsInEffect(): LimitsInEffect;
+  /**
+   * Logs a line at the level the caller states (docs/observability.md, "Logs"). DMS-Core's call
+   * sites all state one; a line without (the WebUX's, not yet converted) gets the guessed level.
+   */
+  log(message: string, level?: LogLevel): void;
 }
 
 /** Set by the WebUX (control/dms/webux/webuxServer.ts) on requests of a signed-in administrator session. */

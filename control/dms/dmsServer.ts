@@ -22,10 +22,11 @@ import { HealthWatch } from './healthWatch';
 import { PolicyPusher } from './policyPush';
 import { registerPolicyRoutes } from './policyRoutes';
 import { checkDmsSettings, type DmsSettings } from './settings';
+import { COMMUNITY_LIMITS } from './webux/license';
 import { WebUx, type WebuxOptions } from './webux/webuxServer';
 import { checkState, initialState, NODE_STATES, type DmsState } from './state';
 import { generateRsaKey } from '../../net/pki/x509';
-import { logLine } from '../../lib/logging';
+import { logLine, type LineLog } from '../../lib/logging';
 
 /** Largest request body accepted (a CSR, a schema or a policy fits easily). */
 export const DMS_BODY_LIMIT = 1024 * 1024;
@@ -76,12 +77,12 @@ export class DmsServer {
   }
 
   /** Opens the store and the CA (creating them on first start), then serves (the WebUX too when `webux.port` is set). */
-  static async start(settings: DmsSettings, log: (message: string) => void = logLine('dms: '), webuxOptions: WebuxOptions = {}): Promise<DmsServer> {
+  static async start(settings: DmsSettings, log: LineLog = logLine('dms: '), webuxOptions: WebuxOptions = {}): Promise<DmsServer> {
     const problems = checkDmsSettings(settings);
     if (problems.length > 0) throw new Error(`invalid DMS settings:\n  ${problems.join('\n  ')}`);
     await mkdir(settings.dataDir, { recursive: true, mode: 0o700 });
     const ca = await CertificateAuthority.open({ dir: path.join(settings.dataDir, 'ca'), wrapKey: settings.wrapKey, keyBits: settings.caKeyBits, commonName: `HD DMS-CA (${settings.nodeName})` });
-    if (ca.created) log(`created the DMS-CA root in ${path.join(settings.dataDir, 'ca')}${settings.wrapKey ? ' (key sealed with PLATFORM_PKI_WRAP_KEY)' : ''}`);
+    if (ca.created) log(`created the DMS-CA root in ${path.join(settings.dataDir, 'ca')}${settings.wrapKey ? ' (key sealed with PLATFORM_PKI_WRAP_KEY)' : ''}`, 'info');
     const store = await JsonFileStore.open(path.join(settings.dataDir, 'state.json'), () => initialState(randomUUID()), checkState);
     let crl = '';
     const refreshCrl = async (): Promise<void> => {
@@ -99,6 +100,8 @@ export class DmsServer {
     await refreshCrl();
     // The pusher needs the DMS's identity, made below; it reads it through this reference.
     let pusher: PolicyPusher | undefined;
+    // The license lives in the WebUX's document, opened below; until then (no request is served yet) the community limits.
+    let webuxRef: WebUx | undefined;
     const ctx: DmsContext = {
       store,
       ca,
@@ -107,6 +110,7 @@ export class DmsServer {
       crlPem: () => crl,
       refreshCrl,
       pushPolicy: () => (pusher ? pusher.pushAll() : Promise.resolve([])),
+      limitsInEffect: () => (webuxRef ? webuxRef.limitsInEffect() : { limits: COMMUNITY_LIMITS, mode: 'community' }),
       log,
     };
     const admin = await ensureAdminCredentials(path.join(settings.dataDir, 'admin'), ca, settings.minKeyBits, store, settings.wrapKey);
@@ -144,6 +148,7 @@ export class DmsServer {
     }
     // The WebUX's routes first: its hook records every policy version published (docs/webux.md).
     const webux = await WebUx.open(ctx, webuxOptions);
+    webuxRef = webux;
     webux.registerControlPlane(app);
     registerNodeRoutes(app, ctx, observe);
     registerAdminRoutes(app, ctx);
@@ -154,8 +159,9 @@ export class DmsServer {
     const address = typeof a === 'object' && a ? { host: a.address, port: a.port } : { host: settings.host, port: settings.port };
     const obsAddress = obs ? await obs.listen() : undefined;
     obs?.setStatus('ok');
-    log(`DMS-Core listening on https://${address.host}:${address.port} (instance ${store.get().instance.id})`);
+    log(`DMS-Core listening on https://${address.host}:${address.port} (instance ${store.get().instance.id})`, 'info');
     await webux.listen(identity);
+    webux.startMetrics();
     const server = new DmsServer(settings, address, obsAddress, admin, app, obs, ctx, identity, webux);
     server.scheduleRenewal();
     pusher = new PolicyPusher(ctx, () => server.identity, observePush);
@@ -180,7 +186,7 @@ export class DmsServer {
           this.scheduleRenewal();
         },
         (err: unknown) => {
-          this.ctx.log(`renewing the DMS certificate failed: ${(err as Error).message}; retrying in 60 s`);
+          this.ctx.log(`renewing the DMS certificate failed: ${(err as Error).message}; retrying in 60 s`, 'warn');
           this.renewTimer = setTimeout(() => this.scheduleRenewal(), 60_000);
           this.renewTimer.unref();
         },

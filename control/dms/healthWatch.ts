@@ -27,7 +27,7 @@ export class HealthWatch {
 
   /** Starts the periodic check. */
   start(): void {
-    this.timer = setInterval(() => void this.sweep().catch((err: unknown) => this.ctx.log(`health check failed: ${(err as Error).message}`)), this.ctx.settings.healthIntervalMs);
+    this.timer = setInterval(() => void this.sweep().catch((err: unknown) => this.ctx.log(`health check failed: ${(err as Error).message}`, 'error')), this.ctx.settings.healthIntervalMs);
     this.timer.unref();
   }
 
@@ -55,7 +55,7 @@ export class HealthWatch {
       return out;
     });
     for (const name of marked) {
-      this.ctx.log(`node '${name}' marked down: its health reports stopped`);
+      this.ctx.log(`node '${name}' marked down: its health reports stopped`, 'warn');
       this.observe(name);
     }
     return marked;

@@ -90,7 +90,7 @@ export class PolicyPusher {
             const node = s.nodes[n.name];
             if (node) node.policy_version = Math.max(node.policy_version ?? 0, policy.version);
           });
-        } else this.ctx.log(`policy version ${policy.version} did not reach proxy '${n.name}' (${n.config_url}): ${r.message}; retrying every ${this.ctx.settings.policyRetryMs} ms`);
+        } else this.ctx.log(`policy version ${policy.version} did not reach proxy '${n.name}' (${n.config_url}): ${r.message}; retrying every ${this.ctx.settings.policyRetryMs} ms`, 'warn');
         return r;
       }),
     );

@@ -31,7 +31,7 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: DmsContext): voi
       s.policy = { version: v, rego, ...(data && { data }), updated_at: new Date().toISOString() };
       return v;
     });
-    ctx.log(`policy version ${version} stored; pushing to the Proxies`);
+    ctx.log(`policy version ${version} stored; pushing to the Proxies`, 'info');
     const proxies = await ctx.pushPolicy();
     return { version, proxies };
   });

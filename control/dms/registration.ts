@@ -25,6 +25,7 @@ import { BOOTSTRAP_TOKEN_PATTERN, hashToken } from './credentials';
 import { ADMIN_ROLE, type DmsContext, type Peer } from './context';
 import { NODE_ROLES, PRIVILEGED_ROLES, type NodeAddresses, type NodeRecord, type NodeRole } from './state';
 import { nodeConfig, type NodeConfig } from './nodeConfig';
+import { checkNodeSeat } from './webux/communityLimits';
 
 /** Which credential a registration used. */
 export type CredentialKind = 'certificate' | 'bootstrap_token' | 'k8s_token';
@@ -199,6 +200,7 @@ export async function register(rawBody: unknown, peer: Peer | undefined, ctx: Dm
   if (csr.commonName !== nodeName) throw new HttpError('name_mismatch', `csr_pem is for '${csr.commonName}', not for node '${nodeName}'`);
   const existing = ctx.store.get().nodes[nodeName];
   checkNodeMayRegister(nodeName, role, existing, addresses);
+  checkNodeSeat(ctx.store.get(), nodeName, role, ctx.limitsInEffect());
   if (cluster !== undefined && !ctx.store.get().clusters[cluster]) throw new HttpError('invalid_request', `'cluster': no cluster '${cluster}'; declare it with PUT /v1/clusters/${cluster}`);
 
   const lifetimeMs = ctx.settings.certLifetimeS * 1000;
@@ -209,6 +211,8 @@ export async function register(rawBody: unknown, peer: Peer | undefined, ctx: Dm
     // landed since the checks above wins (the certificate is then never recorded nor handed out).
     const current = s.nodes[nodeName];
     checkNodeMayRegister(nodeName, role, current, addresses);
+    // Two new nodes racing for the last seat: only one takes it.
+    checkNodeSeat(s, nodeName, role, ctx.limitsInEffect());
     if (auth.tokenHash) {
       // Checked again inside the serialised update: two racing uses of one token cannot both pass.
       const t = s.tokens[auth.tokenHash];
@@ -228,7 +232,7 @@ export async function register(rawBody: unknown, peer: Peer | undefined, ctx: Dm
     s.certificates[issued.serial] = { node_name: nodeName, role, not_after: issued.notAfter.toISOString(), issued_at: now.toISOString() };
     return structuredClone(n);
   });
-  ctx.log(`registered ${role} '${nodeName}' (credential: ${auth.kind}, certificate ${issued.serial} until ${issued.notAfter.toISOString()})`);
+  ctx.log(`registered ${role} '${nodeName}' (credential: ${auth.kind}, certificate ${issued.serial} until ${issued.notAfter.toISOString()})`, 'info');
   return {
     success: true,
     node_name: nodeName,

@@ -5,6 +5,7 @@
  * upstream_unavailable 502) keep its statuses.
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
+import type { LogFn } from '../../lib/logging';
 
 /** The error codes and their HTTP statuses. */
 export const HTTP_ERRORS = {
@@ -17,6 +18,7 @@ export const HTTP_ERRORS = {
   unauthenticated: 401,
   forbidden: 403,
   name_mismatch: 403,
+  license_limit: 403,
   not_found: 404,
   unknown_node: 404,
   unknown_dataset: 404,
@@ -81,12 +83,12 @@ function fromFastify(err: FastifyError): HttpError {
 
 /**
  * Installs the error and not-found handlers on a fastify app, so every failure answers the
- * {@link ErrorBody} shape. `log` receives internal errors.
+ * {@link ErrorBody} shape. `log` receives internal errors (level `error`).
  */
-export function installErrorHandlers(app: FastifyInstance, log: (message: string) => void): void {
+export function installErrorHandlers(app: FastifyInstance, log: LogFn): void {
   app.setErrorHandler((err: FastifyError | HttpError, _req, reply) => {
     const e = err instanceof HttpError ? err : fromFastify(err);
-    if (e.code === 'internal') log(`internal error: ${err.stack ?? err.message}`);
+    if (e.code === 'internal') log(`internal error: ${err.stack ?? err.message}`, 'error');
     void reply.code(e.status).send(e.body());
   });
   app.setNotFoundHandler((req, reply) => {

@@ -8,6 +8,7 @@ import type { SccAddress } from '../api';
 import { DMS_PEER_ROLES, requestJson } from '../../net/jsonClient';
 import type { MtlsIdentity } from '../../net/mtls';
 import type { RegistrationResult } from '../../net/registerWithDms';
+import type { LogFn } from '../../lib/logging';
 
 /** What the Proxy knows of the cluster. */
 export interface ClusterView {
@@ -39,26 +40,26 @@ interface TopologyNode {
 
 const SERVING = new Set(['declared', 'registered', 'ready', 'degraded']);
 
-function schemasOf(list: readonly unknown[], log: (m: string) => void): Map<string, Schema> {
+function schemasOf(list: readonly unknown[], log: LogFn): Map<string, Schema> {
   const out = new Map<string, Schema>();
   for (const s of list) {
     try {
       const schema = Schema.parse(s as object);
       out.set(schema.id, schema);
     } catch (err) {
-      log(`a dataset schema from the DMS was refused: ${(err as Error).message}`);
+      log(`a dataset schema from the DMS was refused: ${(err as Error).message}`, 'warn');
     }
   }
   return out;
 }
 
 /** The view a registration answer gives. */
-export function viewFromRegistration(r: RegistrationResult, log: (m: string) => void): ClusterView {
+export function viewFromRegistration(r: RegistrationResult, log: LogFn): ClusterView {
   return { primaryCluster: null, targets: r.scc_targets, clusters: [], datasets: schemasOf(r.datasets, log), storageNodes: [], at: new Date().toISOString() };
 }
 
 /** Reads topology and schemas from the DMS with the Proxy's certificate. */
-export async function readClusterView(dmsUrl: string, id: MtlsIdentity, dmsServerName: string | undefined, log: (m: string) => void): Promise<ClusterView> {
+export async function readClusterView(dmsUrl: string, id: MtlsIdentity, dmsServerName: string | undefined, log: LogFn): Promise<ClusterView> {
   const m = id.material;
   const tls = { ca: m.caPem, cert: m.certPem, key: m.keyPem, servername: dmsServerName, roles: DMS_PEER_ROLES };
   const [topo, ds] = await Promise.all([requestJson('GET', new URL('/v1/topology', dmsUrl).toString(), tls), requestJson('GET', new URL('/v1/datasets', dmsUrl).toString(), tls)]);

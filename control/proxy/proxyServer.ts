@@ -25,7 +25,7 @@ import type { ProxySettings } from './settings';
 import { StorageNodeFilters } from './storageNodeFilters';
 import { StorageNodeBatches, type BatchWindowSource } from './storageNodeBatches';
 import type { BatchFilterSource } from './verdict';
-import { logLine } from '../../lib/logging';
+import { logLine, type LogFn } from '../../lib/logging';
 
 /** Largest request body (a query with 100 000 batch ids is about 13 MB; a policy far less). */
 export const PROXY_BODY_LIMIT = 16 * 1024 * 1024;
@@ -50,7 +50,8 @@ export interface ProxyParts {
   readonly batchFilters?: BatchFilterSource;
   /** Resolves query windows to the batches that exist (default: the Storage Nodes' /v1/batch-ranges). */
   readonly batchWindows?: BatchWindowSource;
-  readonly log?: (message: string) => void;
+  /** Where the Proxy's lines go, each with its level (default the process logger). */
+  readonly log?: LogFn;
 }
 
 /** A running Proxy. */
@@ -75,7 +76,7 @@ export class ProxyServer {
     private readonly dispatcher: SccDispatcher,
     private readonly slot: PolicySlot,
     private view: ClusterView,
-    private readonly log: (m: string) => void,
+    private readonly log: LogFn,
   ) {}
 
   /** The active policy's version (0: none). */
@@ -85,7 +86,7 @@ export class ProxyServer {
 
   /** Registers with the DMS and serves. Throws when registration is refused (the message says why). */
   static async start(settings: ProxySettings, parts: ProxyParts = {}): Promise<ProxyServer> {
-    const log = parts.log ?? logLine('proxy: ');
+    const log: LogFn = parts.log ?? logLine('proxy: ');
     // The DMS must learn the real port before the listener (which needs the certificate) exists.
     if (settings.port === 0) settings = { ...settings, port: await freePort(settings.host) };
     const configUrl = `https://${settings.advertiseHost}:${settings.port}/v1/proxy/config`;
@@ -102,14 +103,14 @@ export class ProxyServer {
     });
     if (!reg.success) throw new Error(`registration with the DMS at ${settings.dmsUrl} failed: ${reg.error_message}`);
     const identity = MtlsIdentity.fromRegistration(reg);
-    const renewer = new CertificateRenewer({ identity, dmsUrl: settings.dmsUrl, dmsServerName: settings.dmsServerName, renewAfter: new Date(reg.renew_after), keyBits: settings.keyBits, onEvent: (e) => log(e.kind === 'renewed' ? `certificate renewed until ${e.notAfter}` : `certificate renewal failed: ${e.message}`) });
+    const renewer = new CertificateRenewer({ identity, dmsUrl: settings.dmsUrl, dmsServerName: settings.dmsServerName, renewAfter: new Date(reg.renew_after), keyBits: settings.keyBits, onEvent: (e) => (e.kind === 'renewed' ? log(`certificate renewed until ${e.notAfter}`, 'info') : log(`certificate renewal failed: ${e.message}`, 'warn')) });
     renewer.start();
     const slot = new PolicySlot();
     if (reg.policy) {
       try {
         slot.install(reg.policy);
       } catch (err) {
-        log(`the DMS's policy version ${reg.policy.version} was refused: ${(err as Error).message}`);
+        log(`the DMS's policy version ${reg.policy.version} was refused: ${(err as Error).message}`, 'warn');
       }
     }
     const dispatcher =
@@ -181,7 +182,7 @@ export class ProxyServer {
     app.post('/v1/proxy/config', async (req) => {
       policyWriter(req);
       const r = slot.install(readPolicyConfig(req.body));
-      log(`policy version ${r.version} installed (was ${r.previous})`);
+      log(`policy version ${r.version} installed (was ${r.previous})`, 'info');
       return { installed: r.version, previous: r.previous };
     });
     app.get('/v1/proxy/policy', async (req) => {
@@ -223,7 +224,7 @@ export class ProxyServer {
       log,
     });
     server.reporter.start();
-    log(`HD Proxy '${settings.nodeName}' listening on https://${address.host}:${address.port} (policy version ${server.policyVersion})`);
+    log(`HD Proxy '${settings.nodeName}' listening on https://${address.host}:${address.port} (policy version ${server.policyVersion})`, 'info');
     return server;
   }
 
@@ -232,7 +233,7 @@ export class ProxyServer {
     try {
       this.view = await readClusterView(this.settings.dmsUrl, this.identity, this.settings.dmsServerName, this.log);
     } catch (err) {
-      this.log(`reading the topology from the DMS failed: ${(err as Error).message}; keeping the view of ${this.view.at}`);
+      this.log(`reading the topology from the DMS failed: ${(err as Error).message}; keeping the view of ${this.view.at}`, 'warn');
     }
   }
 

@@ -13,6 +13,7 @@
  */
 import type { StorageNodeAddress } from './dmsLink';
 import { readRuns, timeFormHex, unionStarts, type BatchRun, type TimeRange } from '../../query/timeRange';
+import type { LogFn } from '../../lib/logging';
 
 /** Default deadline of one resolution, over all nodes. */
 export const DEFAULT_RANGE_TIMEOUT_MS = 2000;
@@ -43,7 +44,8 @@ export interface StorageNodeBatchesOptions {
   readonly nodes: NodeGetter;
   /** Deadline of one resolution (default {@link DEFAULT_RANGE_TIMEOUT_MS}). */
   readonly timeoutMs?: number;
-  readonly log?: (message: string) => void;
+  /** Where a failing node is reported (once until it answers again), with its level. */
+  readonly log?: LogFn;
 }
 
 /** A {@link BatchWindowSource} over the Storage Nodes' `/v1/batch-ranges`. */
@@ -90,7 +92,7 @@ export class StorageNodeBatches implements BatchWindowSource {
     } catch (err) {
       if (!this.failing.has(node.name)) {
         this.failing.add(node.name);
-        this.opts.log?.(`batch ranges of Storage Node '${node.name}' (${node.host}:${node.port}) could not be read: ${(err as Error).message}; windows are named without its batches`);
+        this.opts.log?.(`batch ranges of Storage Node '${node.name}' (${node.host}:${node.port}) could not be read: ${(err as Error).message}; windows are named without its batches`, 'warn');
       }
       return undefined;
     }

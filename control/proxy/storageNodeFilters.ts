@@ -25,6 +25,7 @@ import type { MtlsIdentity } from '../../net/mtls';
 import type { StorageNodeAddress } from './dmsLink';
 import { overlapsAny, type ByteRange } from './rewrite';
 import type { BatchFilter, BatchFilterSource } from './verdict';
+import type { LogFn } from '../../lib/logging';
 
 /** Ids per request (the Storage Node takes at most 64: they travel in the URL). */
 export const FILTER_IDS_PER_CALL = 64;
@@ -42,7 +43,7 @@ export interface StorageNodeFiltersOptions {
   /** Deadline of one `filters` call (default {@link DEFAULT_FILTER_TIMEOUT_MS}). */
   readonly timeoutMs?: number;
   /** Where a failing node is reported (at most once per node until it answers again). */
-  readonly log?: (message: string) => void;
+  readonly log?: LogFn;
   /**
    * The Proxy's DMS-CA identity: nodes are called over mutual TLS with it, each node's certificate
    * checked to name the node. Absent: plain HTTP (stand-in nodes in tests; a real Storage Node
@@ -187,7 +188,7 @@ export class StorageNodeFilters implements BatchFilterSource {
     } catch (err) {
       if (!this.failing.has(node.name)) {
         this.failing.add(node.name);
-        this.opts.log?.(`batch filters of Storage Node '${node.name}' (${node.host}:${node.port}) could not be read: ${(err as Error).message}; its batches are not excluded`);
+        this.opts.log?.(`batch filters of Storage Node '${node.name}' (${node.host}:${node.port}) could not be read: ${(err as Error).message}; its batches are not excluded`, 'warn');
       }
       return new Map();
     }

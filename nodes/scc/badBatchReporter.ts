@@ -9,6 +9,7 @@
  */
 import { DMS_PEER_ROLES, requestJson } from '../../net/jsonClient';
 import type { MtlsIdentity } from '../../net/mtls';
+import type { LogFn } from '../../lib/logging';
 
 /** A bbn a Storage Node sent for one batch of a query. */
 export interface NodeBadBatch {
@@ -34,7 +35,7 @@ export interface BadBatchReporterOptions {
   readonly identity: MtlsIdentity;
   /** Least time between two reports; default 1000 ms. */
   readonly intervalMs?: number;
-  readonly log: (line: string) => void;
+  readonly log: LogFn;
 }
 
 interface Pending extends NodeBadBatch {
@@ -115,7 +116,7 @@ export class BadBatchReporter {
       }
       this.stats.reported += notices.length;
       this.stats.reports++;
-      if (this.failing) this.opts.log('bad batch notices reach the DMS again');
+      if (this.failing) this.opts.log('bad batch notices reach the DMS again', 'info');
       this.failing = false;
     } catch (err) {
       // Unreachable: keep them (merged with any noted since) for the next report.
@@ -130,7 +131,7 @@ export class BadBatchReporter {
   }
 
   private warn(line: string): void {
-    if (!this.failing) this.opts.log(line);
+    if (!this.failing) this.opts.log(line, 'warn');
     this.failing = true;
   }
 }

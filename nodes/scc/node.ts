@@ -9,7 +9,7 @@ import type { NodeIdentity } from '../../net/nodeIdentity';
 import { CommandApi } from './commandApi';
 import type { ReplicaSet } from './replicas';
 import { interfaceAddress, type SnTarget } from './settings';
-import { logLine } from '../../lib/logging';
+import { logLine, type LogFn } from '../../lib/logging';
 
 /** Options of {@link SccNode}. */
 export interface SccNodeOptions {
@@ -23,8 +23,8 @@ export interface SccNodeOptions {
   readonly command: { readonly interface: string; readonly port: number; readonly tls?: NodeIdentity };
   /** Extra /health facts (settings in force). */
   readonly facts?: Record<string, unknown>;
-  /** Where the start-up line goes; default stderr. */
-  readonly log?: (line: string) => void;
+  /** Where the start-up line goes; default the process logger. */
+  readonly log?: LogFn;
 }
 
 /** Bind address of an *_INTERFACE value: empty binds every interface. */
@@ -40,7 +40,7 @@ export class SccNode {
   /** The shared ingest metrics (records made durable, batches, replica lag). */
   readonly metrics: IngestMetrics;
   private readonly command: CommandApi;
-  private readonly log: (line: string) => void;
+  private readonly log: LogFn;
   /** Bound addresses once started. */
   addresses: { observability?: { host: string; port: number }; command?: { host: string; port: number } } = {};
 
@@ -67,7 +67,7 @@ export class SccNode {
       throw err;
     }
     this.observability.setStatus('ok');
-    this.log(this.startupLine());
+    this.log(this.startupLine(), 'info');
   }
 
   /** Stops both servers. */

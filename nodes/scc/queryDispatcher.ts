@@ -15,6 +15,7 @@ import { hostPort, ReachabilityCache, REACHABILITY_TIMEOUT_MS } from '../../lib/
 import { QueryRun, type QueryRunOptions } from './queryRun';
 import type { ReplicaState } from './replicas';
 import type { SnTarget } from './settings';
+import type { LogFn } from '../../lib/logging';
 
 /** A refused Dispatch or CancelQuery: the gRPC status and a message naming what is wrong. */
 export class QueryDispatchFailure extends Error {
@@ -63,7 +64,8 @@ export interface QueryDispatcherOptions {
   readonly legConnections?: LegConnectionPoolOptions;
   /** How often running queries look at replica health; default 200 ms. */
   readonly healthCheckMs?: number;
-  readonly onEvent?: (message: string) => void;
+  /** A query's problems worth a log line (a leg that ended early, a cancel), each with its level. */
+  readonly onEvent?: LogFn;
   /** Every bbn a node answered a query leg with (QueryRunOptions.onBadBatch). */
   readonly onBadBatch?: QueryRunOptions['onBadBatch'];
 }

@@ -17,6 +17,7 @@ import { sendBatchNotices, type BatchNotice } from './queryNotice';
 import type { ReplicaState } from './replicas';
 import type { SnTarget } from './settings';
 import { contextWith, parentContext, SpanKind, startSpan, traceContextOf, type Span } from '../../lib/tracing/index';
+import type { LogFn } from '../../lib/logging';
 
 /** Batches per leg: their ids keep one query frame under the 1 MiB HDWP JSON limit. */
 export const MAX_BATCHES_PER_LEG = 7000;
@@ -42,7 +43,8 @@ export interface QueryRunOptions {
   readonly maxBatchesPerLeg?: number;
   /** Called once when every batch is settled (delivered, failed or cancelled). */
   readonly onFinished: (run: QueryRun) => void;
-  readonly onEvent?: (message: string) => void;
+  /** The query's problems worth a log line, each with its level. */
+  readonly onEvent?: LogFn;
   /** Every bbn a node answered a batch with, but for "not held" (reported to the DMS, badBatchReporter.ts). */
   readonly onBadBatch?: (notice: NodeBadBatch) => void;
 }
@@ -152,7 +154,7 @@ export class QueryRun implements LegListener {
     if (!isNotHeld(a)) this.opts.onBadBatch?.({ node: leg.node.name, batchId: hex, dataset: this.query.dataset, code: a.code, reason: a.message });
     if (a.code === HDWP_ERROR_FRAME_CODES.batchUnreadable) {
       // This replica does not have it (or its copy is damaged): ask the next one.
-      this.opts.onEvent?.(`query ${this.query.queryId}: ${leg.node.name} cannot read batch ${hex.slice(0, 16)}…: ${a.message}`);
+      this.opts.onEvent?.(`query ${this.query.queryId}: ${leg.node.name} cannot read batch ${hex.slice(0, 16)}…: ${a.message}`, 'warn');
       // Nodes keep 13 between themselves and the SCC (sinks/resultStream.ts): when no replica is
       // left, the SCC's own notice tells the client.
       const next = this.place(hex, a.code, a.message, false);
@@ -179,7 +181,7 @@ export class QueryRun implements LegListener {
         this.later(25 * 2 ** tries, () => this.flush(name));
         return;
       }
-      this.opts.onEvent?.(`query ${this.query.queryId}: leg on ${name} ended: ${outcome.message}${unanswered.length > 0 ? `; ${unanswered.length} batch(es) ${outcome.retry ? 'go to another replica' : 'failed'}` : ''}`);
+      this.opts.onEvent?.(`query ${this.query.queryId}: leg on ${name} ended: ${outcome.message}${unanswered.length > 0 ? `; ${unanswered.length} batch(es) ${outcome.retry ? 'go to another replica' : 'failed'}` : ''}`, 'warn');
       // The node failed: batches still waiting for it go elsewhere too.
       const waiting = outcome.retry ? this.takeQueue(name) : [];
       const moved = new Set<string>();
@@ -270,7 +272,7 @@ export class QueryRun implements LegListener {
 
   private timeOut(): void {
     if (this.state !== 'running') return;
-    this.opts.onEvent?.(`query ${this.query.queryId}: cancelled after ${this.opts.maxQueryMs} ms (max_query_ms)`);
+    this.opts.onEvent?.(`query ${this.query.queryId}: cancelled after ${this.opts.maxQueryMs} ms (max_query_ms)`, 'warn');
     this.stopLegs();
     for (const b of this.batches.values()) {
       if (b.status === 'queued' || b.status === 'running') this.set(b, { status: 'failed', told: false, code: HDWP_ERROR_FRAME_CODES.timeout, message: `the query ran longer than ${this.opts.maxQueryMs} ms (max_query_ms) and was cancelled` });
@@ -300,7 +302,7 @@ export class QueryRun implements LegListener {
       const { query } = this;
       const tlsOpts = query.returnAddress.tls ? this.opts.resultTls?.() : undefined;
       void sendBatchNotices({ returnAddress: query.returnAddress, auth: { queryId: query.queryId, token: query.token }, dataset: query.dataset, recordSize: this.opts.recordSize, ...(tlsOpts && { tls: tlsOpts }) }, notices).then((why) => {
-        if (why) this.opts.onEvent?.(`query ${query.queryId}: could not tell the client about ${notices.length} failed batch(es): ${why}`);
+        if (why) this.opts.onEvent?.(`query ${query.queryId}: could not tell the client about ${notices.length} failed batch(es): ${why}`, 'warn');
       });
     }
     this.release();

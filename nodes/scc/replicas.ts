@@ -4,24 +4,27 @@
  * acknowledged it. A replica that errors, disconnects or falls behind is marked down, retried with
  * backoff and, once it answers again, caught up from the {@link CatchUpLog} (catchUp.ts) before it
  * counts as healthy again. A replica that missed batches the log no longer holds is out of sync.
+ *
+ * This file is the set: which replicas get each batch, what an end-of-batch's answers add up to,
+ * membership (the DMS's replica set and quarantine) and /health. What happens on one replica's
+ * link — streams, lag, acknowledgements, failures — is replicaLinks.ts; the cold-boot
+ * synchronisation probe is replicaSyncPoll.ts.
  */
-import type { BatchID } from '../../engine-rs/batchId';
 import { HDWP_ERROR_FRAME_CODES } from '../../engine-rs/hdwpFrame';
 import type { HealthPart, HealthStatus } from '../../lib/observability';
 import type { AckResult, BbnElement, BatchedRecordChunk, EobElement } from '../../stream/chunk';
-import { HdwpClient } from '../../hdwp/hdwpClient';
 import { HdwpStreamError } from '../../hdwp/hdwpStreamError';
-import { catchUpReplica, type CatchUpContext } from './catchUp';
+import { catchUpReplica } from './catchUp';
 import { batchKey, CatchUpLog, type LoggedBatch } from './catchUpLog';
-import { isBatchRefusal, newReplica, TIMEOUT, within, type Replica, type ReplicaState } from './replica';
+import { newReplica, type Replica, type ReplicaState } from './replica';
+import { ReplicaLinks, type ReplicaConnector } from './replicaLinks';
+import { ReplicaSyncPoll } from './replicaSyncPoll';
 import type { SnTarget } from './settings';
 import type { SyncProbe } from './syncProbe';
 import { inSpan, SpanKind } from '../../lib/tracing/spans';
 
 export type { ReplicaState } from './replica';
-
-/** Opens one stream to a replica for a dataset (tests may stand in their own). */
-export type ReplicaConnector = (target: SnTarget, datasetId: string, recordSize: number) => Promise<HdwpClient>;
+export type { ReplicaConnector } from './replicaLinks';
 
 /** Options of {@link ReplicaSet}. */
 export interface ReplicaSetOptions {
@@ -51,43 +54,36 @@ export interface ReplicaSetOptions {
 export class ReplicaSet {
   private readonly replicas: Replica[];
   private readonly log: CatchUpLog;
-  private readonly maxLag: number;
-  private readonly ackTimeout: number;
   private readonly minBackoff: number;
-  private readonly catchUp: CatchUpContext;
+  /** One replica's link: streams, lag, acknowledgements, failures (and the context catch-up works through). */
+  private readonly links: ReplicaLinks;
+  private readonly syncPoll: ReplicaSyncPoll | undefined;
   private closed = false;
-  private syncTimer: NodeJS.Timeout | undefined;
-  private polling = false;
 
   /** @param opts targets and bounds */
   constructor(private readonly opts: ReplicaSetOptions) {
-    this.maxLag = opts.maxLagBytes ?? 64 * 1024 * 1024;
-    this.ackTimeout = opts.ackTimeoutMs ?? 30_000;
     this.minBackoff = opts.backoffMs?.min ?? 100;
     this.log = new CatchUpLog({
       maxBytes: opts.logBytes ?? 256 * 1024 * 1024,
       onLost: (names, b) => {
-        for (const r of this.replicas) if (names.includes(r.target.name)) this.outOfSync(r, `batch ${b.batchId.toString()} of '${b.dataset}' was dropped from the catch-up log`);
+        for (const r of this.replicas) if (names.includes(r.target.name)) this.links.outOfSync(r, `batch ${b.batchId.toString()} of '${b.dataset}' was dropped from the catch-up log`);
       },
     });
     const now = Date.now();
     this.replicas = opts.targets.map((target) => newReplica(target, this.minBackoff, now));
-    this.catchUp = {
+    this.links = new ReplicaLinks({
       log: this.log,
-      ackTimeoutMs: this.ackTimeout,
+      maxLagBytes: opts.maxLagBytes ?? 64 * 1024 * 1024,
+      ackTimeoutMs: opts.ackTimeoutMs ?? 30_000,
       minBackoffMs: this.minBackoff,
+      maxBackoffMs: opts.backoffMs?.max ?? 5000,
+      ...(opts.connect && { connect: opts.connect }),
       closed: () => this.closed,
-      client: (r, dataset, recordSize) => this.client(r, dataset, recordSize),
-      fail: (r, reason) => this.fail(r, reason),
-      outOfSync: (r, reason) => this.outOfSync(r, reason),
-      lag: (r) => this.lag(r),
-      event: (m) => this.opts.onEvent?.(m),
+      ...(opts.onEvent && { onEvent: opts.onEvent }),
+      ...(opts.onLag && { onLag: opts.onLag }),
       syncing: async (r) => (await this.opts.syncProbe?.(r.target)) === 'syncing',
-    };
-    if (opts.syncProbe) {
-      this.syncTimer = setInterval(() => void this.pollSync(), opts.syncPollMs ?? 500);
-      this.syncTimer.unref?.();
-    }
+    });
+    if (opts.syncProbe) this.syncPoll = new ReplicaSyncPoll(opts.syncProbe, opts.syncPollMs ?? 500, () => this.replicas, this.links);
   }
 
   /** Names and states, for the start-up line and tests. */
@@ -101,8 +97,8 @@ export class ReplicaSet {
     this.log.append(b, c.buf);
     const live = this.replicas.filter((r) => this.isLive(r, b));
     for (const r of this.replicas) if (!live.includes(r) && r.state !== 'out-of-sync') this.markBehind(r, b);
-    for (const r of live) this.sendRecords(r, b.dataset, b.recordSize, c.batchId, c.buf);
-    await Promise.all(live.map((r) => this.underLag(r)));
+    for (const r of live) this.links.sendRecords(r, b.dataset, b.recordSize, c.batchId, c.buf);
+    await Promise.all(live.map((r) => this.links.underLag(r)));
   }
 
   /** Closes a batch on every live replica; ok once every healthy replica has it durable. */
@@ -116,7 +112,7 @@ export class ReplicaSet {
     const results = await Promise.all(
       live.map((r) =>
         inSpan('scc.replicate', async (span) => {
-          const res = await this.closeOn(r, b, el.recordCount, el.closingHash);
+          const res = await this.links.closeOn(r, b, el.recordCount, el.closingHash);
           span.setAttribute('hd.result', res instanceof HdwpStreamError ? 'refused' : res);
           return res;
         }, { kind: SpanKind.CLIENT, attributes: { 'hd.replica': r.target.name, 'hd.replica_state': r.state } }),
@@ -134,7 +130,7 @@ export class ReplicaSet {
       return { ok: false, code: firstRefusal.frameCode ?? HDWP_ERROR_FRAME_CODES.internal, message: `refused by the replicas: ${firstRefusal.message}` };
     }
     // Refused here but durable elsewhere: that replica is inconsistent and is caught up.
-    for (const r of refusers) this.fail(r, `refused batch ${el.batchId.toString()} that other replicas made durable: ${(resultOf(r) as HdwpStreamError).message}`);
+    for (const r of refusers) this.links.fail(r, `refused batch ${el.batchId.toString()} that other replicas made durable: ${(resultOf(r) as HdwpStreamError).message}`);
     if (okCount === 0) return { ok: false, code: HDWP_ERROR_FRAME_CODES.internal, message: `no healthy replica made batch ${el.batchId.toString()} durable: ${this.describe()}` };
     return el.closingHash ? { ok: true, closingHash: el.closingHash } : { ok: true };
   }
@@ -145,7 +141,7 @@ export class ReplicaSet {
     this.log.end(b, { kind: 'bbn', reason: el.reason });
     const live = this.replicas.filter((r) => this.isLive(r, b));
     for (const r of this.replicas) if (!live.includes(r) && r.state !== 'out-of-sync') this.markBehind(r, b);
-    await Promise.all(live.map((r) => this.discard(r, b, el.reason)));
+    await Promise.all(live.map((r) => this.links.discard(r, b, el.reason)));
     return { ok: true };
   }
 
@@ -194,9 +190,8 @@ export class ReplicaSet {
       this.replicas.splice(this.replicas.indexOf(r), 1);
       r.epoch++;
       clearTimeout(r.timer);
-      for (const c of r.clients.values()) c.then((x) => x.close()).catch(() => undefined);
-      r.clients.clear();
-      this.wakeLag(r);
+      this.links.closeStreams(r);
+      this.links.wakeLag(r);
       this.log.forget(r.target.name);
       removed.push(r.target.name);
     }
@@ -228,15 +223,14 @@ export class ReplicaSet {
       if (names.has(name) && r.state !== 'quarantined' && r.state !== 'out-of-sync') {
         r.epoch++;
         clearTimeout(r.timer);
-        for (const c of r.clients.values()) c.then((x) => x.close()).catch(() => undefined);
-        r.clients.clear();
+        this.links.closeStreams(r);
         r.lagBytes = 0;
-        this.wakeLag(r);
+        this.links.wakeLag(r);
         for (const b of this.log.waitingFor(name)) r.behind.add(b.key);
         r.state = 'quarantined';
         r.reason = 'quarantined on the DMS: no queries, no batches (kept in the catch-up log for it) until released';
         r.since = Date.now();
-        this.lag(r);
+        this.links.lag(r);
         this.opts.onEvent?.(`replica ${name} is quarantined (DMS): queries and batches go to the other replicas`);
         quarantined.push(name);
       } else if (!names.has(name) && r.state === 'quarantined') {
@@ -245,7 +239,7 @@ export class ReplicaSet {
         r.since = Date.now();
         r.backoff = this.minBackoff;
         this.opts.onEvent?.(`replica ${name} is released from quarantine (DMS): catching up before it takes queries`);
-        void catchUpReplica(this.catchUp, r);
+        void catchUpReplica(this.links, r);
         released.push(name);
       }
     }
@@ -255,14 +249,13 @@ export class ReplicaSet {
   /** Closes every stream and stops reconnecting. */
   async close(): Promise<void> {
     this.closed = true;
-    clearInterval(this.syncTimer);
+    this.syncPoll?.stop();
     const all: Promise<unknown>[] = [];
     for (const r of this.replicas) {
       clearTimeout(r.timer);
       r.epoch++;
-      for (const c of r.clients.values()) all.push(c.then((x) => x.close()).catch(() => undefined));
-      r.clients.clear();
-      this.wakeLag(r);
+      all.push(...this.links.closeStreams(r));
+      this.links.wakeLag(r);
     }
     await Promise.all(all);
     this.log.clear();
@@ -277,179 +270,8 @@ export class ReplicaSet {
     return (r.state === 'healthy' || r.state === 'catching-up' || r.state === 'syncing') && !r.behind.has(b.key);
   }
 
-  /**
-   * Asks the healthy and syncing replicas whether they are in cold-boot synchronisation: a healthy
-   * one that is becomes `syncing` (no queries, no acknowledgement counted; batches still go to it
-   * live); a syncing one that is ready is caught up from the log (what it missed while it was not
-   * live) and then healthy. A replica that does not answer keeps its state.
-   */
-  private async pollSync(): Promise<void> {
-    const probe = this.opts.syncProbe;
-    if (!probe || this.polling || this.closed) return;
-    this.polling = true;
-    try {
-      await Promise.all(
-        this.replicas
-          .filter((r) => r.state === 'healthy' || r.state === 'syncing')
-          .map(async (r) => {
-            const epoch = r.epoch;
-            const was = r.state;
-            const s = await probe(r.target);
-            if (this.closed || r.epoch !== epoch || r.state !== was) return;
-            if (was === 'healthy' && s === 'syncing') this.setSyncing(r);
-            else if (was === 'syncing' && s === 'ready') {
-              // What it missed before it was live again comes from the log, as for any returning replica.
-              r.state = 'down';
-              void catchUpReplica(this.catchUp, r);
-            }
-          }),
-      );
-    } finally {
-      this.polling = false;
-    }
-  }
-
-  private setSyncing(r: Replica): void {
-    r.state = 'syncing';
-    r.reason = 'the node reports cold-boot synchronisation: no queries, its acknowledgements do not count until it is ready';
-    r.since = Date.now();
-    this.opts.onEvent?.(`replica ${r.target.name} is syncing (cold-boot synchronisation)`);
-  }
-
   private markBehind(r: Replica, b: LoggedBatch): void {
     if (b.waitingFor.has(r.target.name)) r.behind.add(b.key);
-  }
-
-  private client(r: Replica, dataset: string, recordSize: number): Promise<HdwpClient> {
-    let c = r.clients.get(dataset);
-    if (!c) {
-      const epoch = r.epoch;
-      const connect = this.opts.connect ?? defaultConnect;
-      c = connect(r.target, dataset, recordSize);
-      r.clients.set(dataset, c);
-      r.datasets.set(dataset, recordSize);
-      c.then(
-        (client) => {
-          void client.closed.then((err) => {
-            if (err && r.epoch === epoch && r.clients.get(dataset) === c) this.fail(r, `stream for '${dataset}' closed: ${err.message}`);
-          });
-        },
-        (err: Error) => {
-          if (r.epoch === epoch) this.fail(r, `cannot open a stream for '${dataset}': ${err.message}`);
-        },
-      );
-    }
-    return c;
-  }
-
-  private sendRecords(r: Replica, dataset: string, recordSize: number, batchId: BatchID, buf: Buffer): void {
-    const epoch = r.epoch;
-    r.lagBytes += buf.length;
-    const settle = (): void => {
-      if (r.epoch !== epoch) return;
-      r.lagBytes -= buf.length;
-      this.wakeLag(r);
-    };
-    this.client(r, dataset, recordSize)
-      .then((c) => c.sendRecords(batchId, buf))
-      .then(settle, (err: Error) => {
-        settle();
-        if (r.epoch === epoch) this.fail(r, `sending records failed: ${err.message}`);
-      });
-  }
-
-  /** Resolves once `r` is at most `maxLag` behind, marking it down if that takes longer than the ack timeout. */
-  private async underLag(r: Replica): Promise<void> {
-    if (r.lagBytes <= this.maxLag) return;
-    const epoch = r.epoch;
-    const waited = within(
-      (async () => {
-        while (r.epoch === epoch && r.lagBytes > this.maxLag) await new Promise<void>((res) => r.lagWaiters.push(res));
-      })(),
-      this.ackTimeout,
-    );
-    if ((await waited) === TIMEOUT && r.epoch === epoch) this.fail(r, `fell behind: ${r.lagBytes} bytes unsent for ${this.ackTimeout} ms`);
-  }
-
-  private wakeLag(r: Replica): void {
-    const w = r.lagWaiters;
-    r.lagWaiters = [];
-    for (const f of w) f();
-  }
-
-  /** Sends the eob to `r` and waits for its durable ack: 'ok', the replica's refusal of the batch, or 'failed'. */
-  private async closeOn(r: Replica, b: LoggedBatch, recordCount: number, closingHash?: Uint8Array): Promise<'ok' | 'failed' | HdwpStreamError> {
-    const epoch = r.epoch;
-    try {
-      const c = await this.client(r, b.dataset, b.recordSize);
-      const ack = await within(c.sendEob(b.batchId, recordCount, closingHash), this.ackTimeout);
-      if (ack === TIMEOUT) throw new Error(`no durable ack for batch ${b.batchId.toString()} within ${this.ackTimeout} ms`);
-      r.acked++;
-      this.log.done(b, r.target.name);
-      this.lag(r);
-      return 'ok';
-    } catch (err) {
-      if (r.epoch !== epoch) return 'failed';
-      if (isBatchRefusal(err)) {
-        this.opts.onEvent?.(`replica ${r.target.name} refused batch ${b.batchId.toString()}: ${err.message}`);
-        return err;
-      }
-      this.fail(r, (err as Error).message);
-      return 'failed';
-    }
-  }
-
-  private async discard(r: Replica, b: LoggedBatch, reason: string): Promise<void> {
-    const epoch = r.epoch;
-    try {
-      const c = await this.client(r, b.dataset, b.recordSize);
-      if ((await within(c.sendBbn(b.batchId, reason), this.ackTimeout)) === TIMEOUT) throw new Error(`bbn of batch ${b.batchId.toString()} not echoed within ${this.ackTimeout} ms`);
-      this.log.done(b, r.target.name);
-    } catch (err) {
-      // A refused bbn (the batch is durable there) needs no catch-up: the replica is consistent.
-      if (isBatchRefusal(err)) this.log.done(b, r.target.name);
-      else if (r.epoch === epoch) this.fail(r, (err as Error).message);
-    }
-  }
-
-  private lag(r: Replica): void {
-    this.opts.onLag?.(r.target.name, this.log.waitingFor(r.target.name).length);
-  }
-
-  /** Marks `r` down: its streams are closed, everything it has not acknowledged is caught up later. */
-  private fail(r: Replica, reason: string): void {
-    if (this.closed || r.state === 'out-of-sync' || r.state === 'quarantined') return;
-    r.epoch++;
-    r.failures++;
-    const was = r.state;
-    r.state = 'down';
-    r.reason = reason;
-    r.since = Date.now();
-    for (const c of r.clients.values()) c.then((x) => x.close()).catch(() => undefined);
-    r.clients.clear();
-    r.lagBytes = 0;
-    this.wakeLag(r);
-    for (const b of this.log.waitingFor(r.target.name)) r.behind.add(b.key);
-    if (was !== 'down') this.opts.onEvent?.(`replica ${r.target.name} is down: ${reason}`);
-    this.lag(r);
-    clearTimeout(r.timer);
-    r.timer = setTimeout(() => void catchUpReplica(this.catchUp, r), r.backoff);
-    r.timer.unref?.();
-    r.backoff = Math.min(r.backoff * 2, this.opts.backoffMs?.max ?? 5000);
-  }
-
-  private outOfSync(r: Replica, reason: string): void {
-    if (r.state === 'out-of-sync') return;
-    r.epoch++;
-    clearTimeout(r.timer);
-    for (const c of r.clients.values()) c.then((x) => x.close()).catch(() => undefined);
-    r.clients.clear();
-    r.behind.clear();
-    r.state = 'out-of-sync';
-    r.reason = `${reason}; it needs a full resynchronisation before it serves again`;
-    r.since = Date.now();
-    this.log.forget(r.target.name);
-    this.opts.onEvent?.(`replica ${r.target.name} is out of sync: ${r.reason}`);
   }
 
   private describe(): string {
@@ -460,6 +282,3 @@ export class ReplicaSet {
 /** Key helper re-exported for the sink's bookkeeping. */
 export { batchKey };
 
-function defaultConnect(target: SnTarget, datasetId: string, recordSize: number): Promise<HdwpClient> {
-  return HdwpClient.connect({ host: target.host, port: target.prodPort, role: 'scc', datasetId, recordSize, connectTimeoutMs: 5000 });
-}

@@ -13,6 +13,7 @@
 import { BatchID } from '../../engine-rs/index';
 import type { MtlsIdentity } from '../../net/mtls';
 import { copyBatch, type ChainSettings, type PeerBatch } from './batchCopy';
+import type { LogFn } from '../../lib/logging';
 import type { BatchStore } from './batchStore';
 import { PeerLink, type SyncPeer } from './peerLink';
 
@@ -34,8 +35,8 @@ export interface ColdBootSyncOptions {
   readonly maxBytesPerSecond?: number;
   /** Per-call timeout towards a peer (default 30 s). */
   readonly timeoutMs?: number;
-  /** State changes and problems, one line each. */
-  readonly log?: (line: string) => void;
+  /** State changes (`info`) and problems (`warn`), one line each. */
+  readonly log?: LogFn;
 }
 
 /** The synchronisation's figures, for /health and `GET /v1/sync-state`. */
@@ -114,24 +115,25 @@ export class ColdBootSync {
 
   private async loop(): Promise<void> {
     if (this.state === 'ready') return;
-    const log = this.opts.log ?? (() => undefined);
+    const log: LogFn = this.opts.log ?? (() => undefined);
     const maxUnreachable = this.opts.maxUnreachablePasses ?? 10;
     let unreachable = 0;
-    log(`cold-boot sync: comparing with ${this.opts.peers.map((p) => p.name).join(', ')}`);
+    log(`cold-boot sync: comparing with ${this.opts.peers.map((p) => p.name).join(', ')}`, 'info');
     while (!this.stopped) {
       this.passes++;
       const { answered, copied, failed } = await this.pass();
       if (this.stopped) return;
       if (answered > 0 && copied === 0 && failed === 0) {
         this.ready(`in sync with ${answered} peer(s): ${this.copied} batch(es) copied and verified`);
-        log(`cold-boot sync: ready — ${this.reason}`);
+        log(`cold-boot sync: ready — ${this.reason}`, 'info');
         return;
       }
       if (answered === 0) {
         unreachable++;
         if (unreachable >= maxUnreachable) {
           this.ready(`no peer answered in ${unreachable} passes (${this.lastError ?? 'unreachable'}); serving what this node holds`);
-          log(`cold-boot sync: ready without a peer — ${this.reason}`);
+          // Serving without having compared with any peer: it may lack batches its peers hold.
+          log(`cold-boot sync: ready without a peer — ${this.reason}`, 'warn');
           return;
         }
       }
@@ -174,7 +176,7 @@ export class ColdBootSync {
           failed++;
           this.failures++;
           this.lastError = (err as Error).message;
-          this.opts.log?.(`cold-boot sync: ${this.lastError}`);
+          this.opts.log?.(`cold-boot sync: ${this.lastError}`, 'warn');
         }
         this.remaining--;
       }

@@ -37,6 +37,10 @@ export interface StorageDeviceConfig {
 
 /** A validated `config.json`. */
 export interface StorageNodeConfig {
+  /** Whether config.json lists `storage_devices`; when it does not, `storageDevices` is empty until {@link withDevices} gives the DMS's or the default ones. */
+  readonly storageDevicesSet: boolean;
+  /** The config file's directory: relative device addresses (config.json's, the DMS's, the default) resolve against it. */
+  readonly baseDir: string;
   readonly nodeName: string;
   readonly dmsUrl: string;
   readonly commandPort: number;
@@ -207,30 +211,18 @@ export function parseStorageNodeConfig(doc: unknown, opts: { readonly file?: str
     else bad('reserve_bytes', `must be a whole number of bytes ≥ 0, got ${describe(v)}`);
   }
 
-  const storageDevices = devices(o.storage_devices, has('storage_devices'), opts.baseDir ?? process.cwd(), bad);
+  const baseDir = opts.baseDir ?? process.cwd();
+  // Absent, the devices come from the DMS or the default (withDevices); OCF names are checked then.
+  const storageDevicesSet = has('storage_devices');
+  const storageDevices = storageDevicesSet ? devices(o.storage_devices, 'storage_devices', baseDir, bad) : [];
   const ocfCacheDevices = names('ocf_cache_devices');
   const ocfCoreDevices = names('ocf_core_devices');
-  const known = new Set(storageDevices.map((d) => d.name));
-  for (const [k, list] of [
-    ['ocf_cache_devices', ocfCacheDevices],
-    ['ocf_core_devices', ocfCoreDevices],
-  ] as const) {
-    list.forEach((n, i) => {
-      if (!known.has(n)) bad(`${k}[${i}]`, `names no device of storage_devices: '${n}'`);
-    });
-    if (new Set(list).size !== list.length) bad(k, 'lists a device twice');
-  }
-  if (useOcf) {
-    if (ocfCacheDevices.length === 0) bad('ocf_cache_devices', 'must name at least one device when use_ocf is true');
-    if (ocfCoreDevices.length === 0) bad('ocf_core_devices', 'must name at least one device when use_ocf is true');
-    for (const n of ocfCacheDevices) if (ocfCoreDevices.includes(n)) bad('ocf_core_devices', `device '${n}' cannot be both a cache and a core device`);
-    for (const d of storageDevices) {
-      if (!ocfCacheDevices.includes(d.name) && !ocfCoreDevices.includes(d.name)) bad('storage_devices', `device '${d.name}' is in neither ocf_cache_devices nor ocf_core_devices (use_ocf is true)`);
-    }
-  }
+  if (storageDevicesSet) ocfIssues(storageDevices, { useOcf, ocfCacheDevices, ocfCoreDevices }, 'storage_devices', bad);
 
   if (issues.length > 0) throw new ConfigError(file, issues);
   return {
+    storageDevicesSet,
+    baseDir,
     nodeName,
     dmsUrl,
     commandPort,
@@ -267,20 +259,57 @@ export function loadStorageNodeConfig(file: string): StorageNodeConfig {
   return parseStorageNodeConfig(doc, { file, baseDir: path.dirname(path.resolve(file)) });
 }
 
-function devices(v: unknown, present: boolean, baseDir: string, bad: (key: string, message: string) => void): StorageDeviceConfig[] {
-  if (!present) {
-    bad('storage_devices', 'is required: a list of {name, address, type}');
-    return [];
+/** The devices a node uses when neither config.json nor the DMS names any: one directory beside the config file. */
+export function defaultDevices(nodeName: string): { name: string; address: string; type: DeviceType }[] {
+  return [{ name: 'd0', address: `${nodeName}.d0`, type: 'dir' }];
+}
+
+/**
+ * `config` with the devices of another source (the DMS's `devices`, or {@link defaultDevices}) in
+ * place of an absent `storage_devices`, checked as config.json's would be (OCF names included);
+ * throws {@link ConfigError} naming `source` (e.g. "the DMS's devices of node 'sn1'") and each bad entry.
+ */
+export function withDevices(config: StorageNodeConfig, list: readonly unknown[], source: string): StorageNodeConfig {
+  const issues: ConfigIssue[] = [];
+  const bad = (key: string, message: string): void => void issues.push({ key, message });
+  const storageDevices = devices(list, 'devices', config.baseDir, bad);
+  ocfIssues(storageDevices, config, 'devices', bad);
+  if (issues.length > 0) throw new ConfigError(source, issues);
+  return { ...config, storageDevices };
+}
+
+/** The OCF rules over a device list (`listKey`: how the list is named in messages). */
+function ocfIssues(storageDevices: readonly StorageDeviceConfig[], o: Pick<StorageNodeConfig, 'useOcf' | 'ocfCacheDevices' | 'ocfCoreDevices'>, listKey: string, bad: (key: string, message: string) => void): void {
+  const known = new Set(storageDevices.map((d) => d.name));
+  for (const [k, list] of [
+    ['ocf_cache_devices', o.ocfCacheDevices],
+    ['ocf_core_devices', o.ocfCoreDevices],
+  ] as const) {
+    list.forEach((n, i) => {
+      if (!known.has(n)) bad(`${k}[${i}]`, `names no device of ${listKey}: '${n}'`);
+    });
+    if (new Set(list).size !== list.length) bad(k, 'lists a device twice');
   }
+  if (o.useOcf) {
+    if (o.ocfCacheDevices.length === 0) bad('ocf_cache_devices', 'must name at least one device when use_ocf is true');
+    if (o.ocfCoreDevices.length === 0) bad('ocf_core_devices', 'must name at least one device when use_ocf is true');
+    for (const n of o.ocfCacheDevices) if (o.ocfCoreDevices.includes(n)) bad('ocf_core_devices', `device '${n}' cannot be both a cache and a core device`);
+    for (const d of storageDevices) {
+      if (!o.ocfCacheDevices.includes(d.name) && !o.ocfCoreDevices.includes(d.name)) bad(listKey, `device '${d.name}' is in neither ocf_cache_devices nor ocf_core_devices (use_ocf is true)`);
+    }
+  }
+}
+
+function devices(v: unknown, listKey: string, baseDir: string, bad: (key: string, message: string) => void): StorageDeviceConfig[] {
   if (!Array.isArray(v) || v.length === 0) {
-    bad('storage_devices', `must be a non-empty list of {name, address, type}, got ${describe(v)}`);
+    bad(listKey, `must be a non-empty list of {name, address, type}, got ${describe(v)}`);
     return [];
   }
   const out: StorageDeviceConfig[] = [];
   const seenNames = new Set<string>();
   const seenDirs = new Map<string, string>();
   v.forEach((d: unknown, i) => {
-    const at = `storage_devices[${i}]`;
+    const at = `${listKey}[${i}]`;
     if (typeof d !== 'object' || d === null || Array.isArray(d)) {
       bad(at, `must be an object {name, address, type}, got ${describe(d)}`);
       return;

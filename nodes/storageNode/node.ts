@@ -19,7 +19,7 @@ import type { StorageNodeConfig } from './config';
 import { DevicePool, StorageDevice, type FreeSpace } from './devices';
 import { OcfReadCache, type ReadLocation } from './ocf';
 import { formatRecovery, recoverDevices, type RecoverySummary } from './recovery';
-import { logLine } from '../../lib/logging';
+import { logLine, type LogFn } from '../../lib/logging';
 
 /** Options of {@link StorageNode}. */
 export interface StorageNodeOptions {
@@ -32,8 +32,8 @@ export interface StorageNodeOptions {
   readonly verifyOnStart?: boolean;
   /** Free-space probe (default statfs). */
   readonly freeSpace?: FreeSpace;
-  /** Where start-up and recovery lines go (default stderr). */
-  readonly log?: (line: string) => void;
+  /** Where start-up and recovery lines go (default the process logger). */
+  readonly log?: LogFn;
   /** Fields new segments keep zone maps for, per dataset (see BatchStoreOptions). */
   readonly zoneFields?: (dataset: string, recordSize: number) => readonly ZoneField[];
 }
@@ -53,7 +53,7 @@ export class StorageNode {
   /** The node's DMS identity once registered: batch filters are served over mutual TLS with it. */
   private identity: NodeIdentity | undefined;
   private observabilityAt: { host: string; port: number } | undefined;
-  private readonly log: (line: string) => void;
+  private readonly log: LogFn;
   private markStarted!: () => void;
   /** The cold-boot synchronisation, once `startSync` ran. */
   private sync: ColdBootSync | undefined;
@@ -65,6 +65,8 @@ export class StorageNode {
     const c = opts.config;
     this.config = c;
     this.log = opts.log ?? logLine();
+    // A config.json without storage_devices gets its devices from the DMS or the default (deviceSource.ts) first.
+    if (c.storageDevices.length === 0) throw new Error(`storage node '${c.nodeName}': no storage devices (config.json has no storage_devices; resolveDevices gives the DMS's or the default ones)`);
     const byName = new Map(c.storageDevices.map((d) => [d.name, StorageDevice.fromConfig(d, opts.freeSpace)]));
     const pick = (names: readonly string[]): StorageDevice[] => names.map((n) => byName.get(n) as StorageDevice);
     const writeDevices = c.useOcf ? pick(c.ocfCoreDevices) : [...byName.values()];
@@ -98,9 +100,10 @@ export class StorageNode {
       await this.observability.close();
       throw err;
     }
-    this.log(`storage node '${this.config.nodeName}': ${formatRecovery(this.recovery, this.index.size)}`);
+    // Quarantined segments are a problem an operator must look at; a clean recovery is news only.
+    this.log(`storage node '${this.config.nodeName}': ${formatRecovery(this.recovery, this.index.size)}`, this.recovery.quarantined.length > 0 ? 'warn' : 'info');
     this.observability.setStatus(this.recovery.quarantined.length > 0 ? 'degraded' : 'ok', this.recovery.quarantined.length > 0 ? 'quarantined segments at start-up' : undefined);
-    this.log(this.startupLine());
+    this.log(this.startupLine(), 'info');
     this.markStarted();
     return this.store;
   }
@@ -128,7 +131,7 @@ export class StorageNode {
       chain: { algorithm: this.opts.algorithm, blockSize: this.opts.blockSize },
       ...(this.identity && { identity: this.identity.identity }),
       ...(opts.maxBytesPerSecond !== undefined && { maxBytesPerSecond: opts.maxBytesPerSecond }),
-      log: (l) => this.log(`storage node '${this.config.nodeName}': ${l}`),
+      log: (l, level) => this.log(`storage node '${this.config.nodeName}': ${l}`, level),
     });
     return this.sync.run();
   }

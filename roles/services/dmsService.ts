@@ -30,6 +30,8 @@ const settings = {
   health_missed_reports: int({ doc: 'reports a node may miss before it is marked down — DMS_HEALTH_MISSED_REPORTS', default: 3, min: 1, max: 1000 }),
   config_poll_ms: int({ doc: 'how often registered SCCs and Storage Nodes re-read their configuration (datasets, replica set; handed out at registration) — DMS_CONFIG_POLL_MS', default: 5000, min: 100, max: 3_600_000 }),
   webux_port: int({ doc: 'DMS-WebUX HTTPS port (docs/webux.md); -1 turns it off; a port in use is logged, not fatal — DMS_WEBUX_PORT', default: 3000, min: -1, max: 65535 }),
+  metrics_interval_ms: int({ doc: "how often the DMS reads its nodes' /metrics and /health for the WebUX's graphs (docs/webux.md, \"Metrics\"); 0: never — DMS_METRICS_INTERVAL_MS", default: 5000, min: 0, max: 3_600_000 }),
+  metrics_history: int({ doc: 'points of metrics history kept in memory per node (the oldest go first) — DMS_METRICS_HISTORY', default: 360, min: 1, max: 100_000 }),
   policy_retry_ms: int({ doc: 'how often Proxies that missed a policy are pushed to again — DMS_POLICY_RETRY_MS', default: 10_000, min: 100, max: 3_600_000 }),
 };
 
@@ -63,6 +65,6 @@ export const dmsServiceType: ServiceType<typeof settings, Record<string, never>,
       healthMissedReports: c.health_missed_reports,
       configPollMs: c.config_poll_ms,
     });
-    return serve(() => DmsServer.start(s, undefined, { port: c.webux_port }));
+    return serve(() => DmsServer.start(s, undefined, { port: c.webux_port, metricsIntervalMs: c.metrics_interval_ms, metricsHistory: c.metrics_history }));
   },
 };

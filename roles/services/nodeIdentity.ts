@@ -2,6 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import { DMS_CONFIG_CACHE_FILE } from '../../net/dmsConfigCache';
 import { DmsConfigFeed } from '../../net/dmsConfigFeed';
 import { reportFromHealthUrl } from '../../net/healthReporter';
 import { NodeIdentity, type NodeIdentityOptions } from '../../net/nodeIdentity';
@@ -60,7 +61,7 @@ const settings = {
   dms_server_name: str({ doc: 'name the DMS certificate must carry when not the URL host — PLATFORM_DMS_SERVER_NAME', default: '', allowEmpty: true }),
   ...credentialSettings,
   key_bits: int({ doc: 'RSA size of a new node key — PLATFORM_KEY_BITS', default: 4096, min: 2048, max: 16384 }),
-  state_dir: str({ doc: "where the certificate and key are kept across restarts; empty: a Storage Node's <config dir>/<node_name>.identity — STATE_DIR", default: '', allowEmpty: true }),
+  state_dir: str({ doc: "where the certificate, key and last configuration from the DMS are kept across restarts; empty: a Storage Node's <config dir>/<node_name>.identity — STATE_DIR", default: '', allowEmpty: true }),
   config: snConfig,
   cluster: str({ doc: 'cluster to join when the DMS has not declared the node — PLATFORM_CLUSTER', default: '', allowEmpty: true }),
   advertise_host: str({ doc: 'host peers reach the node at (registered, and named in the certificate); empty: production_host, or the node name for 0.0.0.0', default: '', allowEmpty: true }),
@@ -162,6 +163,9 @@ export const nodeIdentityType: ServiceType<typeof settings, Record<string, never
       ...(c.dms_server_name !== '' && { dmsServerName: c.dms_server_name }),
       identity: id.identity,
       initial: id.registration,
+      // The last configuration from the DMS, beside the certificate: a restart while the DMS is down starts from it.
+      cacheFile: path.join(stateDir, DMS_CONFIG_CACHE_FILE),
+      // net/dmsConfigFeed.ts logs bare lines: their levels are guessed (the documented fallback).
       log: logLine(`${c.role} '${nodeName}': `),
     });
     feeds.set(id, feed);
@@ -169,9 +173,9 @@ export const nodeIdentityType: ServiceType<typeof settings, Record<string, never
     feed.start();
     return {
       value: id,
-      stop: () => {
-        feed.stop();
-        return id.stop();
+      stop: async () => {
+        await feed.stop();
+        await id.stop();
       },
     };
   },

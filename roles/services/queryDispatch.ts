@@ -46,7 +46,7 @@ export const queryDispatchType: ServiceType<typeof settings, { identity: typeof 
       // Registered with the DMS: query legs to the Storage Nodes are mutual TLS, and notices to a
       // client listening with mutual TLS go with the SCC's certificate.
       ...(id && { legTls: tlsLegs(id), resultTls: () => clientTlsOptions(id.identity) }),
-      onEvent: (m) => ctx.report(m),
+      onEvent: (m, level) => ctx.report(m, level),
       ...(scc.badBatches && { onBadBatch: (n) => scc.badBatches?.note(n) }),
     });
     // Registered: the gRPC port is mutual TLS too, open to the certificate roles of query_roles.

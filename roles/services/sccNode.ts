@@ -4,7 +4,6 @@
  * `replicate` sink sends batches through its replica set; the `queryDispatch` service reads replica
  * health from it. Started before them, stopped after them: the replica set closes, then the servers.
  */
-import type { HashElection } from '../../net/dmsConfigFeed';
 import { DatasetRecordSizes } from '../../nodes/scc/datasetRecordSizes';
 import { SccNode } from '../../nodes/scc/node';
 import { ReplicaSet } from '../../nodes/scc/replicas';
@@ -17,7 +16,8 @@ import { optionalSccSetting, sccSetting } from '../stages/sccSetting';
 import { dmsConfigOf, dmsEndpointOf, usesIdentity } from './nodeIdentity';
 import { BadBatchReporter } from '../../nodes/scc/badBatchReporter';
 import { followDms, targetsOf } from '../../nodes/scc/dmsConfig';
-import { logLine } from '../../lib/logging';
+import { SccHashElection } from '../../nodes/scc/hashElection';
+import { guessLevels, logLine } from '../../lib/logging';
 
 const settings = {
   sn_targets: optionalSccSetting<SnTarget[]>('SN_TARGETS', 'the replicas, node_name:ip:control_port:prod_port, comma-separated; empty: the Storage Nodes of the cluster on the DMS (required without DMS_URL) — SN_TARGETS'),
@@ -66,8 +66,8 @@ export interface SccNodeService {
   readonly recordSize: number;
   /** Each dataset's record size (its schema's on the DMS, else RECORD_SIZE). */
   readonly recordSizes: DatasetRecordSizes;
-  /** The DMS's hash election, when registered (the hash stage takes it where HASH_ALGORITHM / HASH_CHAIN_BLOCK_SIZE are not set). */
-  readonly hashElection: HashElection | undefined;
+  /** The hash election in force: the `hashChain` stage settles it with HASH_ALGORITHM / HASH_CHAIN_BLOCK_SIZE (docs/scc.md, "Hash election"). */
+  readonly election: SccHashElection;
   /** COMMAND_INTERFACE. */
   readonly commandInterface: string;
   readonly replicas: ReplicaSet;
@@ -89,13 +89,18 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
   start: async (c, ctx) => {
     const id = ctx.services.identity;
     const feed = id ? dmsConfigOf(id) : undefined;
-    // Started on a stored certificate (no registration answer): the DMS's configuration is read once first.
-    if (feed && !feed.config) await feed.refreshNow();
-    const dms = feed?.config;
+    // Started on a stored certificate (no registration answer): the DMS's configuration is read once
+    // first; if the DMS does not answer, the SCC's cache of it (its state directory; the feed says so).
+    const dms = feed ? await feed.ready(1) : undefined;
+    const origin = feed?.source === 'dms-cache' ? 'dms-cache' : 'dms';
     // Precedence (docs/scc.md, "Configuration from the DMS"): a variable the operator set, then the DMS, then the default.
     const targets = c.sn_targets ?? (dms ? targetsOf(dms.replicas) : undefined);
-    if (!targets) throw new Error(id ? 'SN_TARGETS is empty and the DMS has not answered with the replica set yet; set SN_TARGETS or start the SCC when the DMS answers' : 'SN_TARGETS is required without DMS_URL (with DMS_URL, empty SN_TARGETS takes the Storage Nodes of the cluster from the DMS)');
-    const recordSize = c.record_size ?? dms?.hashElection?.recordSize ?? 150;
+    if (!targets) {
+      const cache = feed?.cacheFile;
+      throw new Error(id ? `SN_TARGETS is empty and the DMS has not answered with the replica set yet${cache ? ` (nor is a configuration of it cached in ${cache})` : ''}; set SN_TARGETS or start the SCC when the DMS answers` : 'SN_TARGETS is required without DMS_URL (with DMS_URL, empty SN_TARGETS takes the Storage Nodes of the cluster from the DMS)');
+    }
+    const election = new SccHashElection(feed, origin, c.record_size, logLine(`scc '${c.node_name}': `));
+    const recordSize = election.current.recordSize;
     const recordSizes = new DatasetRecordSizes(recordSize);
     const replicas: ReplicaSet = new ReplicaSet({
       // Registered with the DMS: replication streams are mutual TLS (docs/control-plane.md).
@@ -105,7 +110,8 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
       maxLagBytes: c.max_lag_bytes,
       ackTimeoutMs: c.ack_timeout_ms,
       logBytes: c.catch_up_log_bytes,
-      onEvent: (m) => ctx.report(m),
+      // nodes/scc/replicas.ts states no level yet: its lines get the guessed one (docs/observability.md, "Logs").
+      onEvent: guessLevels((m, level) => ctx.report(m, level)),
       onLag: (name, batches) => node.metrics.replicaLag.set({ replica: name }, batches),
       // Observability ports: SN_OBSERVABILITY_PORTS' entries, else those the nodes registered with the DMS (read at each probe).
       ...((c.sn_observability_ports.size > 0 || feed) && { syncProbe: syncStateProbe(observabilityLookup(c.sn_observability_ports, () => feed?.config?.replicas), id?.identity) }),
@@ -117,11 +123,15 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
       production: { ip: c.production_ip, port: c.production_port, interface: c.production_interface },
       observability: { interface: c.observability_interface, port: c.observability_port },
       command: { interface: c.command_interface, port: c.command_port, ...(id && { tls: id }) },
-      facts: { record_size: recordSize, log_level: c.log_level, dms_url: c.dms_url },
+      facts: { record_size: recordSize, log_level: c.log_level, dms_url: c.dms_url, from: { replicas: c.sn_targets !== undefined ? 'settings' : origin, record_size: election.current.from.recordSize } },
     });
+    // The election in force, where it came from, and a changed one the SCC refuses until it restarts.
+    node.observability.addHealthPart('hash_election', () => election.health());
+    if (feed) node.observability.addHealthPart('dms_config', () => ({ status: 'ok', ...feed.health() }));
     if (id) node.observability.addHealthPart('identity', () => id.health());
     const endpoint = id && dmsEndpointOf(id);
     const badBatches = id && endpoint ? new BadBatchReporter({ ...endpoint, identity: id.identity, log: logLine(`scc '${c.node_name}': `) }) : undefined;
+    // nodes/scc/dmsConfig.ts logs bare lines: logLine guesses their levels (the documented fallback).
     const unfollow = feed ? followDms(feed, { recordSizes, replicas, fixedTargets: c.sn_targets !== undefined, log: logLine(`scc '${c.node_name}': `) }) : () => undefined;
     if (feed) node.observability.addHealthPart('datasets', () => ({ status: 'ok', record_size: recordSize, datasets: Object.fromEntries(feed.config?.recordSizes ?? []) }));
     try {
@@ -140,13 +150,14 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
         },
         recordSize,
         recordSizes,
-        hashElection: dms?.hashElection,
+        election,
         commandInterface: c.command_interface,
         replicas,
         node,
         badBatches,
       },
       stop: async () => {
+        election.stop();
         unfollow();
         await badBatches?.stop();
         return replicas.close().then(() => node.stop());

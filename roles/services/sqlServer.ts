@@ -37,6 +37,7 @@ const settings = {
   strict: bool({ doc: 'fail a statement whose answer would carry a notice (default lookback applied, rows cut, batches absent) instead of answering it — HD_SQL_STRICT', default: false }),
   query_qos: int({ doc: 'priority weight sent to Storage Nodes — HD_SQL_QUERY_QOS', default: 1, min: 1, max: 255 }),
   aggregate_pushdown: bool({ doc: 'compute the aggregates of statements that split on the Storage Nodes (docs/sql.md, "Aggregate pushdown") — HD_SQL_AGGREGATE_PUSHDOWN', default: true }),
+  top_pushdown: bool({ doc: 'have each batch send only its best n records for ORDER BY <field> LIMIT n over one dataset, its WHERE pushed whole (docs/sql.md, "Top records") — HD_SQL_TOP_PUSHDOWN', default: true }),
   row_passthrough: bool({ doc: 'answer statements that only pick columns of one dataset, their WHERE pushed whole, with the fetched rows, without DuckDB (docs/sql.md, "Row passthrough") — HD_SQL_ROW_PASSTHROUGH', default: true }),
   explain_pushdown: bool({ doc: 'every answer carries an informational notice saying what was pushed down (never fails a statement under HD_SQL_STRICT) — HD_SQL_EXPLAIN_PUSHDOWN', default: false }),
   pgwire_enabled: bool({ doc: 'serve the PostgreSQL wire door — HD_SQL_PGWIRE_ENABLED', default: true }),
@@ -85,7 +86,7 @@ export const sqlServerType: ServiceType<typeof settings, Record<string, never>, 
     const loadSchemas = async (): Promise<{ schemas: Schema[]; source: string }> => {
       const schemas = await readSchemas();
       for (const s of schemas) {
-        if (s.timeIndexInterval !== c.time_index_interval) log(`WARNING: dataset ${s.id} has time_index_interval ${s.timeIndexInterval} but HD_TIME_INDEX_INTERVAL is ${c.time_index_interval}; its batches are named with the dataset's own`);
+        if (s.timeIndexInterval !== c.time_index_interval) log(`WARNING: dataset ${s.id} has time_index_interval ${s.timeIndexInterval} but HD_TIME_INDEX_INTERVAL is ${c.time_index_interval}; its batches are named with the dataset's own`, 'warn');
       }
       return { schemas, source: c.schema_dir ?? (dms ? `the DMS at ${dms.endpoint}` : `the Proxy at ${c.proxy_endpoint}`) };
     };
@@ -96,6 +97,7 @@ export const sqlServerType: ServiceType<typeof settings, Record<string, never>, 
     const start = async (): Promise<RunningSqlServer> => {
       const { schemas, source } = await loadSchemas();
       // With a DMS-CA certificate: renewed while hd_sql runs, and read live by everything presenting it.
+      // sql/serviceIdentity.ts logs bare lines: their levels are guessed (docs/observability.md, "Logs").
       const service = dms ? startServiceIdentity(dms, { log }) : undefined;
       let server: RunningSqlServer;
       try {
@@ -108,7 +110,7 @@ export const sqlServerType: ServiceType<typeof settings, Record<string, never>, 
           upstream: service ? { ...upstream, tls: service.tls } : upstream,
           returnHost: ret.host,
           returnPort: c.return_port,
-          engine: { lookbackSec: c.default_lookback_sec, timeoutMs: c.query_timeout_ms, maxRows: c.max_rows, qos: c.query_qos, strict: c.strict, aggregatePushdown: c.aggregate_pushdown, rowPassthrough: c.row_passthrough, explainPushdown: c.explain_pushdown },
+          engine: { lookbackSec: c.default_lookback_sec, timeoutMs: c.query_timeout_ms, maxRows: c.max_rows, qos: c.query_qos, strict: c.strict, aggregatePushdown: c.aggregate_pushdown, rowPassthrough: c.row_passthrough, topPushdown: c.top_pushdown, explainPushdown: c.explain_pushdown },
           concurrentReads: c.concurrent_reads,
           ...(c.threads > 0 ? { threads: c.threads } : {}),
           security: withIdentityTls(doorSecurity, c.tls_from_identity, service?.tls),

@@ -4,8 +4,12 @@
  * writes batches into its store, `scan` reads them, and the listeners take their addresses from its
  * config.json. Stopped after every stage: open batches aborted, /health and /metrics closed.
  */
+import path from 'node:path';
 import { HASH_ALGORITHMS, zoneFieldsOf, type HashAlgorithmName } from '../../engine-rs/index';
 import type { DmsNodeConfig } from '../../net/dmsConfigFeed';
+import { StartTimeSettings, type StartTimeSetting } from '../../net/startTimeSettings';
+import { defaultDevices, type StorageNodeConfig } from '../../nodes/storageNode/config';
+import { resolveDevices } from '../../nodes/storageNode/deviceSource';
 import { StorageNode } from '../../nodes/storageNode/node';
 import { syncPeersOf, type SyncPeer } from '../../nodes/storageNode/peerLink';
 import { QuerySchemas } from '../../nodes/storageNode/querySchemas';
@@ -48,20 +52,25 @@ export interface StorageNodeRunSettings {
   /** RECORD_SIZE: the record size of an empty batch's segment. */
   readonly recordSize: number;
   readonly syncPeers: readonly SyncPeer[];
-  /** Where each value came from, for the start-up line and /health. */
-  readonly from: { readonly hash: 'settings' | 'dms' | 'default'; readonly recordSize: 'settings' | 'dms' | 'default'; readonly syncPeers: 'settings' | 'dms' | 'none' };
+  /** Where each value came from, for the start-up line and /health (`dms-cache`: the DMS's, from the node's cache of it while the DMS did not answer). */
+  readonly from: { readonly hash: SettingFrom; readonly recordSize: SettingFrom; readonly syncPeers: 'settings' | 'dms' | 'dms-cache' | 'none' };
 }
+
+/** Where a setting's value came from. */
+export type SettingFrom = 'settings' | 'dms' | 'dms-cache' | 'default';
 
 /**
  * The precedence of docs/storage-node.md, "Configuration from the DMS": a value the operator set
  * (HASH_ALGORITHM, HASH_CHAIN_BLOCK_SIZE, RECORD_SIZE, SYNC_PEERS) wins; else, registered, the DMS's
  * (its hash election; the other Storage Nodes of the node's cluster with their registered
  * observability address); else the default. An election naming an algorithm this build lacks is refused.
+ * `dmsOrigin`: whether `dms` is the DMS's answer or the node's cache of it (the DMS did not answer).
  */
 export function runSettingsOf(
   c: { readonly hash_algorithm: HashAlgorithmName | undefined; readonly hash_chain_block_size: number | undefined; readonly record_size: number | undefined; readonly sync_peers: readonly SyncPeer[] },
   nodeName: string,
   dms: DmsNodeConfig | undefined,
+  dmsOrigin: 'dms' | 'dms-cache' = 'dms',
 ): StorageNodeRunSettings {
   const e = dms?.hashElection;
   if (e && c.hash_algorithm === undefined && !(HASH_ALGORITHMS as readonly string[]).includes(e.algorithm)) {
@@ -74,9 +83,9 @@ export function runSettingsOf(
     recordSize: c.record_size ?? e?.recordSize ?? STORAGE_NODE_DEFAULTS.recordSize,
     syncPeers: c.sync_peers.length > 0 ? c.sync_peers : dmsPeers,
     from: {
-      hash: c.hash_algorithm !== undefined && c.hash_chain_block_size !== undefined ? 'settings' : e ? 'dms' : c.hash_algorithm !== undefined || c.hash_chain_block_size !== undefined ? 'settings' : 'default',
-      recordSize: c.record_size !== undefined ? 'settings' : e ? 'dms' : 'default',
-      syncPeers: c.sync_peers.length > 0 ? 'settings' : dmsPeers.length > 0 ? 'dms' : 'none',
+      hash: c.hash_algorithm !== undefined && c.hash_chain_block_size !== undefined ? 'settings' : e ? dmsOrigin : c.hash_algorithm !== undefined || c.hash_chain_block_size !== undefined ? 'settings' : 'default',
+      recordSize: c.record_size !== undefined ? 'settings' : e ? dmsOrigin : 'default',
+      syncPeers: c.sync_peers.length > 0 ? 'settings' : dmsPeers.length > 0 ? dmsOrigin : 'none',
     },
   };
 }
@@ -103,17 +112,20 @@ export const storageNodeType: ServiceType<typeof settings, { identity: typeof us
     const id = ctx.services.identity;
     const feed = id ? dmsConfigOf(id) : undefined;
     // Started on a stored certificate (no registration answer): the DMS's configuration is read first,
-    // a few times, since the hash election decides how recovery verifies the segments.
-    for (let i = 0; feed && !feed.config && i < 3; i++) await feed.refreshNow();
-    if (feed && !feed.config) ctx.report('the DMS has not answered with this node\'s configuration: running on the settings and defaults (HASH_ALGORITHM, HASH_CHAIN_BLOCK_SIZE, RECORD_SIZE, SYNC_PEERS)');
-    const run = runSettingsOf(c, c.config.nodeName, feed?.config);
+    // a few times, since the hash election decides how new segments are chained and the devices
+    // where they are; if the DMS does not answer, the node's cache of it (the feed says so).
+    const dms = feed ? await feed.ready(3) : undefined;
+    const origin = feed?.source === 'dms-cache' ? 'dms-cache' : 'dms';
+    if (feed && !dms) ctx.report('the DMS has not answered with this node\'s configuration: running on the settings and defaults (HASH_ALGORITHM, HASH_CHAIN_BLOCK_SIZE, RECORD_SIZE, SYNC_PEERS)', 'warn');
+    const run = runSettingsOf(c, c.config.nodeName, dms, origin);
+    const devices = resolveDevices(c.config, { registered: id !== undefined, config: dms, origin, ...(feed?.cacheFile !== undefined && { cacheFile: feed.cacheFile }) });
     // Registered: the DMS's schemas too (a file of schema_dir wins), so new segments keep zone maps.
-    const unfollow = feed ? followDmsSchemas(feed, schemas, (m) => ctx.report(m)) : () => undefined;
+    const unfollow = feed ? followDmsSchemas(feed, schemas, (m, level) => ctx.report(m, level)) : () => undefined;
     const zoneFields = (dataset: string, recordSize: number): ReturnType<typeof zoneFieldsOf> => {
       const s = schemas.get(dataset);
       return s && s.recordSize === recordSize ? zoneFieldsOf(s) : [];
     };
-    const node = new StorageNode({ config: c.config, algorithm: run.algorithm, blockSize: run.blockSize, verifyOnStart: c.verify_on_start, zoneFields });
+    const node = new StorageNode({ config: devices.config, algorithm: run.algorithm, blockSize: run.blockSize, verifyOnStart: c.verify_on_start, zoneFields });
     runSettings.set(node, run);
     try {
       await node.start();
@@ -121,23 +133,84 @@ export const storageNodeType: ServiceType<typeof settings, { identity: typeof us
       unfollow();
       throw err;
     }
+    // The election and the devices are taken once: a later change on the DMS waits for a restart, visibly.
+    const startTime = feed ? new StartTimeSettings(feed, startTimeSettingsOf(c, run, devices.config), (m, level) => ctx.report(m, level)) : undefined;
     // What the node took and from where (docs/storage-node.md, "Configuration from the DMS").
-    node.observability.addHealthPart('settings', () => ({ status: 'ok', hash_algorithm: run.algorithm, hash_chain_block_size: run.blockSize, record_size: run.recordSize, sync_peers: run.syncPeers.map((p) => p.name), from: run.from }));
+    node.observability.addHealthPart('settings', () => {
+      const later = startTime?.health();
+      return {
+        status: later?.status ?? 'ok',
+        hash_algorithm: run.algorithm,
+        hash_chain_block_size: run.blockSize,
+        record_size: run.recordSize,
+        sync_peers: run.syncPeers.map((p) => p.name),
+        devices: devices.config.storageDevices.map((d) => d.name),
+        from: { ...run.from, devices: devices.from },
+        ...(later && Object.keys(later.pending).length > 0 && { pending_restart: later.pending }),
+        ...(later && Object.keys(later.overridden).length > 0 && { dms_overridden: later.overridden }),
+      };
+    });
+    if (feed) node.observability.addHealthPart('dms_config', () => ({ status: 'ok', ...feed.health() }));
     if (id) {
       // Registered with the DMS: /health shows the certificate and the peers seen.
       node.observability.addHealthPart('identity', () => id.health());
       // Batch filters: over mutual TLS with the node's certificate, to the Proxy only.
       node.useIdentity(id);
     }
+    if (devices.from !== 'config') ctx.report(`devices from ${devices.from === 'default' ? 'the default (config.json has no storage_devices, the DMS declares none)' : devices.from === 'dms' ? 'the DMS' : "the DMS's cached configuration"}: ${devices.config.storageDevices.map((d) => `${d.name} (${d.type}, ${d.address})`).join(', ')}`, 'info');
     // Cold-boot synchronisation in the background: `syncing` until the peers' batches are copied (docs/storage-node.md).
-    if (run.from.syncPeers === 'dms') ctx.report(`cold-boot sync peers from the DMS: ${run.syncPeers.map((p) => `${p.name} (${p.host}:${p.port})`).join(', ')}`);
-    void node.startSync(run.syncPeers, { maxBytesPerSecond: c.sync_max_bytes_per_s }).catch((err: unknown) => ctx.report(`cold-boot sync stopped: ${(err as Error).message}`));
+    if (run.from.syncPeers === 'dms' || run.from.syncPeers === 'dms-cache') ctx.report(`cold-boot sync peers from the ${run.from.syncPeers === 'dms' ? 'DMS' : "DMS's cached configuration"}: ${run.syncPeers.map((p) => `${p.name} (${p.host}:${p.port})`).join(', ')}`, 'info');
+    void node.startSync(run.syncPeers, { maxBytesPerSecond: c.sync_max_bytes_per_s }).catch((err: unknown) => ctx.report(`cold-boot sync stopped: ${(err as Error).message}`, 'error'));
     return {
       value: node,
       stop: async () => {
+        startTime?.stop();
         unfollow();
         await node.stop();
       },
     };
   },
 };
+
+/**
+ * The settings a Storage Node takes from the DMS once (net/startTimeSettings.ts): the hash election,
+ * since the SCC's closing hashes are checked against the chain this node computes with it, and the
+ * devices, since they hold the segments recovery indexed at start. What a restart would take is the
+ * same precedence applied to the DMS's configuration now.
+ */
+function startTimeSettingsOf(c: Parameters<typeof runSettingsOf>[0], run: StorageNodeRunSettings, config: StorageNodeConfig): StartTimeSetting[] {
+  const restart = (cfg: DmsNodeConfig): StorageNodeRunSettings | undefined => {
+    try {
+      return runSettingsOf(c, config.nodeName, cfg);
+    } catch {
+      return undefined; // an algorithm this build lacks: the DMS's own value is shown
+    }
+  };
+  const devicesOf = (list: readonly { name: string; type: string; address: string }[]): unknown => list.map((d) => ({ name: d.name, type: d.type, address: path.resolve(config.baseDir, d.address) }));
+  return [
+    {
+      name: 'hash_election',
+      inForce: { algorithm: run.algorithm, chain_block_size: run.blockSize },
+      atRestart: (cfg) => {
+        const r = restart(cfg);
+        return r ? { algorithm: r.algorithm, chain_block_size: r.blockSize } : { algorithm: cfg.hashElection?.algorithm, chain_block_size: cfg.hashElection?.chainBlockSize };
+      },
+      fromDms: (cfg) => cfg.hashElection && { algorithm: cfg.hashElection.algorithm, chain_block_size: cfg.hashElection.chainBlockSize },
+      why: "every batch's closing hash from the SCC is checked against the chain this node computes, and the SCC keeps its election until it restarts too (docs/scc.md, \"Hash election\")",
+    },
+    {
+      name: 'record_size',
+      inForce: run.recordSize,
+      atRestart: (cfg) => restart(cfg)?.recordSize ?? cfg.hashElection?.recordSize,
+      fromDms: (cfg) => cfg.hashElection?.recordSize,
+      why: "it is the size of an empty batch's segment, and the SCC keeps its own until it restarts",
+    },
+    {
+      name: 'devices',
+      inForce: devicesOf(config.storageDevices),
+      atRestart: (cfg) => (config.storageDevicesSet ? devicesOf(config.storageDevices) : devicesOf(cfg.devices.length > 0 ? cfg.devices : defaultDevices(config.nodeName))),
+      fromDms: (cfg) => (cfg.devices.length > 0 ? devicesOf(cfg.devices) : undefined),
+      why: 'the devices hold the segments recovery indexed at start',
+    },
+  ];
+}

@@ -1,4 +1,4 @@
-import { isHashAlgorithm, type HashAlgorithmName } from '../../engine-rs/hashChain';
+import type { HashAlgorithmName } from '../../engine-rs/hashChain';
 import { hashChain } from '../../operators/hashChain';
 import { defineOperator } from '../../pipelines/registry';
 import { usesSccNode } from '../services/sccNode';
@@ -14,7 +14,8 @@ const settings = {
  * `hashChain`: the SCC's background hash chain per batch; the closing hash goes out with the eob
  * (docs/scc.md). Each dataset is hashed with its own record size (the `sccNode` service's record
  * sizes: its schema's on the DMS, else RECORD_SIZE); the algorithm and block size are the
- * variables' where set, else the DMS's hash election, else sha512 and 64.
+ * variables' where set, else the DMS's hash election, else sha512 and 64, settled once at start
+ * (nodes/scc/hashElection.ts: a changed election on the DMS waits for a restart, visibly).
  */
 export const hashChainStage = defineOperator({
   name: 'hashChain',
@@ -27,13 +28,12 @@ export const hashChainStage = defineOperator({
   uses: { scc: usesSccNode },
   create: (c, ctx) => {
     const scc = ctx.services.scc;
-    const elected = scc.hashElection;
-    const algorithm = c.hash_algorithm ?? (elected && isHashAlgorithm(elected.algorithm) ? elected.algorithm : 'sha512');
+    const e = scc.election.settle({ algorithm: c.hash_algorithm, chainBlockSize: c.hash_chain_block_size });
     return hashChain({
-      algorithm,
+      algorithm: e.algorithm,
       recordSize: scc.recordSize,
       recordSizes: scc.recordSizes,
-      blockSize: c.hash_chain_block_size ?? elected?.chainBlockSize ?? 64,
+      blockSize: e.chainBlockSize,
       maxQueueBytes: c.max_hash_queue_bytes,
       flow: ctx.flow,
       counters: ctx.counters,

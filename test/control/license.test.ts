@@ -1,7 +1,11 @@
-import { generateKeyPairSync, sign } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { canonicalJson, COMMUNITY_LIMITS, licenseStatus, verifyLicense } from '../../control/dms/webux/license';
+import { canonicalJson, COMMUNITY_LIMITS, HD_LICENSE_KEY_FINGERPRINT, HD_LICENSE_PUBLIC_KEY, licenseKeyFingerprint, licenseStatus, verifyLicense } from '../../control/dms/webux/license';
+import { run as licenseTool } from '../../scripts/license';
+import { tempDir } from './support';
 import { startWebuxDms, type WebuxDms } from './webuxSupport';
 
 // The test key pair: the DMS under test is given its public half instead of the vendor key.
@@ -63,6 +67,43 @@ lic('the admin API imports a license, shows it, refuses bad ones with the reason
   assert.equal((ok.body as { limits: unknown }).limits, { clusters: 4, storage_nodes: 64, proxies: 8 });
   assert.is(((await dms.call('GET', '/v1/license', dms.admin)).body as { mode: string }).mode, 'enterprise');
   assert.is(((await dms.call('DELETE', '/v1/license', dms.admin)).body as { mode: string }).mode, 'community');
+});
+
+lic('the built-in key is a real Ed25519 vendor key; GET /v1/license names the key in use (a test key here, the vendor key by default)', async ({ dms }) => {
+  const key = createPublicKey(HD_LICENSE_PUBLIC_KEY);
+  assert.is(key.asymmetricKeyType, 'ed25519');
+  assert.is(licenseKeyFingerprint(HD_LICENSE_PUBLIC_KEY), HD_LICENSE_KEY_FINGERPRINT);
+  assert.is.not(HD_LICENSE_KEY_FINGERPRINT, licenseKeyFingerprint('-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA5Uu2K+9WJj0RFjaCSLxaWjWeBx/JyvRuCDmOpfD/tfQ=\n-----END PUBLIC KEY-----\n'), 'not the old placeholder');
+  assert.equal(licenseStatus(undefined, { clusters: 0, storage_nodes: 0, proxies: 0 }).key, { fingerprint: HD_LICENSE_KEY_FINGERPRINT, vendor: true });
+  const shown = (await dms.call('GET', '/v1/license', dms.admin)).body as { key: { fingerprint: string; vendor: boolean } };
+  assert.equal(shown.key, { fingerprint: licenseKeyFingerprint(TEST_PUBLIC), vendor: false });
+});
+
+lic('scripts/license.ts: keygen writes a 0600 private key, sign makes a license the key verifies, verify checks it; the vendor key refuses it', () => {
+  const dir = tempDir('hd-license-tool-');
+  try {
+    assert.match(licenseTool(['keygen', '--out', dir.dir]), /hd-license-vendor\.key\.pem \(keep it offline\)/);
+    const keyFile = path.join(dir.dir, 'hd-license-vendor.key.pem');
+    const pubFile = path.join(dir.dir, 'hd-license-vendor.pub.pem');
+    assert.is(statSync(keyFile).mode & 0o777, 0o600);
+    assert.throws(() => licenseTool(['keygen', '--out', dir.dir]), /EEXIST/, 'never overwrites a key');
+    const out = path.join(dir.dir, 'license.json');
+    const said = licenseTool(['sign', '--key', keyFile, '--id', 'L-9', '--licensee', 'Example Corp', '--expires', new Date(Date.now() + 30 * DAY).toISOString(), '--storage-nodes', '16', '--out', out]);
+    assert.match(said, /note: this key .* is not the one built into HD/);
+    const file = JSON.parse(readFileSync(out, 'utf8')) as { license: { limits: unknown } };
+    assert.equal(file.license.limits, { clusters: 1, storage_nodes: 16, proxies: 1 });
+    assert.is(verifyLicense(file, readFileSync(pubFile, 'utf8')).license.id, 'L-9');
+    assert.match(licenseTool(['verify', out, '--public-key', pubFile]), /valid: license L-9 for Example Corp/);
+    assert.throws(() => licenseTool(['verify', out]), /signature does not verify/);
+    assert.throws(() => licenseTool(['sign', '--key', keyFile, '--licensee', 'X']), /--expires is required/);
+    assert.throws(() => licenseTool(['sign', '--key', keyFile, '--licensee', 'X', '--expires', 'soon']), /ISO 8601/);
+    assert.throws(() => licenseTool(['sign', '--key', keyFile, '--licensee', 'X', '--expires', '2100-01-01', '--proxies', '0']), /positive integer/);
+    writeFileSync(path.join(dir.dir, 'rsa.pem'), generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs8', format: 'pem' }));
+    assert.throws(() => licenseTool(['sign', '--key', path.join(dir.dir, 'rsa.pem'), '--licensee', 'X', '--expires', '2100-01-01']), /not Ed25519/);
+    assert.throws(() => licenseTool(['nope']), /usage/);
+  } finally {
+    dir.remove();
+  }
 });
 
 lic.run();

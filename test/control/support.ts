@@ -10,6 +10,7 @@ import { readAdminKey } from '../../control/dms/adminCredentials';
 import { DmsServer } from '../../control/dms/dmsServer';
 import { dmsSettings, type DmsSettings } from '../../control/dms/settings';
 import { requestJson, type ClientTls, type JsonAnswer } from '../../net/jsonClient';
+import { TEST_LICENSE_PUBLIC_KEY, testLicense } from './testLicense';
 
 /** A temporary directory removed by the returned function. */
 export function tempDir(prefix = 'hd-control-'): { dir: string; remove(): void } {
@@ -30,16 +31,31 @@ export interface TestDms {
   close(): Promise<void>;
 }
 
+/** How {@link startTestDms} sets up the license. */
+export interface TestDmsOptions {
+  /**
+   * `licensed` (default): a test license with room for any test's topology is imported (signed
+   * with the tests' key, testLicense.ts), so tests with several clusters or Proxies run as before
+   * the limits were enforced; `community`: none, the community limits apply.
+   */
+  readonly license?: 'licensed' | 'community';
+}
+
 /** Starts a DMS with test settings (`overrides` win), in `dir` or a fresh temp directory. */
-export async function startTestDms(overrides: Partial<DmsSettings> = {}, dir?: string): Promise<TestDms> {
+export async function startTestDms(overrides: Partial<DmsSettings> = {}, dir?: string, opts: TestDmsOptions = {}): Promise<TestDms> {
   const tmp = dir === undefined ? tempDir('hd-dms-') : undefined;
   const dataDir = dir ?? (tmp as { dir: string }).dir;
   const server = await DmsServer.start(
     dmsSettings(dataDir, { host: '127.0.0.1', port: 0, observabilityHost: '127.0.0.1', observabilityPort: -1, minKeyBits: 2048, caKeyBits: 2048, ...overrides }),
     () => undefined,
+    { licensePublicKeyPem: TEST_LICENSE_PUBLIC_KEY },
   );
   const url = `https://127.0.0.1:${server.address.port}`;
   const admin = { ca: server.caCertPem, cert: readFileSync(server.admin.cert, 'utf8'), key: await readAdminKey(server.admin.key, overrides.wrapKey) };
+  if (opts.license !== 'community') {
+    const r = await requestJson('PUT', `${url}/v1/license`, admin, testLicense());
+    if (r.status !== 200) throw new Error(`the test license was refused: ${JSON.stringify(r.body)}`);
+  }
   return {
     server,
     url,

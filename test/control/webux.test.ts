@@ -81,7 +81,7 @@ ux('CSRF: a change without the token, with another token, or from another origin
   assert.is((await dms.web('GET', '/v1/topology')).status, 401);
   assert.is((await dms.web('GET', '/v1/topology', { headers: { cookie: 'hd_webux_session=forged' } })).status, 401);
   assert.is((await dms.web('GET', '/v1/topology', { headers: { cookie: s.cookie } })).status, 200);
-  const put = (headers: Record<string, string>): Promise<{ status: number; body: unknown }> => dms.web('PUT', '/v1/clusters/c9', { body: {}, headers });
+  const put = (headers: Record<string, string>): Promise<{ status: number; body: unknown }> => dms.web('PUT', '/v1/clusters/c1', { body: {}, headers });
   assert.is((await put({ cookie: s.cookie })).status, 403);
   assert.is((await put({ cookie: s.cookie, 'x-csrf-token': 'x' })).status, 403);
   const cross = await put({ cookie: s.cookie, 'x-csrf-token': s.csrf, origin: 'https://evil.example' });
@@ -109,6 +109,7 @@ const ADMIN_ROUTES: [string, string, unknown][] = [
   ['GET', '/v1/license', undefined],
   ['PUT', '/v1/license', {}],
   ['DELETE', '/v1/license', undefined],
+  ['GET', '/v1/metrics/history', undefined],
 ];
 
 ux('every new admin route: 401 without a certificate, 403 with a node certificate (control plane); 401 without a session (WebUX)', async ({ dms, node }) => {

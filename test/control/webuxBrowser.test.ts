@@ -10,6 +10,7 @@ import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { HD_LICENSE_PUBLIC_KEY } from '../../control/dms/webux/license';
 import { registerWithDms } from '../../net/registerWithDms';
 import { FLOWS44 } from './fixtures';
 import { browserPath, screenshotsDir, startWebuxDms, type WebuxDms } from './webuxSupport';
@@ -22,7 +23,8 @@ if (!exe) {
   console.error('SKIPPED: webuxBrowser.test.ts needs Chromium; scripts/chromium.sh install could not install it (apt-get install chromium needs root)');
 } else {
   b.before(async (ctx) => {
-    ctx.dms = await startWebuxDms();
+    // The vendor key, as a deployed DMS has it: the License page captured for the docs is what a user sees.
+    ctx.dms = await startWebuxDms({ licensePublicKeyPem: HD_LICENSE_PUBLIC_KEY });
     const { dms } = ctx;
     await dms.call('PUT', '/v1/clusters/c1', dms.admin, { primary: true });
     await dms.call('PUT', '/v1/datasets/flows', dms.admin, { schema: FLOWS44 });
@@ -71,6 +73,7 @@ if (!exe) {
 
     await page.click('#tab-license');
     await page.waitForSelector('#license-state');
+    assert.match((await page.textContent('#license-state')) ?? '', /community.*A new cluster, or the first registration of a Storage Node or Proxy, beyond these is refused.*verified with the vendor key built into HD/s);
     await page.fill('#license-file', '{"license": {"id": "x"}, "signature": "AA=="}');
     await page.click('#import-license');
     await page.waitForSelector('[data-test="error"]');

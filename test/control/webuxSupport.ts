@@ -13,6 +13,7 @@ import { dmsSettings, type DmsSettings } from '../../control/dms/settings';
 import type { WebuxOptions } from '../../control/dms/webux/webuxServer';
 import { requestJson, type ClientTls, type JsonAnswer } from '../../net/jsonClient';
 import { tempDir } from './support';
+import { TEST_LICENSE_PUBLIC_KEY } from './testLicense';
 
 /** An answer of the WebUX. */
 export interface WebAnswer {
@@ -37,19 +38,23 @@ export interface WebuxDms {
   readonly admin: ClientTls;
   readonly anon: ClientTls;
   call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', route: string, tls: ClientTls, body?: unknown): Promise<JsonAnswer>;
-  web(method: string, route: string, opts?: { session?: WebSession; body?: unknown; raw?: string; headers?: Record<string, string> }): Promise<WebAnswer>;
+  /** A request to the WebUX port; `client` presents a client certificate (certificate sign-in). */
+  web(method: string, route: string, opts?: { session?: WebSession; body?: unknown; raw?: string; headers?: Record<string, string>; client?: { cert: string; key: string } }): Promise<WebAnswer>;
   /** Signs in with the secret in the data directory. */
   signIn(): Promise<WebSession>;
   close(): Promise<void>;
 }
 
-/** Starts a DMS with the WebUX on a free loopback port. */
+/**
+ * Starts a DMS with the WebUX on a free loopback port, in community mode (no license), verifying
+ * licenses with the tests' key (testLicense.ts) unless `webux` names another.
+ */
 export async function startWebuxDms(webux: WebuxOptions = {}, overrides: Partial<DmsSettings> = {}): Promise<WebuxDms> {
   const tmp = tempDir('hd-webux-');
   const server = await DmsServer.start(
     dmsSettings(tmp.dir, { host: '127.0.0.1', port: 0, observabilityHost: '127.0.0.1', observabilityPort: -1, minKeyBits: 2048, caKeyBits: 2048, ...overrides }),
     () => undefined,
-    { port: 0, ...webux },
+    { port: 0, licensePublicKeyPem: TEST_LICENSE_PUBLIC_KEY, ...webux },
   );
   const url = `https://127.0.0.1:${server.address.port}`;
   const webUrl = `https://127.0.0.1:${server.webux.address?.port ?? 0}`;
@@ -60,7 +65,7 @@ export async function startWebuxDms(webux: WebuxOptions = {}, overrides: Partial
       const headers: Record<string, string> = { ...(opts.session && { cookie: opts.session.cookie, 'x-csrf-token': opts.session.csrf }), ...opts.headers };
       const payload = opts.raw ?? (opts.body !== undefined ? JSON.stringify(opts.body) : undefined);
       if (payload !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
-      const req = https.request({ method, host: u.hostname, port: Number(u.port), path: u.pathname + u.search, ca: server.caCertPem, servername: 'localhost', agent: false, headers }, (res) => {
+      const req = https.request({ method, host: u.hostname, port: Number(u.port), path: u.pathname + u.search, ca: server.caCertPem, servername: 'localhost', agent: false, headers, ...opts.client }, (res) => {
         const parts: Buffer[] = [];
         res.on('data', (d: Buffer) => parts.push(d));
         res.on('end', () => {

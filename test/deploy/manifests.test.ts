@@ -6,7 +6,8 @@
  * variables is run for real (`hd-node --print-env`).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -180,6 +181,37 @@ k8s('kubectl kustomize renders the base and the kernel-bypass overlay (hugepage 
     assert.ok(c.resources.limits['hugepages-2Mi'] && c.resources.limits['hugepages-1Gi'], name);
     assert.equal(c.securityContext.capabilities.add, ['IPC_LOCK']);
     assert.ok(c.volumeMounts?.some((m) => m.mountPath === '/dev/hugepages-2M') && c.volumeMounts.some((m) => m.mountPath === '/dev/hugepages-1G'), name);
+  }
+});
+
+k8s('every manifest validates against the Kubernetes API schemas (strict; scripts/k8s-validate.sh)', () => {
+  // Rendered by kustomize where kubectl is installed (the base with its namespace, and the overlay); else the base's files as written.
+  const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'hd-k8s-'));
+  try {
+    const files: string[] = [];
+    if (kubectl) {
+      for (const [name, src] of [
+        ['base.yaml', base],
+        ['kernel-bypass.yaml', path.join(root, 'deploy', 'kubernetes', 'overlays', 'kernel-bypass')],
+      ] as const) {
+        const r = spawnSync('kubectl', ['kustomize', src], { encoding: 'utf8' });
+        assert.is(r.status, 0, r.stderr);
+        writeFileSync(path.join(dir, name), r.stdout);
+        files.push(path.join(dir, name));
+      }
+    } else {
+      const kustomization = parseAllDocuments(readFileSync(path.join(base, 'kustomization.yaml'), 'utf8'))[0]?.toJS() as { resources: string[] };
+      files.push(...kustomization.resources.map((f) => path.join(base, f)));
+    }
+    const r = spawnSync('bash', [path.join(root, 'scripts', 'k8s-validate.sh'), ...files], { encoding: 'utf8', timeout: 300_000 });
+    if (r.status === 3) {
+      console.warn(`\n  SKIPPED: the Kubernetes schema validator is not available here (${r.stderr.trim().split('\n').pop() ?? ''}); the manifests were not validated against the API schemas\n`);
+      return;
+    }
+    assert.is(r.status, 0, `the manifests do not validate against the Kubernetes API schemas:\n${r.stdout}${r.stderr}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 

@@ -138,7 +138,7 @@ t('a node killed while batches are written syncs on restart from the peer the DM
 });
 
 const precedence = suite('runSettingsOf: the precedence of settings, the DMS and the defaults');
-const dmsWith = (replicas: DmsNodeConfig['replicas']): DmsNodeConfig => ({ datasets: new Map(), recordSizes: new Map(), replicas, hashElection: ELECTION, pollMs: 200 });
+const dmsWith = (replicas: DmsNodeConfig['replicas']): DmsNodeConfig => ({ datasets: new Map(), recordSizes: new Map(), replicas, hashElection: ELECTION, devices: [], pollMs: 200 });
 const none = { hash_algorithm: undefined, hash_chain_block_size: undefined, record_size: undefined, sync_peers: [] };
 const replicas = [
   { name: 'sn1', host: '10.0.0.1', control_port: 1, prod_port: 2, observability: { host: '10.1.0.1', port: 8080 } },

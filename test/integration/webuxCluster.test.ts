@@ -3,7 +3,8 @@
  * SCC and two Storage Nodes, registered, mutual TLS (the harness of quarantine.test.ts). The
  * administrator signs in, sees both Storage Nodes and the SCC with their health, quarantines sn2
  * from the page and a query then avoids it (its query counter does not move), and releases it from
- * the page (the SCC catches it up and it is healthy again). Screenshots go to
+ * the page (the SCC catches it up and it is healthy again). The Metrics page then draws the ingest
+ * the test made, from the nodes' own /metrics as the DMS scraped them. Screenshots go to
  * HD_WEBUX_SCREENSHOTS_DIR or a temporary directory (as webuxBrowser.test.ts does).
  */
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -24,7 +25,7 @@ interface Ctx extends RegisteredCluster<WebuxDms> {
 }
 
 if (exe) t.before(async (ctx) => {
-  await startRegisteredCluster(ctx, await startWebuxDms({}, { configPollMs: 200 }), 'hd-webux-cluster-', 'webux-client');
+  await startRegisteredCluster(ctx, await startWebuxDms({ metricsIntervalMs: 300 }, { configPollMs: 200 }), 'hd-webux-cluster-', 'webux-client');
   ctx.browser = await chromium.launch({ executablePath: exe as string, args: ['--no-sandbox', '--ignore-certificate-errors'] });
   mkdirSync(shots, { recursive: true });
 });
@@ -71,6 +72,29 @@ else
     await page.click('button[data-release="sn2"]');
     await page.waitForSelector('button[data-quarantine="sn2"]');
     await until('sn2 healthy again', async () => (await stateOf(ctx, 'sn2')) === 'healthy');
+    await page.close();
+  });
+
+if (exe)
+  t('Metrics page: after an ingest, the graphs of the Storage Nodes and the SCC show points (records/s above zero) and the replica states', async (ctx) => {
+    const { dms, browser } = ctx;
+    await ingest(ctx, 2);
+    const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+    await page.goto(`${dms.webUrl}/`);
+    await page.fill('#secret', readFileSync(path.join(dms.dir, 'admin', 'webux-login'), 'utf8').trim());
+    await page.click('#sign-in');
+    await page.waitForSelector('#tab-metrics');
+    await page.click('#tab-metrics');
+    // A chart's data-max is its largest value: above zero once a scrape after the ingest has a rate.
+    for (const node of ['sn1', 'sn2', 'scc-test']) {
+      const chart = `svg[data-node="${node}"][data-chart="ingest_records_per_s"]`;
+      await until(`${node}'s ingest chart above zero`, async () => Number(await page.getAttribute(chart, 'data-max', { timeout: 1000 })) > 0);
+      assert.ok(Number(await page.getAttribute(`${chart} polyline`, 'data-points')) >= 2, `${node}: a line of points`);
+    }
+    await page.waitForSelector('svg[data-node="sn1"][data-chart="query_batches_per_s"]');
+    await page.waitForSelector('svg[data-node="sn1"][data-chart="disk_free_bytes"]');
+    await page.waitForSelector('svg[data-node="scc-test"][data-chart="replicas"] polyline[data-series="replicas.healthy"]');
+    await page.screenshot({ path: path.join(shots, 'metrics.png'), fullPage: true });
     await page.close();
   });
 

@@ -135,6 +135,39 @@ traces('one trace holds spans of every process on the path, correctly parented',
   assert.is(new Set(trace.map((s) => s.resource['service.instance.id'])).size, 4, 'hd_sql, the SCC and two Storage Nodes');
 });
 
+traces('the aggregate path: its final DuckDB statement is an sql.evaluate span beside the aggregate fetch', async () => {
+  // A second traced hd_sql with aggregate pushdown on: the count is computed on the Storage Nodes
+  // and only the outer statement over the merged partials runs in DuckDB.
+  const sql = await startSql({ OTEL_GRPC_URL: ctx.receiver.url, HD_SQL_AGGREGATE_PUSHDOWN: 'true', ...FAST_EXPORT });
+  try {
+    assert.equal(await ask(sql.pgPort, STATEMENT), [[String(EXPECTED)]]);
+    // This process's spans: its resource's service.instance.id is `<host>:<pid>` (lib/tracing/tracingSetup.ts).
+    const instance = `${os.hostname()}:${String(sql.proc.proc.pid)}`;
+    const mine = (s: ReceivedSpan): boolean => s.resource['service.instance.id'] === instance;
+    const all = await spansUntil((ss) => ss.some((s) => mine(s) && s.name === 'sql.statement'));
+    const root = all.find((s) => mine(s) && s.name === 'sql.statement' && s.attributes['db.query.text'] === STATEMENT) as ReceivedSpan;
+    assert.ok(root, 'the statement span arrived');
+    const trace = all.filter((s) => s.traceId === root.traceId && mine(s));
+    const one = (name: string): ReceivedSpan => {
+      const xs = trace.filter((s) => s.name === name);
+      assert.is(xs.length, 1, `one ${name} span (got ${xs.length}: ${trace.map((s) => s.name).join(', ')})`);
+      return xs[0] as ReceivedSpan;
+    };
+    const fetch = one('sql.fetch');
+    const evaluate = one('sql.evaluate');
+    for (const s of [one('sql.plan'), fetch, evaluate]) assert.is(s.parentSpanId, root.spanId, `${s.name} is a child of sql.statement`);
+    assert.is(fetch.attributes['hd.aggregate'], true, 'the aggregate was pushed down');
+    assert.equal({ dataset: evaluate.attributes['hd.dataset'], aggregate: evaluate.attributes['hd.aggregate'], rows: evaluate.attributes['hd.rows'] }, { dataset: 'flows', aggregate: true, rows: 1 });
+    assert.type(evaluate.attributes['hd.partials'], 'number');
+    assert.is(evaluate.attributes['hd.fallback'], undefined, 'no fallback to the record path');
+    // Ordered after the fetch. The SDK takes a span's start from Date.now() (whole milliseconds)
+    // and its end from that plus the elapsed time: two spans' instants compare to within 1 ms.
+    assert.ok(evaluate.startTimeUnixNano + 1_000_000n >= fetch.endTimeUnixNano, 'the outer statement runs after the partials arrived');
+  } finally {
+    await sql.proc.stop();
+  }
+});
+
 traces('with OTEL_GRPC_URL unset, hd_sql registers no tracer provider and connects nowhere', async () => {
   const inProcess = startTracing({ service: 'hd-test', env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' } });
   assert.is(inProcess.enabled, false);

@@ -13,6 +13,7 @@ import { runPipeline } from '../../pipelines/run';
 import { int, str } from '../../pipelines/settings';
 import type { Problem } from '../../pipelines/settings';
 import { testRegistry } from './testStages';
+import type { LogLevel } from '../../lib/logging';
 
 /** What happened, in order: `start <id>`, `stop <id>`, `create <stage>`, `teardown <stage>`. */
 const log: string[] = [];
@@ -62,6 +63,20 @@ const serverService: ServiceType<Record<string, never>, Record<string, never>, u
   start: (_c, ctx) => {
     log.push(`start ${ctx.id}`);
     return Promise.resolve({ value: undefined, stop: async () => void log.push(`stop ${ctx.id}`) });
+  },
+};
+
+/** A server that logs at levels of its own choosing (words that would guess the other level), and fails its stop. */
+const chattyService: ServiceType<Record<string, never>, Record<string, never>, undefined> = {
+  name: 'chatty',
+  kind: 'service',
+  server: true,
+  doc: 'test: reports at stated levels',
+  settings: {},
+  start: (_c, ctx) => {
+    ctx.report('the first push failed, the retry went through', 'info');
+    ctx.report('serving without a password', 'warn');
+    return Promise.resolve({ value: undefined, stop: () => Promise.reject(new Error('socket busy')) });
   },
 };
 
@@ -146,7 +161,7 @@ const sinkTally: SinkType<Record<string, never>, { tally: typeof mayTally }> = {
     }),
 };
 
-const registry = testRegistry().register(tallyService).register(reporterService).register(serverService).register(countOp).register(maybeSource).register(sinkTally);
+const registry = testRegistry().register(tallyService).register(reporterService).register(serverService).register(chattyService).register(countOp).register(maybeSource).register(sinkTally);
 const FILE = '/pipes/services.yaml';
 const load = (text: string): LoadResult => parsePipeline(text, FILE, { registry, env: {} });
 const problems = (text: string): Problem[] => {
@@ -295,6 +310,22 @@ running('services alone run until aborted, then stop', async () => {
   assert.is(result.status, 'aborted');
   assert.ok(result.clean);
   assert.equal(log, ['start web', 'stop web']);
+});
+
+running('a service reports each line at the level it states; a failed stop is a warning', async () => {
+  const r = load('pipeline: chat\nservices:\n  c:\n    type: chatty\n');
+  if (!r.ok) throw new Error(r.problems.map(formatProblem).join('\n'));
+  const lines: [string, string, LogLevel][] = [];
+  const ac = new AbortController();
+  const done = runPipeline(r.pipeline, { signal: ac.signal, onReport: (id, message, level) => lines.push([id, message, level]) });
+  await new Promise((res) => setTimeout(res, 20));
+  ac.abort();
+  assert.is((await done).status, 'aborted');
+  assert.equal(lines, [
+    ['c', 'the first push failed, the retry went through', 'info'],
+    ['c', 'serving without a password', 'warn'],
+    ['c', 'stop failed: socket busy', 'warn'],
+  ]);
 });
 
 running.run();

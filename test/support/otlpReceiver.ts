@@ -20,6 +20,9 @@ export interface ReceivedSpan {
   readonly events: readonly { readonly name: string; readonly attributes: Record<string, unknown> }[];
   /** The exporting process's resource attributes (service.name, service.instance.id, ...). */
   readonly resource: Record<string, unknown>;
+  /** When the span started and ended, nanoseconds since the epoch. */
+  readonly startTimeUnixNano: bigint;
+  readonly endTimeUnixNano: bigint;
 }
 
 interface KeyValue {
@@ -28,7 +31,7 @@ interface KeyValue {
 }
 
 interface ExportRequest {
-  resourceSpans?: { resource?: { attributes?: KeyValue[] }; scopeSpans?: { spans?: { traceId: Buffer; spanId: Buffer; parentSpanId: Buffer; name: string; attributes?: KeyValue[]; events?: { name: string; attributes?: KeyValue[] }[] }[] }[] }[];
+  resourceSpans?: { resource?: { attributes?: KeyValue[] }; scopeSpans?: { spans?: { traceId: Buffer; spanId: Buffer; parentSpanId: Buffer; name: string; startTimeUnixNano?: string; endTimeUnixNano?: string; attributes?: KeyValue[]; events?: { name: string; attributes?: KeyValue[] }[] }[] }[] }[];
 }
 
 function valueOf(v: KeyValue['value']): unknown {
@@ -69,7 +72,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         const resource = attrs(rs.resource?.attributes);
         for (const ss of rs.scopeSpans ?? []) {
           for (const s of ss.spans ?? []) {
-            spans.push({ traceId: Buffer.from(s.traceId).toString('hex'), spanId: Buffer.from(s.spanId).toString('hex'), parentSpanId: s.parentSpanId ? Buffer.from(s.parentSpanId).toString('hex') : '', name: s.name, attributes: attrs(s.attributes), events: (s.events ?? []).map((e) => ({ name: e.name, attributes: attrs(e.attributes) })), resource });
+            spans.push({ traceId: Buffer.from(s.traceId).toString('hex'), spanId: Buffer.from(s.spanId).toString('hex'), parentSpanId: s.parentSpanId ? Buffer.from(s.parentSpanId).toString('hex') : '', name: s.name, attributes: attrs(s.attributes), events: (s.events ?? []).map((e) => ({ name: e.name, attributes: attrs(e.attributes) })), resource, startTimeUnixNano: BigInt(s.startTimeUnixNano ?? 0), endTimeUnixNano: BigInt(s.endTimeUnixNano ?? 0) });
           }
         }
       }

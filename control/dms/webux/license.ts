@@ -4,18 +4,33 @@
  *   { "license": { "id", "licensee", "issued_at", "expires_at", "limits": { "clusters", "storage_nodes", "proxies" } },
  *     "signature": "<base64 Ed25519 signature of the canonical JSON of 'license'>" }
  *
- * verified against the vendor's public key built into the DMS ({@link HD_LICENSE_PUBLIC_KEY}; tests
- * pass their own key pair). Without a license the platform runs in community mode with
- * {@link COMMUNITY_LIMITS}; limits are reported (the WebUX and GET /v1/license show what is over),
- * never enforced against registration, so `hd up` is never blocked by them.
+ * verified against the vendor's public key built into the DMS ({@link HD_LICENSE_PUBLIC_KEY}). The
+ * vendor's private key is kept offline, never in this repository; `scripts/license.ts sign` signs a
+ * license with a key file given by path. Tests pass their own key pair to `DmsServer.start` (the
+ * WebUX option `licensePublicKeyPem`, reachable from code only: no setting or environment variable of
+ * a deployed DMS replaces the vendor key). Without a license the platform runs in community mode
+ * with {@link COMMUNITY_LIMITS}, enforced where something new would go over them (communityLimits.ts):
+ * never against what is already registered, so `hd up` is never blocked.
  */
-import { createPublicKey, verify } from 'node:crypto';
+import { createHash, createPublicKey, verify } from 'node:crypto';
 
-/** The vendor's license-signing public key (Ed25519, SPKI PEM). */
+/**
+ * The vendor's license-signing public key (Ed25519, SPKI PEM). Its private half was generated
+ * offline and is not in the repository; {@link licenseKeyFingerprint} of it is
+ * {@link HD_LICENSE_KEY_FINGERPRINT}.
+ */
 export const HD_LICENSE_PUBLIC_KEY = `-----BEGIN PUBLIC KEY-----
-MCowBQYDK2VwAyEA5Uu2K+9WJj0RFjaCSLxaWjWeBx/JyvRuCDmOpfD/tfQ=
+MCowBQYDK2VwAyEARN/EMzXGfYGSqXZYnwHNw0CUvJU8bWZFDCbGdBJ8e9o=
 -----END PUBLIC KEY-----
 `;
+
+/** SHA-256 of a public key's DER (SPKI), hex: which key a DMS verifies licenses with (GET /v1/license shows it). */
+export function licenseKeyFingerprint(publicKeyPem: string): string {
+  return createHash('sha256').update(createPublicKey(publicKeyPem).export({ type: 'spki', format: 'der' })).digest('hex');
+}
+
+/** The fingerprint of {@link HD_LICENSE_PUBLIC_KEY}. */
+export const HD_LICENSE_KEY_FINGERPRINT = licenseKeyFingerprint(HD_LICENSE_PUBLIC_KEY);
 
 /** What a license (or community mode) allows. */
 export interface LicenseLimits {
@@ -112,8 +127,13 @@ export interface LicenseStatus {
   readonly problem?: string;
   readonly limits: LicenseLimits;
   readonly usage: LicenseUsage;
-  /** The limits the usage is over (reported, never enforced). */
+  /**
+   * The limits the usage is over: what registered while a license allowed it and runs on after it
+   * expired or was removed (kept serving; nothing new of that kind is admitted).
+   */
   readonly over: readonly (keyof LicenseLimits)[];
+  /** The key licenses are verified with: its fingerprint, and whether it is the vendor's built-in one. */
+  readonly key: { readonly fingerprint: string; readonly vendor: boolean };
 }
 
 /** The status for a stored license (or none) and the current usage. */
@@ -129,5 +149,7 @@ export function licenseStatus(stored: unknown, usage: LicenseUsage, publicKeyPem
   }
   const limits = license?.limits ?? COMMUNITY_LIMITS;
   const over = (Object.keys(limits) as (keyof LicenseLimits)[]).filter((k) => usage[k] > limits[k]);
-  return { mode: license ? 'enterprise' : 'community', ...(license && { license }), ...(problem && { problem }), limits, usage, over };
+  const fingerprint = licenseKeyFingerprint(publicKeyPem);
+  const key = { fingerprint, vendor: fingerprint === HD_LICENSE_KEY_FINGERPRINT };
+  return { mode: license ? 'enterprise' : 'community', ...(license && { license }), ...(problem && { problem }), limits, usage, over, key };
 }

@@ -1,26 +1,21 @@
 /**
- * License routes (docs/webux.md, "License"): `GET /v1/license` shows the mode, the limits and the
- * usage; `PUT /v1/license` imports a license file (refused with the reason when it is malformed,
- * tampered, signed by another key or expired); `DELETE /v1/license` goes back to community mode.
+ * License routes (docs/webux.md, "License"): `GET /v1/license` shows the mode, the limits, the
+ * usage and the key licenses are verified with; `PUT /v1/license` imports a license file (refused
+ * with the reason when it is malformed, tampered, signed by another key or expired); `DELETE
+ * /v1/license` goes back to community mode. communityLimits.ts enforces the limits.
  */
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from '../../http/errors';
 import type { Store } from '../../store/jsonFileStore';
 import { ADMIN_ROLE, requireRole, type DmsContext } from '../context';
-import { LicenseError, licenseStatus, verifyLicense, type LicenseStatus, type LicenseUsage } from './license';
+import { usageOf } from './communityLimits';
+import { LicenseError, licenseStatus, verifyLicense, type LicenseStatus } from './license';
 import type { WebuxState } from './webuxState';
-
-/** How many clusters, Storage Nodes and Proxies the instance has. */
-export function usageOf(ctx: DmsContext): LicenseUsage {
-  const s = ctx.store.get();
-  const nodes = Object.values(s.nodes);
-  return { clusters: Object.keys(s.clusters).length, storage_nodes: nodes.filter((n) => n.role === 'storageNode').length, proxies: nodes.filter((n) => n.role === 'proxy').length };
-}
 
 /** The current license status. */
 export function currentLicense(ctx: DmsContext, web: Store<WebuxState>, publicKeyPem: string): LicenseStatus {
   const stored = web.get().license;
-  return licenseStatus(stored === null ? undefined : stored, usageOf(ctx), publicKeyPem);
+  return licenseStatus(stored === null ? undefined : stored, usageOf(ctx.store.get()), publicKeyPem);
 }
 
 /** Registers the license routes on `app`; `publicKeyPem` is the key licenses must be signed with. */

@@ -1,7 +1,8 @@
 /**
  * Sign-in to the WebUX (docs/webux.md, "Sign-in"): a one-time login secret, kept in the DMS data
  * directory (`admin/webux-login`, mode 0600) and printed by `hd up`, or minted by an administrator
- * certificate with `POST /v1/webux/login-secrets`, is exchanged once for a session. The session
+ * certificate with `POST /v1/webux/login-secrets`, is exchanged once for a session; so is an
+ * administrator's client certificate presented by the browser (certSignIn.ts). The session
  * travels in a cookie that is HttpOnly, Secure and SameSite=Strict; every request that changes
  * something must also carry the session's CSRF token in `X-CSRF-Token` (a page of another origin
  * can neither read the token nor set the header), and its Origin, when sent, must be the WebUX's.
@@ -27,6 +28,8 @@ export interface Session {
   readonly csrf: string;
   readonly createdAt: number;
   lastUsed: number;
+  /** The serial of the client certificate it was opened with (the session ends when it is revoked). */
+  readonly serial?: string;
 }
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
@@ -81,8 +84,13 @@ export class SessionBook {
     if (!s || s.expires <= now) return undefined;
     this.secrets.delete(h);
     if (s.expires === Infinity) await this.writeFileSecret();
+    return this.open(s.who, undefined, now);
+  }
+
+  /** A new session for `who` (a verified credential: a spent secret, an administrator certificate's `serial`). */
+  open(who: string, serial?: string, now = Date.now()): { id: string; session: Session } {
     const id = randomBytes(32).toString('base64url');
-    const session: Session = { who: s.who, csrf: randomBytes(24).toString('base64url'), createdAt: now, lastUsed: now };
+    const session: Session = { who, csrf: randomBytes(24).toString('base64url'), createdAt: now, lastUsed: now, ...(serial !== undefined && { serial }) };
     this.sessions.set(sha256(id), session);
     return { id, session };
   }

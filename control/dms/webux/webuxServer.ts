@@ -3,8 +3,12 @@
  * WEBUX_PORT (3000) over HTTPS with the DMS's own certificate. It serves the static front end
  * (web/, Preact + htm as ES modules straight from node_modules: no bundler, no CDN) and the admin
  * API under /v1/, where a signed-in session (session.ts) stands for the administrator certificate
- * (context.ts, SESSION_PEER). The routes behind the pages are also on the control plane
- * ({@link WebUx.registerControlPlane}), so curl with the admin certificate can do all of it.
+ * (context.ts, SESSION_PEER). A session comes from the one-time login secret or from an
+ * administrator's client certificate, which this port asks browsers for but never requires
+ * (certSignIn.ts). The routes behind the pages are also on the control plane
+ * ({@link WebUx.registerControlPlane}), so curl with the admin certificate can do all of it. The
+ * WebUX also owns the license limits in effect ({@link WebUx.limitsInEffect}) and the scraper of
+ * the nodes' metrics behind the graphs (metricsScraper.ts).
  */
 import { readFileSync, existsSync } from 'node:fs';
 import type { Server as HttpsServer } from 'node:https';
@@ -19,7 +23,10 @@ import { registerPolicyRoutes } from '../policyRoutes';
 import { topologyView } from '../topology';
 import { HD_LICENSE_PUBLIC_KEY } from './license';
 import { registerBadBatchRoutes } from './badBatchRoutes';
-import { registerLicenseRoutes } from './licenseRoutes';
+import { certificateVerdict, requireAdminCertificate, revokedSince } from './certSignIn';
+import type { LimitsInEffect } from './communityLimits';
+import { currentLicense, registerLicenseRoutes } from './licenseRoutes';
+import { DEFAULT_METRICS_HISTORY, DEFAULT_METRICS_INTERVAL_MS, MetricsScraper, registerMetricsRoutes } from './metricsScraper';
 import { registerOperationsRoutes } from './operationsRoutes';
 import { registerPolicyWorkbench } from './policyWorkbench';
 import { cookieValue, CSRF_HEADER, loginSecretFile, SESSION_COOKIE, sessionCookie, SessionBook, type Session } from './session';
@@ -34,14 +41,29 @@ export interface WebuxOptions {
   readonly port?: number;
   /** Bind address (default: the control plane's). */
   readonly host?: string;
-  /** The key licenses must be signed with (default: the vendor key built in). */
+  /**
+   * TEST ONLY: the key licenses must be signed with, instead of the vendor key built in
+   * (license.ts). Tests sign their own licenses with a key pair of their own; no pipeline setting
+   * or environment variable reaches this, so a deployed DMS always verifies with the vendor's key.
+   */
   readonly licensePublicKeyPem?: string;
+  /** Milliseconds between scrapes of the nodes' /metrics for the graphs (default 5000; 0: none) — DMS_METRICS_INTERVAL_MS. */
+  readonly metricsIntervalMs?: number;
+  /** Points of metrics history kept per node (default 360) — DMS_METRICS_HISTORY. */
+  readonly metricsHistory?: number;
 }
 
 /** The TLS material the WebUX serves with (the DMS's identity). */
 export interface WebuxTls {
   readonly keyPem: string;
   readonly certPem: string;
+  /** DMS-CA: browsers are asked for a client certificate it issued (certificate sign-in), none is required. */
+  readonly caPem?: string;
+}
+
+/** The WebUX's TLS options: our identity, and a client certificate asked for (never required) when the CA is given. */
+function tlsOptions(tls: WebuxTls): { key: string; cert: string; ca?: string[]; requestCert: boolean; rejectUnauthorized: false } {
+  return { key: tls.keyPem, cert: tls.certPem, ...(tls.caPem && { ca: [tls.caPem] }), requestCert: tls.caPem !== undefined, rejectUnauthorized: false };
 }
 
 /** Static files of the front end: URL path → [file, content type]. */
@@ -57,7 +79,7 @@ function webDir(): string {
 function loadAssets(): Map<string, { body: string; type: string }> {
   const dir = webDir();
   const out = new Map<string, { body: string; type: string }>();
-  for (const f of ['index.html', 'app.js', 'pages.js', 'governance.js', 'style.css']) {
+  for (const f of ['index.html', 'app.js', 'pages.js', 'governance.js', 'metrics.js', 'signIn.js', 'style.css']) {
     const file = path.join(dir, f);
     if (existsSync(file)) out.set(f === 'index.html' ? '/' : `/${f}`, { body: readFileSync(file, 'utf8'), type: CONTENT_TYPES[path.extname(f)] });
   }
@@ -92,6 +114,8 @@ export class WebUx {
     /** Login secrets and sessions. */
     readonly sessions: SessionBook,
     private readonly opts: WebuxOptions,
+    /** Reads the nodes' /metrics for the graphs (docs/webux.md, "Metrics"). */
+    readonly metrics: MetricsScraper,
   ) {}
 
   /** Opens the WebUX document and writes a fresh login secret to the data directory. */
@@ -100,7 +124,8 @@ export class WebUx {
     await rememberPolicy(state, ctx.store.get().policy);
     const sessions = new SessionBook(ctx.settings.dataDir);
     await sessions.writeFileSecret();
-    return new WebUx(ctx, state, sessions, opts);
+    const metrics = new MetricsScraper(ctx, { intervalMs: opts.metricsIntervalMs ?? DEFAULT_METRICS_INTERVAL_MS, history: opts.metricsHistory ?? DEFAULT_METRICS_HISTORY });
+    return new WebUx(ctx, state, sessions, opts, metrics);
   }
 
   /** The file with the one-time login secret. */
@@ -112,12 +137,19 @@ export class WebUx {
     return this.opts.licensePublicKeyPem ?? HD_LICENSE_PUBLIC_KEY;
   }
 
+  /** The license limits in effect now (registration and cluster declarations check them; communityLimits.ts). */
+  limitsInEffect(): LimitsInEffect {
+    const s = currentLicense(this.ctx, this.state, this.licenseKey);
+    return { limits: s.limits, mode: s.mode, ...(s.license && { license: { id: s.license.id, licensee: s.license.licensee } }), ...(s.problem && { problem: s.problem }) };
+  }
+
   /** The routes behind the pages, for the control plane (admin certificate) and the WebUX alike. */
   private registerPageRoutes(app: FastifyInstance): void {
     registerOperationsRoutes(app, this.ctx, this.state);
     registerBadBatchRoutes(app, this.ctx, this.state);
     registerPolicyWorkbench(app, this.ctx, this.state);
     registerLicenseRoutes(app, this.ctx, this.state, this.licenseKey);
+    registerMetricsRoutes(app, this.ctx, this.metrics);
   }
 
   /** Adds the page routes and `POST /v1/webux/login-secrets` (admin certificate) to the control plane. */
@@ -133,7 +165,7 @@ export class WebUx {
   /** Serves the web application when a port is set; a port in use is logged, never fatal (the DMS runs on). */
   async listen(tls: WebuxTls): Promise<void> {
     if (this.opts.port === undefined || this.opts.port < 0) return;
-    const app = fastify({ https: { key: tls.keyPem, cert: tls.certPem, minVersion: 'TLSv1.2' }, bodyLimit: 1024 * 1024, logger: false }) as unknown as FastifyInstance;
+    const app = fastify({ https: { ...tlsOptions(tls), minVersion: 'TLSv1.2' }, bodyLimit: 1024 * 1024, logger: false }) as unknown as FastifyInstance;
     installErrorHandlers(app, this.ctx.log);
     const assets = loadAssets();
     app.addHook('onSend', async (_req, reply) => {
@@ -166,8 +198,13 @@ export class WebUx {
   private authenticate(req: FastifyRequest): void {
     const url = req.url.split('?')[0];
     if (!url.startsWith('/v1/')) return;
-    const session = this.sessions.session(cookieValue(req.headers.cookie, SESSION_COOKIE));
-    if (!session) throw new HttpError('unauthenticated', `${req.method} ${url} needs a WebUX session: sign in at / with the login secret (${this.loginSecretFile}, or POST /v1/webux/login-secrets with the admin certificate)`);
+    const id = cookieValue(req.headers.cookie, SESSION_COOKIE);
+    const session = this.sessions.session(id);
+    if (!session) throw new HttpError('unauthenticated', `${req.method} ${url} needs a WebUX session: sign in at / with the login secret (${this.loginSecretFile}, or POST /v1/webux/login-secrets with the admin certificate) or with an administrator certificate`);
+    if (revokedSince(session.serial, this.ctx)) {
+      this.sessions.signOut(id);
+      throw new HttpError('unauthenticated', `the certificate ${session.serial ?? ''} this session was opened with has been revoked; sign in again`);
+    }
     this.checkCsrf(req, session);
     const peer: Peer = { name: session.who, role: ADMIN_ROLE, serial: 'webux-session', notAfter: new Date(session.lastUsed + 8 * 3600 * 1000) };
     (req as unknown as { [SESSION_PEER]?: Peer })[SESSION_PEER] = peer;
@@ -191,6 +228,16 @@ export class WebUx {
       this.ctx.log(`WebUX: ${r.session.who} signed in`);
       return reply.header('set-cookie', sessionCookie(r.id)).code(201).send({ who: r.session.who, csrf: r.session.csrf });
     });
+    // Certificate sign-in (certSignIn.ts): what the browser presented, and the exchange for a session.
+    app.get('/ui/certificate', async (req) => certificateVerdict(req, this.ctx));
+    app.post('/ui/session/certificate', async (req, reply) => {
+      // No session yet, so no CSRF token: the request must come from this WebUX's own page.
+      if (req.headers.origin !== `https://${req.headers.host ?? ''}`) throw new HttpError('forbidden', `certificate sign-in is taken only from this WebUX's page (Origin https://${req.headers.host ?? '?'}), not from ${req.headers.origin ?? 'a request without an Origin'}`);
+      const v = requireAdminCertificate(req, this.ctx);
+      const r = this.sessions.open(v.subject.cn, v.serial);
+      this.ctx.log(`WebUX: ${r.session.who} signed in with certificate ${v.serial}`);
+      return reply.header('set-cookie', sessionCookie(r.id)).code(201).send({ who: r.session.who, csrf: r.session.csrf, certificate: v.serial });
+    });
     app.get('/ui/session', async (req) => {
       const s = this.sessions.session(cookieValue(req.headers.cookie, SESSION_COOKIE));
       if (!s) throw new HttpError('unauthenticated', 'not signed in');
@@ -208,11 +255,17 @@ export class WebUx {
 
   /** Serves with a renewed certificate. */
   setTls(tls: WebuxTls): void {
-    (this.app?.server as unknown as HttpsServer | undefined)?.setSecureContext({ key: tls.keyPem, cert: tls.certPem });
+    (this.app?.server as unknown as HttpsServer | undefined)?.setSecureContext({ key: tls.keyPem, cert: tls.certPem, ...(tls.caPem && { ca: [tls.caPem] }) });
   }
 
-  /** Stops serving. */
+  /** Starts reading the nodes' metrics (once the DMS serves). */
+  startMetrics(): void {
+    this.metrics.start();
+  }
+
+  /** Stops serving and scraping. */
   async close(): Promise<void> {
+    await this.metrics.stop();
     await this.app?.close();
   }
 }
