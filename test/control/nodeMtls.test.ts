@@ -162,7 +162,7 @@ t('a certificate from another CA is refused in the handshake; one of our CA with
   try {
     const foreign = await enrol(other, 'scc-test', 'scc');
     // The client trusts our CA (so only the server's refusal can stop it) but presents the other CA's certificate.
-    const opts = { ...clientTlsOptions(foreign, 'sn1'), ca: dms.server.caCertPem, crl: undefined };
+    const opts = { ...clientTlsOptions(foreign, 'sn1'), secureContext: undefined, ca: dms.server.caCertPem, crl: undefined };
     assert.not.equal(await tryStream(cluster.sns[0].productionPort, opts), 'hello');
     // Its issuer has our root's name but not its key.
     await until(async () => (await health(cluster.sns[0].observabilityPort)).identity.recent_refusals.some((r) => /certificate refused: CERT_SIGNATURE_FAILURE/.test(r)), 'the refusal counted with its reason');

@@ -169,4 +169,26 @@ t('a failed, hung or malformed answer leaves that node’s batches unknown, logg
   assert.match(l2[0] as string, /could not be read/);
 });
 
+t('answers are kept: a later call asks a node only for the batches it did not answer, per hidden ranges', async () => {
+  const node = await stub((ids) => ok(Object.fromEntries(ids.filter((i) => i !== id(3)).map((i) => [i, { records: 1, fields: [range(8, 2, 'unsigned', '1', '9')] }]))));
+  try {
+    const src = source([node.port]);
+    const first = await src.filters('flows', [id(1), id(2), id(3)]);
+    assert.equal([...first.keys()], [id(1), id(2)]);
+    assert.is(node.urls.length, 1);
+    // Batch 3 was not held then: asked again, alone; 1 and 2 come from what was kept.
+    const again = await src.filters('flows', [id(1), id(2), id(3)]);
+    assert.equal(Object.fromEntries(again), Object.fromEntries(first));
+    assert.is(node.urls.length, 2);
+    assert.equal(node.urls[1]?.searchParams.get('batch_ids'), id(3));
+    // Other hidden ranges are another question: asked again.
+    const hidden = await src.filters('flows', [id(1)], [{ offset: 0, size: 8 }]);
+    assert.equal(hidden.get(id(1)), { port: { min: '1', max: '9' } });
+    assert.is(node.urls.length, 3);
+    assert.equal(node.urls[2]?.searchParams.get('hidden'), '0:8');
+  } finally {
+    await node.close();
+  }
+});
+
 t.run();

@@ -117,13 +117,13 @@ mtls('a certificate from another CA, an expired one, a revoked one and no certif
     const foreignCa = await CertificateAuthority.open({ dir: t.dir, keyBits: 2048 });
     const kp = await generateRsaKey(2048);
     const foreign = foreignCa.issue({ commonName: 'scc-1', role: 'scc', publicKeyPem: kp.publicKeyPem, lifetimeMs: 3_600_000 });
-    const foreignOpts = { ...clientTlsOptions(sn, 'sn-1'), key: kp.privateKeyPem, cert: foreign.certPem };
+    const foreignOpts = { ...clientTlsOptions(sn, 'sn-1'), secureContext: undefined, key: kp.privateKeyPem, cert: foreign.certPem };
     const e1 = await sendOneBatch(port, foreignOpts);
     assert.instance(e1, HdwpStreamError);
     // Expired: ours, but its validity ended an hour ago.
     const expired = ca.issue({ commonName: 'scc-1', role: 'scc', publicKeyPem: kp.publicKeyPem, lifetimeMs: 3_600_000 }, Date.now() - 2 * 3_600_000);
     assert.ok(certificateInfo(expired.certPem).notAfter.getTime() < Date.now());
-    const e2 = await sendOneBatch(port, { ...clientTlsOptions(sn, 'sn-1'), key: kp.privateKeyPem, cert: expired.certPem });
+    const e2 = await sendOneBatch(port, { ...clientTlsOptions(sn, 'sn-1'), secureContext: undefined, key: kp.privateKeyPem, cert: expired.certPem });
     assert.instance(e2, HdwpStreamError);
     // Revoked: accepted first, refused once the DMS revoked it and the server holds the new list.
     const scc2 = await enrol(dms, 'scc-2', 'scc');
@@ -143,7 +143,7 @@ mtls('a certificate from another CA, an expired one, a revoked one and no certif
     // Why each was refused, as the server's TLS layer saw it (same options, a probe listener).
     const reasons = await refusalReasons(serverTlsOptions(sn), [
       foreignOpts,
-      { ...clientTlsOptions(sn, 'sn-1'), key: kp.privateKeyPem, cert: expired.certPem },
+      { ...clientTlsOptions(sn, 'sn-1'), secureContext: undefined, key: kp.privateKeyPem, cert: expired.certPem },
       clientTlsOptions(scc2, 'sn-1'),
       { ca: sn.material.caPem, servername: 'sn-1', checkServerIdentity: () => undefined },
     ]);
