@@ -3,14 +3,16 @@
  * exact, in BigInt — counts and sums add, min/max compare the stored integers (numeric: the
  * scaled integer) — then one Arrow row per group, keyed as the record path would key it (an enum
  * code becomes its label's dictionary index, so codes the schema does not define fall into the
- * default label's group exactly as rows do), with each aggregate call's value as text for the outer
- * statement to cast (avg already finalised as DuckDB finalises it).
+ * default label's group exactly as rows do; a key read as its bytes is written back into an empty
+ * record and decoded by the project's decoder, and groups whose keys decode to the same value are
+ * one group, as rows are), with each aggregate call's value as text for the outer statement to cast
+ * (avg already finalised as DuckDB finalises it).
  */
 import * as arrow from 'apache-arrow';
-import { arrowSchemaFor } from '../engine-rs/decode';
+import { arrowSchemaFor, decodeRecordsSync } from '../engine-rs/decode';
 import type { FieldInfo, Schema } from '../engine-rs/schema';
 import { enumDictionaries } from '../local/localSql';
-import { MEASURE_PREFIX, type AggregateOutput, type AggregatePlan, type AvgPath } from './aggregatePushdown';
+import { isByteKey, MEASURE_PREFIX, type AggregateMeasure, type AggregateOutput, type AggregatePlan, type AvgPath } from './aggregatePushdown';
 
 /** One batch's partial result (v1), or several batches' merged on a node (v2): the `aggregate` frame's payload (docs/hdwp.md). */
 export interface AggregatePartial {
@@ -34,6 +36,9 @@ const INT_RANGE: Readonly<Record<string, readonly [bigint, bigint]>> = {
   timestamp: [-(2n ** 63n), 2n ** 63n - 1n], boolean: [0n, 1n],
 };
 
+/** Bytes of zero records decoded at once for byte keys (bounds the buffer; more rows take several batches). */
+const DECODE_BYTES = 16 * 1024 * 1024;
+
 function integer(text: unknown, what: string): bigint {
   if (typeof text !== 'string' || !/^-?\d{1,80}$/.test(text)) throw new AggregateMergeError(`${what}: ${JSON.stringify(text)} is not a decimal integer`);
   return BigInt(text);
@@ -44,16 +49,22 @@ export class AggregateMerger {
   private readonly groups = new Map<string, Group>();
   /** Per key: code → dictionary index (enum keys only). */
   private readonly codeIndex: (((code: bigint) => number) | undefined)[];
+  /** Per key: the range its partial text must lie in. */
+  private readonly ranges: (readonly [bigint, bigint] | undefined)[];
+  /** Indexes of the keys read as their bytes (decoded in `table()`). */
+  private readonly byteKeys: number[];
   private readonly arrowSchema: arrow.Schema;
   private readonly dictionaries: Map<string, arrow.Vector>;
 
   constructor(
     private readonly plan: AggregatePlan,
-    schema: Schema,
+    private readonly schema: Schema,
   ) {
     this.arrowSchema = arrowSchemaFor(schema);
     this.dictionaries = enumDictionaries(schema, this.arrowSchema);
     this.codeIndex = plan.keys.map((k) => (k.enum ? indexOfCode(schema, k) : undefined));
+    this.byteKeys = plan.keys.flatMap((k, i) => (isByteKey(k) ? [i] : []));
+    this.ranges = plan.keys.map((k) => (isByteKey(k) ? [0n, (1n << BigInt(8 * k.size)) - 1n] : INT_RANGE[k.type]));
   }
 
   /** Adds one partial: a batch's (v1) or several batches' merged on a node (v2). @throws AggregateMergeError */
@@ -65,7 +76,7 @@ export class AggregateMerger {
       if (!Array.isArray(g?.k) || !Array.isArray(g?.m) || g.k.length !== keys.length || g.m.length !== ms.length) throw new AggregateMergeError(`a group with ${g?.k?.length} keys and ${g?.m?.length} measures, expected ${keys.length} and ${ms.length}`);
       const key = keys.map((f, i) => {
         const v = integer(g.k[i], `key ${f.name}`);
-        const range = INT_RANGE[f.type];
+        const range = this.ranges[i];
         if (!range || v < range[0] || v > range[1]) throw new AggregateMergeError(`key ${f.name}: ${v} is out of the range of ${f.type}`);
         const toIndex = this.codeIndex[i];
         return toIndex ? toIndex(v) : v;
@@ -73,12 +84,7 @@ export class AggregateMerger {
       const id = key.join(',');
       let group = this.groups.get(id);
       if (!group) this.groups.set(id, (group = { key, m: ms.map(() => undefined) }));
-      for (let i = 0; i < ms.length; i++) {
-        const v = integer(g.m[i], `measure ${i}`);
-        const was = group.m[i];
-        const fn = ms[i]!.fn;
-        group.m[i] = was === undefined ? v : fn === 'min' ? (v < was ? v : was) : fn === 'max' ? (v > was ? v : was) : was + v;
-      }
+      for (let i = 0; i < ms.length; i++) group.m[i] = merged(ms[i]!, group.m[i], integer(g.m[i], `measure ${i}`));
     }
   }
 
@@ -95,35 +101,104 @@ export class AggregateMerger {
    */
   table(): arrow.Table {
     const { keys, outputs } = this.plan;
-    const rows = [...this.groups.values()];
+    const rows = this.byteKeys.length > 0 ? this.mergedByValue() : [...this.groups.values()];
     if (keys.length === 0 && rows.length === 0) rows.push({ key: [], m: this.plan.spec.measures.map((m) => (m.fn === 'count' ? 0n : undefined)) });
-    const fields: arrow.Field[] = [];
-    const data: arrow.Data[] = [];
-    keys.forEach((f, i) => {
+    const fields: arrow.Field[] = keys.map((f) => {
       const af = this.arrowSchema.fields.find((x) => x.name === f.name);
       if (!af) throw new AggregateMergeError(`no column for key ${f.name}`);
-      fields.push(af);
-      data.push(keyData(af, rows.map((r) => r.key[i]!), this.dictionaries.get(f.name)));
+      return af;
     });
-    outputs.forEach((o, i) => {
-      if (o.fn === 'avg') {
-        const f = new arrow.Field(`${MEASURE_PREFIX}${i}`, new arrow.Float64(), true);
-        fields.push(f);
-        data.push(arrow.vectorFromArray(rows.map((r) => avgOf(r.m[o.measures[0]!], r.m[o.measures[1]!] ?? 0n, o)), new arrow.Float64()).data[0]!);
-      } else {
-        fields.push(new arrow.Field(`${MEASURE_PREFIX}${i}`, new arrow.Utf8(), true));
-        data.push(arrow.vectorFromArray(rows.map((r) => textOf(r.m[o.measures[0]!], o)), new arrow.Utf8()).data[0]!);
-      }
-    });
+    outputs.forEach((o, i) => fields.push(new arrow.Field(`${MEASURE_PREFIX}${i}`, o.fn === 'avg' ? new arrow.Float64() : new arrow.Utf8(), true)));
     const schema = new arrow.Schema(fields);
-    const batch = new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(fields), length: rows.length, nullCount: 0, children: data }));
-    return new arrow.Table([batch]);
+    // Byte keys decode a zero record per row: a batch per DECODE_BYTES of them.
+    const per = this.byteKeys.length > 0 ? Math.max(1, Math.floor(DECODE_BYTES / this.schema.recordSize)) : Math.max(1, rows.length);
+    const batches: arrow.RecordBatch[] = [];
+    for (let at = 0; at === 0 || at < rows.length; at += per) {
+      const part = rows.slice(at, at + per);
+      const data: arrow.Data[] = keys.map((f, i) => {
+        const values = part.map((r) => r.key[i]!);
+        return this.byteKeys.includes(i) ? this.decoded(f, values as bigint[]) : keyData(fields[i]!, values, this.dictionaries.get(f.name));
+      });
+      outputs.forEach((o) => {
+        if (o.fn === 'avg') data.push(arrow.vectorFromArray(part.map((r) => avgOf(r.m[o.measures[0]!], r.m[o.measures[1]!] ?? 0n, o)), new arrow.Float64()).data[0]!);
+        else data.push(arrow.vectorFromArray(part.map((r) => textOf(r.m[o.measures[0]!], o)), new arrow.Utf8()).data[0]!);
+      });
+      batches.push(new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(fields), length: part.length, nullCount: 0, children: data })));
+    }
+    return new arrow.Table(batches);
   }
 
-  /** Label vectors of the enum keys, for registering the table (sql/sqlEngine.ts). */
+  /** Label vectors of the enum keys (an enum array's by its element's path), for registering the table (sql/sqlEngine.ts). */
   get keyDictionaries(): Map<string, arrow.Vector> {
-    return new Map([...this.dictionaries].filter(([name]) => this.plan.keys.some((k) => k.name === name)));
+    return new Map([...this.dictionaries].filter(([name]) => this.plan.keys.some((k) => k.name === name || (k.array !== undefined && name.startsWith(`${k.name}.`)))));
   }
+
+  /**
+   * Key `f`'s column for `values` (its bytes read big-endian, as the nodes key it): each written
+   * at the field's offset in an otherwise zero record and decoded, so the column has the record
+   * path's type and values exactly.
+   */
+  private decoded(f: FieldInfo, values: readonly bigint[]): arrow.Data {
+    const rs = this.schema.recordSize;
+    const buf = Buffer.alloc(values.length * rs);
+    values.forEach((v, r) => {
+      for (let b = f.size - 1, x = v; b >= 0; b--, x >>= 8n) buf[r * rs + f.offset + b] = Number(x & 0xffn);
+    });
+    return decodeRecordsSync(this.schema, buf, { fields: [f.name] }).data.children[0]!;
+  }
+
+  /**
+   * The groups with those whose keys decode to the same values merged: distinct bytes can read
+   * as one value (invalid UTF-8 as U+FFFD, a bytes array's booleans or enum codes the schema does
+   * not define, chess codes no move has), and DuckDB groups rows by the value.
+   */
+  private mergedByValue(): Group[] {
+    const rows = [...this.groups.values()];
+    const ms = this.plan.spec.measures;
+    const texts = this.byteKeys.map((i) => this.valueTexts(this.plan.keys[i]!, [...new Set(rows.map((r) => r.key[i] as bigint))]));
+    const out = new Map<string, Group>();
+    for (const r of rows) {
+      const id = JSON.stringify(r.key.map((v, i) => {
+        const j = this.byteKeys.indexOf(i);
+        return j < 0 ? String(v) : texts[j]!.get(v as bigint)!;
+      }));
+      const g = out.get(id);
+      if (!g) out.set(id, { key: r.key, m: [...r.m] });
+      else
+        r.m.forEach((v, i) => {
+          if (v !== undefined) g.m[i] = merged(ms[i]!, g.m[i], v);
+        });
+    }
+    return [...out.values()];
+  }
+
+  /** Each key value of `f` → the text of its decoded value (equal texts: equal SQL values). */
+  private valueTexts(f: FieldInfo, values: readonly bigint[]): Map<bigint, string> {
+    const out = new Map<bigint, string>();
+    const per = Math.max(1, Math.floor(DECODE_BYTES / this.schema.recordSize));
+    for (let at = 0; at < values.length; at += per) {
+      const part = values.slice(at, at + per);
+      const col = arrow.makeVector(this.decoded(f, part));
+      part.forEach((v, i) => out.set(v, valueText(col.get(i))));
+    }
+    return out;
+  }
+}
+
+/** A measure's value after adding `v` to what it was (counts and sums add; min / max compare). */
+function merged(m: AggregateMeasure, was: bigint | undefined, v: bigint): bigint {
+  if (was === undefined) return v;
+  return m.fn === 'min' ? (v < was ? v : was) : m.fn === 'max' ? (v > was ? v : was) : was + v;
+}
+
+/** A decoded value as text, equal exactly when the values are: null, text, integers, booleans, binary, lists of these. */
+function valueText(v: unknown): string {
+  if (v === null || v === undefined) return 'null';
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'bigint' || typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (v instanceof Uint8Array) return `x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')}`;
+  if (typeof v === 'object' && Symbol.iterator in v) return `[${[...(v as Iterable<unknown>)].map(valueText).join(',')}]`;
+  throw new AggregateMergeError(`a decoded key value of an unexpected kind: ${String(v)}`);
 }
 
 /** code → dictionary index as the decoder maps it: labels in code order, then the default label. */

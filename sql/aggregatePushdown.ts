@@ -85,6 +85,9 @@ const SMALLINT_TYPES = new Set(['uint8', 'int8', 'int16']);
 const INTEGER_TYPES = new Set(['uint16', 'int32']);
 const BIGINT_TYPES = new Set(['uint32', 'int64', 'timestamp']);
 const KEY_TYPES = new Set(['uint8', 'uint16', 'uint32', 'uint64', 'int8', 'int16', 'int32', 'int64', 'boolean', 'timestamp']);
+/** Types a node groups by their bytes at 1, 2, 4 or 8 bytes (docs/query.md, `group_by`). */
+const BYTE_KEY_TYPES = new Set(['bytes', 'string', 'blob', 'chess_move']);
+const BYTE_KEY_SIZES = new Set([1, 2, 4, 8]);
 /** Types whose column is never null (count(col) = count(*)). */
 const NEVER_NULL = new Set(['uint8', 'uint16', 'uint32', 'uint64', 'uint128', 'uint256', 'int8', 'int16', 'int32', 'int64', 'int128', 'int256', 'float', 'double', 'boolean', 'timestamp', 'ipv4', 'ipv6', 'string', 'bytes', 'blob']);
 const SUPPORTED = new Set(['count_star', 'count', 'sum', 'min', 'max', 'avg']);
@@ -102,6 +105,19 @@ function sqlTypeOf(f: FieldInfo): string | undefined {
 /** A plain field (no enum, no delta time, no array) whose values the nodes sum / compare exactly. */
 function numericField(f: FieldInfo): boolean {
   return !f.enum && !f.timeReference && !f.array && sqlTypeOf(f) !== undefined;
+}
+
+/**
+ * Whether GROUP BY `f` splits as a key the nodes read as its bytes and the merge decodes back
+ * (sql/aggregateMerge.ts): bytes (arrays too), strings, blobs and chess moves of 1, 2, 4 or 8 bytes.
+ * Their value is a function of those bytes alone, so writing a key's bytes into an empty record and
+ * decoding it gives the record path's value exactly. Not arrays of floats or doubles: DuckDB groups
+ * -0 with 0 (and NaNs together), so which of the byte patterns a group shows is not the merge's to
+ * know. Not ipv4 (the node's key is its address): the outer statement would order and compare the
+ * inet text, where the record path's address rewrite (sql/addressRewrite.ts) uses the address.
+ */
+export function isByteKey(f: FieldInfo): boolean {
+  return BYTE_KEY_TYPES.has(f.type) && BYTE_KEY_SIZES.has(f.size) && !f.timeReference && (f.array === undefined || (f.array.element !== 'float' && f.array.element !== 'double'));
 }
 
 /** DuckDB's avg finalisation for `f` (avg.cpp: int16 inputs in double, wider ones in long double). */
@@ -208,7 +224,7 @@ export function aggregatePlanOf(root: Node, schema: Schema, opts: AggregatePlanO
       g = item;
     }
     const key = keyOf(g, field);
-    if (!key) return no('a GROUP BY key that is not an integer, enum, boolean or timestamp field or a `ts - ts % N` bucket');
+    if (!key) return no('a GROUP BY key that is not an integer, enum, boolean or timestamp field, a bytes, string, blob or chess_move field of 1, 2, 4 or 8 bytes, or a `ts - ts % N` bucket');
     if (keys.some((k) => k.name === key.field.name)) return no(`field ${key.field.name} in two GROUP BY keys`);
     keys.push(key.field);
     groupBy.push({ field: key.field.name, ...(key.bucket !== undefined ? { bucket: key.bucket } : {}) });
@@ -301,11 +317,11 @@ export function aggregatePlanOf(root: Node, schema: Schema, opts: AggregatePlanO
   return { spec, keys, outputs, outerTree: stringifyBigJson({ error: false, statements: [top] }), renamedItems: [...renamed].sort((a, b) => a - b), summary };
 }
 
-/** A GROUP BY key the nodes compute: a key-typed field, or `ts - ts % N` on a timestamp field. */
+/** A GROUP BY key the nodes compute: a key-typed field, a byte key, or `ts - ts % N` on a timestamp field. */
 function keyOf(g: Node, field: (n: BigJsonValue | undefined) => FieldInfo | undefined): { field: FieldInfo; bucket?: number } | undefined {
   const plain = (f: FieldInfo | undefined): f is FieldInfo => f !== undefined && KEY_TYPES.has(f.type) && !f.timeReference && !f.array;
   const direct = field(g);
-  if (direct) return plain(direct) ? { field: direct } : undefined;
+  if (direct) return plain(direct) || isByteKey(direct) ? { field: direct } : undefined;
   if (g.class !== 'FUNCTION' || g.function_name !== '-' || !Array.isArray(g.children) || g.children.length !== 2) return undefined;
   const [a, mod] = g.children;
   const f = field(a);

@@ -1,4 +1,4 @@
-//! Merging partials: for random plans (every key kind, every measure over 8- to 256-bit fields of
+//! Merging partials: for random plans (every key kind, byte keys included, every measure over 8- to 256-bit fields of
 //! both byte orders, masks, filters) over random records cut into random batches, the merged
 //! partial of the batches is exactly the partial of one state over all the records; the
 //! accumulator's `max_groups` check, empty batches and plan mismatches.
@@ -41,6 +41,15 @@ pub(super) fn schema(big: bool) -> Schema {
             format!(r#"{{"name":"{n}","offset":{o},"size":{s},"type":"{t}"{e}}}"#)
         })
         .collect();
+    // Keys read as their bytes, as views of the fields above (they share their random bytes).
+    let views = [
+        r#"{"name":"raw1","offset":10,"size":1,"type":"bytes","overlay":true}"#,
+        r#"{"name":"raw2","offset":12,"size":2,"type":"bytes","overlay":true}"#,
+        r#"{"name":"s4","offset":16,"size":4,"type":"string","overlay":true}"#,
+        r#"{"name":"ip","offset":20,"size":4,"type":"ipv4","overlay":true}"#,
+        r#"{"name":"arr","offset":24,"size":8,"type":"bytes","overlay":true,"array":{"element":"uint16","count":4}}"#,
+    ];
+    let fields: Vec<String> = fields.into_iter().chain(views.map(String::from)).collect();
     let order = if big { "big" } else { "little" };
     parse(&format!(
         r#"{{"id":"m","record_size":{RS},"byte_order":"{order}","time_field":"ts",
@@ -113,6 +122,11 @@ pub(super) fn random_plan(r: &mut Rng, max_groups: Option<usize>) -> String {
         r#"{"field":"ts","bucket":9223372036854775807}"#,
         r#"{"field":"ts4","bucket":7}"#,
         r#"{"field":"ts4"}"#,
+        r#"{"field":"raw1"}"#,
+        r#"{"field":"raw2"}"#,
+        r#"{"field":"s4"}"#,
+        r#"{"field":"ip"}"#,
+        r#"{"field":"arr"}"#,
     ];
     let nk = r.below(5) as usize;
     let keys: Vec<&str> = (0..nk).map(|_| *r.pick(&keys)).collect();
