@@ -272,11 +272,11 @@ export class LocalSqlSession {
    * Appends rows to a registered table, e.g. record batches as they arrive from the Storage Nodes.
    * The rows must have the registered schema's column names and types.
    */
-  append(name: string, rows: arrow.Table | arrow.RecordBatch, opts: LoadOptions = {}): Promise<void> {
+  append(name: string, rows: arrow.Table | arrow.RecordBatch | readonly arrow.RecordBatch[], opts: LoadOptions = {}): Promise<void> {
     return this.oneAtATime(() => this.appendNow(name, rows, opts));
   }
 
-  private async appendNow(name: string, rows: arrow.Table | arrow.RecordBatch, opts: LoadOptions): Promise<void> {
+  private async appendNow(name: string, rows: arrow.Table | arrow.RecordBatch | readonly arrow.RecordBatch[], opts: LoadOptions): Promise<void> {
     this.assertOpen();
     const entry = this.tables.get(name);
     if (!entry) throw new LocalSqlError('ERR_LOCAL_ARGS', `append: no table registered as ${JSON.stringify(name)}`);

@@ -28,6 +28,7 @@ import { inSpan } from '../lib/tracing/spans';
 import { projected } from './projectedBatch';
 import { resultNamingOf, schemaWithNames, withNames, type ResultNaming } from './resultNames';
 import { SessionPool } from './sessionPool';
+import { BatchLoader } from './batchLoader';
 import { SqlError } from './sqlError';
 import { answer, noteFailedBatches, paramsOf, runLimits, statementText, type StatementRun } from './statementRun';
 import { READS_DATASETS_ONLY } from './statementGuard';
@@ -196,7 +197,9 @@ export class SqlEngine {
     const limits = runLimits(run);
     for (const read of plan.reads) {
       if (read.startTime > read.endTime) continue;
-      const out = await this.fetcher.fetch(read, (b) => session.append(read.schema.id, projected(b, read.columns), limits), { ...limits, qos: this.settings.qos });
+      const loader = new BatchLoader((group) => session.append(read.schema.id, group, limits));
+      const out = await this.fetcher.fetch(read, (b) => loader.add(projected(b, read.columns)), { ...limits, qos: this.settings.qos });
+      await loader.flush();
       // A batch no node holds is an interval nobody ingested: absent, not a failure. Only failed batches make the answer incomplete.
       noteFailedBatches(run, read.schema.id, out);
     }
