@@ -4,6 +4,7 @@
  * and torn down within 10 s); 1 the pipeline is invalid, its run failed, or a stop had to cut the
  * teardown short; 2 a usage error. A second SIGINT / SIGTERM during a stop ends the process at once.
  */
+import { MAX_SERVICE_LINES_PER_MINUTE, ServiceLineBudget } from '../lib/logging/serviceLineBudget';
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -213,9 +214,12 @@ async function cmdRun(positionals: string[], values: Record<string, string | boo
   }
   const progress = quiet || !runtime.plainOutput ? undefined : new Progress({ stream: io.stderr, label: pipeline.name });
   progress?.start();
-  // Data problems (malformed lines) are printed, a bounded number per stage, so a bad file cannot flood the terminal.
+  // Data problems (malformed lines) are printed, a bounded number per stage, so a bad file cannot flood
+  // the terminal. A service (an SCC, a Storage Node) reports events for as long as it runs: bounded per
+  // minute instead, so a long-running node never goes quiet about replicas or queries.
   const reported = new Map<string, number>();
   const MAX_REPORTS = 20;
+  const serviceLines = new ServiceLineBudget(MAX_SERVICE_LINES_PER_MINUTE, (id, suppressed) => runtime.logger.warn(`${pipeline.file}: service '${id}': ${suppressed} more line(s) in the last minute were not printed`));
   let result;
   try {
     result = await runPipeline(pipeline, {
@@ -223,6 +227,10 @@ async function cmdRun(positionals: string[], values: Record<string, string | boo
       progress,
       // Each line at the level its stage or service gave (docs/observability.md, "Logs").
       onReport: (id, message, level) => {
+        if (pipeline.services.has(id)) {
+          if (serviceLines.take(id)) runtime.logger.log(level, `${pipeline.file}: service '${id}': ${message}`);
+          return;
+        }
         const n = (reported.get(id) ?? 0) + 1;
         reported.set(id, n);
         if (n <= MAX_REPORTS) runtime.logger.log(level, `${pipeline.file}: stage '${id}': ${message}`);
@@ -255,3 +263,4 @@ async function cmdRun(positionals: string[], values: Record<string, string | boo
       return EXIT.ok;
   }
 }
+

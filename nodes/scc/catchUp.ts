@@ -4,6 +4,7 @@
  * only when none is left. Each batch starts with a bbn so a partial copy from before the failure is
  * dropped, which makes a retry after another failure safe.
  */
+import type { LogLevel } from '../../lib/logging';
 import type { HdwpClient } from '../../hdwp/hdwpClient';
 import type { CatchUpLog, LoggedBatch } from './catchUpLog';
 import { isBatchRefusal, TIMEOUT, within, type Replica } from './replica';
@@ -26,7 +27,7 @@ export interface CatchUpContext {
   /** Reports the replica's lag after a change. */
   lag(r: Replica): void;
   /** State changes worth a log line. */
-  event(message: string): void;
+  event(message: string, level: LogLevel): void;
   /** Whether the node reports cold-boot synchronisation (false when nobody can tell). */
   syncing(r: Replica): Promise<boolean>;
 }
@@ -63,7 +64,7 @@ export async function catchUpReplica(ctx: CatchUpContext, r: Replica): Promise<v
     r.reason = 'caught up from the log; the node reports cold-boot synchronisation: no queries, its acknowledgements do not count until it is ready';
     r.since = Date.now();
     r.backoff = ctx.minBackoffMs;
-    ctx.event(`replica ${r.target.name} is syncing (cold-boot synchronisation)`);
+    ctx.event(`replica ${r.target.name} is syncing (cold-boot synchronisation)`, 'info');
     return;
   }
   if (r.epoch !== epoch) return;
@@ -72,7 +73,7 @@ export async function catchUpReplica(ctx: CatchUpContext, r: Replica): Promise<v
   r.since = Date.now();
   r.backoff = ctx.minBackoffMs;
   ctx.lag(r);
-  ctx.event(`replica ${r.target.name} is healthy again (caught up)`);
+  ctx.event(`replica ${r.target.name} is healthy again (caught up)`, 'info');
 }
 
 /**
@@ -124,7 +125,7 @@ async function catchUpBatch(ctx: CatchUpContext, r: Replica, b: LoggedBatch, epo
   } catch (err) {
     if (!isBatchRefusal(err)) throw err;
     // Left as it is: the sender already had its answer, and resending would repeat the refusal.
-    ctx.event(`replica ${r.target.name} refused caught-up batch ${b.batchId.toString()}: ${err.message}`);
+    ctx.event(`replica ${r.target.name} refused caught-up batch ${b.batchId.toString()}: ${err.message}`, 'warn');
   }
   r.behind.delete(b.key);
   ctx.log.done(b, r.target.name);

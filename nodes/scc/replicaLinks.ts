@@ -7,6 +7,7 @@
  * sync. The {@link ReplicaSet} (replicas.ts) decides which replicas get what; this file holds what
  * happens on one replica's link, and is the {@link CatchUpContext} catch-up works through.
  */
+import type { LogFn, LogLevel } from '../../lib/logging';
 import type { BatchID } from '../../engine-rs/batchId';
 import { HdwpClient } from '../../hdwp/hdwpClient';
 import type { HdwpStreamError } from '../../hdwp/hdwpStreamError';
@@ -32,7 +33,7 @@ export interface ReplicaLinksOptions {
   /** True once the replica set is closing. */
   readonly closed: () => boolean;
   /** Told about state changes (start-up log, tests). */
-  readonly onEvent?: (message: string) => void;
+  readonly onEvent?: LogFn;
   /** Told how many batches each replica has not made durable yet (the replica lag metric). */
   readonly onLag?: (replica: string, batches: number) => void;
   /** Whether the node reports cold-boot synchronisation (false when nobody can tell). */
@@ -58,8 +59,8 @@ export class ReplicaLinks implements CatchUpContext {
   }
 
   /** State changes worth a log line. */
-  event(message: string): void {
-    this.opts.onEvent?.(message);
+  event(message: string, level: LogLevel): void {
+    this.opts.onEvent?.(message, level);
   }
 
   /** Whether the node reports cold-boot synchronisation. */
@@ -141,7 +142,7 @@ export class ReplicaLinks implements CatchUpContext {
     } catch (err) {
       if (r.epoch !== epoch) return 'failed';
       if (isBatchRefusal(err)) {
-        this.event(`replica ${r.target.name} refused batch ${b.batchId.toString()}: ${err.message}`);
+        this.event(`replica ${r.target.name} refused batch ${b.batchId.toString()}: ${err.message}`, 'warn');
         return err;
       }
       this.fail(r, (err as Error).message);
@@ -188,7 +189,7 @@ export class ReplicaLinks implements CatchUpContext {
     r.lagBytes = 0;
     this.wakeLag(r);
     for (const b of this.log.waitingFor(r.target.name)) r.behind.add(b.key);
-    if (was !== 'down') this.event(`replica ${r.target.name} is down: ${reason}`);
+    if (was !== 'down') this.event(`replica ${r.target.name} is down: ${reason}`, 'warn');
     this.lag(r);
     clearTimeout(r.timer);
     r.timer = setTimeout(() => void catchUpReplica(this, r), r.backoff);
@@ -207,7 +208,7 @@ export class ReplicaLinks implements CatchUpContext {
     r.reason = `${reason}; it needs a full resynchronisation before it serves again`;
     r.since = Date.now();
     this.log.forget(r.target.name);
-    this.event(`replica ${r.target.name} is out of sync: ${r.reason}`);
+    this.event(`replica ${r.target.name} is out of sync: ${r.reason}`, 'warn');
   }
 }
 

@@ -61,6 +61,6 @@ export class ReplicaSyncPoll {
     r.state = 'syncing';
     r.reason = 'the node reports cold-boot synchronisation: no queries, its acknowledgements do not count until it is ready';
     r.since = Date.now();
-    this.links.event(`replica ${r.target.name} is syncing (cold-boot synchronisation)`);
+    this.links.event(`replica ${r.target.name} is syncing (cold-boot synchronisation)`, 'info');
   }
 }

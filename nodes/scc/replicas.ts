@@ -10,6 +10,7 @@
  * link — streams, lag, acknowledgements, failures — is replicaLinks.ts; the cold-boot
  * synchronisation probe is replicaSyncPoll.ts.
  */
+import type { LogFn } from '../../lib/logging';
 import { HDWP_ERROR_FRAME_CODES } from '../../engine-rs/hdwpFrame';
 import type { HealthPart, HealthStatus } from '../../lib/observability';
 import type { AckResult, BbnElement, BatchedRecordChunk, EobElement } from '../../stream/chunk';
@@ -41,7 +42,7 @@ export interface ReplicaSetOptions {
   readonly backoffMs?: { readonly min: number; readonly max: number };
   readonly connect?: ReplicaConnector;
   /** Told about state changes (start-up log, tests). */
-  readonly onEvent?: (message: string) => void;
+  readonly onEvent?: LogFn;
   /** Told how many batches each replica has not made durable yet (the replica lag metric). */
   readonly onLag?: (replica: string, batches: number) => void;
   /** Asks a node whether it is in cold-boot synchronisation (syncProbe.ts); absent: never asked, no replica is `syncing`. */
@@ -231,14 +232,14 @@ export class ReplicaSet {
         r.reason = 'quarantined on the DMS: no queries, no batches (kept in the catch-up log for it) until released';
         r.since = Date.now();
         this.links.lag(r);
-        this.opts.onEvent?.(`replica ${name} is quarantined (DMS): queries and batches go to the other replicas`);
+        this.opts.onEvent?.(`replica ${name} is quarantined (DMS): queries and batches go to the other replicas`, 'warn');
         quarantined.push(name);
       } else if (!names.has(name) && r.state === 'quarantined') {
         r.state = 'down';
         r.reason = `released from quarantine; ${r.behind.size} batch(es) to catch up`;
         r.since = Date.now();
         r.backoff = this.minBackoff;
-        this.opts.onEvent?.(`replica ${name} is released from quarantine (DMS): catching up before it takes queries`);
+        this.opts.onEvent?.(`replica ${name} is released from quarantine (DMS): catching up before it takes queries`, 'info');
         void catchUpReplica(this.links, r);
         released.push(name);
       }

@@ -17,7 +17,7 @@ import { dmsConfigOf, dmsEndpointOf, usesIdentity } from './nodeIdentity';
 import { BadBatchReporter } from '../../nodes/scc/badBatchReporter';
 import { followDms, targetsOf } from '../../nodes/scc/dmsConfig';
 import { SccHashElection } from '../../nodes/scc/hashElection';
-import { guessLevels, logLine } from '../../lib/logging';
+import { logLine } from '../../lib/logging';
 
 const settings = {
   sn_targets: optionalSccSetting<SnTarget[]>('SN_TARGETS', 'the replicas, node_name:ip:control_port:prod_port, comma-separated; empty: the Storage Nodes of the cluster on the DMS (required without DMS_URL) — SN_TARGETS'),
@@ -110,8 +110,7 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
       maxLagBytes: c.max_lag_bytes,
       ackTimeoutMs: c.ack_timeout_ms,
       logBytes: c.catch_up_log_bytes,
-      // nodes/scc/replicas.ts states no level yet: its lines get the guessed one (docs/observability.md, "Logs").
-      onEvent: guessLevels((m, level) => ctx.report(m, level)),
+      onEvent: (m, level) => ctx.report(m, level),
       onLag: (name, batches) => node.metrics.replicaLag.set({ replica: name }, batches),
       // Observability ports: SN_OBSERVABILITY_PORTS' entries, else those the nodes registered with the DMS (read at each probe).
       ...((c.sn_observability_ports.size > 0 || feed) && { syncProbe: syncStateProbe(observabilityLookup(c.sn_observability_ports, () => feed?.config?.replicas), id?.identity) }),
