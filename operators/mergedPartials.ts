@@ -1,5 +1,5 @@
 /**
- * Merged partials (HDQuery `aggregate.merge_batches`, docs/query.md "Merged partials"): the batches
+ * Merged partials (HDQuery `merge_batches`, docs/query.md "Merged results"): the batches
  * of one aggregate query fold their partials into one native accumulator as they finish, and one
  * aggregate frame of partial version 2 then completes all of them at once. With many small batches
  * this replaces a frame and an eob per batch (and the client's parse and merge of each) by one frame.

@@ -76,7 +76,7 @@ export interface CompiledQuery {
    */
   readonly aggregate?: boolean;
   /**
-   * The query's aggregate with merged partials (`aggregate.merge_batches`): a fresh accumulator the
+   * The query's aggregate with merged partials (HDQuery `merge_batches`): a fresh accumulator the
    * query's batches fold into (their steps then carry no `partial`; each BatchScan has `foldInto`).
    */
   readonly newAccumulator?: () => PartialAccumulator;

@@ -9,7 +9,7 @@ import { QueryError } from './queryError';
 
 /** The version of `aggregate` this build writes and reads. */
 export const AGGREGATE_VERSION = 1;
-/** The partial version of a frame that merges several batches and completes them (`merge_batches`). */
+/** The partial version of a frame that merges several batches and completes them (HDQuery `merge_batches`). */
 export const MERGED_PARTIAL_VERSION = 2;
 /** Most batches one merged partial completes (bounds the frame: about 140 bytes a batch). */
 export const MAX_MERGED_BATCHES = 4096;
@@ -44,12 +44,6 @@ export interface AggregateSpec {
   readonly group_by?: readonly AggregateKey[];
   readonly measures: readonly AggregateMeasure[];
   readonly max_groups?: number;
-  /**
-   * Ours, optional: the client reads merged partials. A node may then answer many batches of the
-   * query with one aggregate frame of partial version 2 that completes them (no eob frame follows
-   * for those batches; docs/query.md "Merged partials").
-   */
-  readonly merge_batches?: boolean;
 }
 
 /** One group of a batch's partial: keys and measures as exact decimal strings, in query order. */
@@ -81,7 +75,7 @@ function posInt(v: unknown, path: string, max: number): number {
 export function checkAggregate(raw: unknown): AggregateSpec {
   const root = 'aggregate';
   if (!isObject(raw)) throw new QueryError(root, `expected an object, got ${jsonType(raw)}`);
-  refuseUnknownKeys(raw, ['version', 'group_by', 'measures', 'max_groups', 'merge_batches'], root);
+  refuseUnknownKeys(raw, ['version', 'group_by', 'measures', 'max_groups'], root);
   if (raw.version !== AGGREGATE_VERSION) throw new QueryError(`${root}.version`, `expected ${AGGREGATE_VERSION} (the version this build reads), got ${jsonType(raw.version)}`);
   const keysRaw = raw.group_by ?? [];
   if (!Array.isArray(keysRaw)) throw new QueryError(`${root}.group_by`, `expected an array, got ${jsonType(keysRaw)}`);
@@ -112,20 +106,7 @@ export function checkAggregate(raw: unknown): AggregateSpec {
     ...(group_by.length > 0 ? { group_by } : {}),
     measures,
     ...(raw.max_groups === undefined ? {} : { max_groups: posInt(raw.max_groups, `${root}.max_groups`, MAX_GROUPS_LIMIT) }),
-    ...(raw.merge_batches === undefined ? {} : { merge_batches: bool(raw.merge_batches, `${root}.merge_batches`) }),
   };
-}
-
-function bool(v: unknown, path: string): boolean {
-  if (typeof v !== 'boolean') throw new QueryError(path, `expected true or false, got ${jsonType(v)}`);
-  return v;
-}
-
-/** The spec without the keys that only say how results travel (what the node's kernel compiles). */
-export function kernelAggregate(spec: AggregateSpec): AggregateSpec {
-  if (spec.merge_batches === undefined) return spec;
-  const { merge_batches: _, ...rest } = spec;
-  return rest;
 }
 
 const BATCH_HEX = /^[0-9a-f]{128}$/;

@@ -87,6 +87,12 @@ export interface HdQuery {
    */
   readonly top?: TopSpec;
   /**
+   * Ours (docs/query.md, "Merged results"): the client reads merged results — a node may complete
+   * many batches with one frame (an aggregate partial of version 2, or an `eobs` frame after the
+   * rows of several batches). Absent or false: one eob (or partial and eob) per batch.
+   */
+  readonly mergeBatches?: boolean;
+  /**
    * Ours (docs/query.md, "Trace context"): the W3C trace context of the span that sent the query
    * (`trace_context` in the JSON: `traceparent`, optional `tracestate`); readers start their spans
    * under it. Absent when the sender does not trace.
@@ -135,7 +141,7 @@ export const MAX_QUERY_JSON_BYTES = HDWP_MAX_JSON_LEN;
 /** Largest `field_mask`, in bytes (a record is never larger). */
 export const MAX_FIELD_MASK_BYTES = 1024 * 1024;
 
-const KEYS = ['query_id', 'dataset', 'batch_ids', 'sub_queries', 'targets', 'verify_hash', 'query_qos', 'return_address', 'token', 'limit', 'field_mask', 'result_format', 'columns', 'aggregate', 'top', 'trace_context'] as const;
+const KEYS = ['query_id', 'dataset', 'batch_ids', 'sub_queries', 'targets', 'verify_hash', 'query_qos', 'return_address', 'token', 'limit', 'field_mask', 'result_format', 'columns', 'aggregate', 'top', 'merge_batches', 'trace_context'] as const;
 const BATCH_HEX = /^[0-9a-fA-F]{128}$/;
 const TOKEN_HEX = new RegExp(`^[0-9a-fA-F]{${TOKEN_LEN * 2}}$`);
 
@@ -229,6 +235,7 @@ export function hdQueryFromJson(raw: unknown): HdQuery {
     ...resultShape(raw.result_format, raw.columns),
     ...aggregateOf(raw.aggregate, raw.limit, raw.result_format),
     ...topOf(raw.top, raw.limit, raw.aggregate),
+    ...(raw.merge_batches === undefined ? {} : { mergeBatches: bool(raw.merge_batches, 'merge_batches') }),
     ...(raw.trace_context === undefined ? {} : { traceContext: traceContextOf(raw.trace_context) }),
   };
 }
@@ -250,6 +257,11 @@ function aggregateOf(raw: unknown, limit: unknown, format: unknown): { aggregate
   if (limit !== undefined) throw new QueryError('limit', 'not with aggregate (a partial aggregate covers every matching record)');
   if (format !== undefined && format !== 'records') throw new QueryError('result_format', 'not with aggregate (its results are partial aggregates)');
   return { aggregate: checkAggregate(raw) };
+}
+
+function bool(v: unknown, path: string): boolean {
+  if (typeof v !== 'boolean') throw new QueryError(path, `expected true or false, got ${jsonType(v)}`);
+  return v;
 }
 
 function topOf(raw: unknown, limit: unknown, aggregate: unknown): { top?: TopSpec } {
@@ -305,6 +317,7 @@ function toJson(q: HdQuery): Record<string, unknown> {
     ...(q.columns !== undefined ? { columns: [...q.columns] } : {}),
     ...(q.aggregate !== undefined ? { aggregate: q.aggregate } : {}),
     ...(q.top !== undefined ? { top: { field: q.top.field, k: q.top.k, desc: q.top.desc } } : {}),
+    ...(q.mergeBatches !== undefined ? { merge_batches: q.mergeBatches } : {}),
     ...(q.traceContext !== undefined ? { trace_context: q.traceContext.tracestate === undefined ? { traceparent: q.traceContext.traceparent } : { ...q.traceContext } } : {}),
   };
 }

@@ -482,7 +482,8 @@ export class PlatformQueryClient {
     // Columnar results (ours): the nodes decode and send only the asked columns.
     const shaped: HdQuery = columnar ? { ...built, resultFormat: 'columns', ...(columns !== undefined && { columns }) } : built;
     // Pushed aggregates (ours): partials instead of records; top records (ours): each batch's best only.
-    const query: HdQuery = aggregate ? { ...shaped, aggregate } : top ? { ...shaped, top } : shaped;
+    const reduced: HdQuery = aggregate ? { ...shaped, aggregate } : top ? { ...shaped, top } : shaped;
+    const query: HdQuery = opts.mergeBatches === true ? { ...reduced, mergeBatches: true } : reduced;
     this.preparedId = undefined;
     if (!prepared) this.accounting.reset();
     const route = this.proxyUrl

@@ -48,6 +48,12 @@ export interface ExecuteStreamOptions {
    */
   readonly top?: TopSpec;
   /**
+   * Ours: the caller takes merged results (HDQuery `merge_batches`, docs/query.md "Merged results"):
+   * a node may answer many batches with one aggregate partial (`onPartial` is then called once for
+   * them, under the first batch's id) or send the rows of several batches under the first of them.
+   */
+  readonly mergeBatches?: boolean;
+  /**
    * Ours: told of each Storage Node stream that ended with an error frame (e.g. code 11 when a node
    * refuses an `aggregate` with more than `max_groups` groups in a batch); the run goes on (the
    * caller may cancel it). Default: only logged.

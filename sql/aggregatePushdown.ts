@@ -36,8 +36,6 @@ export interface AggregateSpec {
   readonly group_by: readonly AggregateKey[];
   readonly measures: readonly AggregateMeasure[];
   readonly max_groups: number;
-  /** Ours: the client reads merged partials (docs/query.md, "Merged partials"); the fetcher sets it. */
-  readonly merge_batches?: boolean;
 }
 
 /** How an average is presented: DuckDB's own finalisation, reproduced (sql/aggregateMerge.ts). */

@@ -89,9 +89,7 @@ export class QueryClientFetcher implements DatasetFetcher {
    * `query_failed`, which makes the engine take the record path.
    */
   async fetchAggregate(read: DatasetRead, aggregate: AggregateSpec, onPartial: (p: AggregatePartial) => void, opts: { deadline: number; signal?: AbortSignal; qos: number }): Promise<FetchOutcome> {
-    // merge_batches: a node answers many batches with one merged partial (docs/query.md, "Merged partials").
-    const spec: AggregateSpec = { ...aggregate, merge_batches: true };
-    return inSpan('sql.fetch', () => this.withClient(opts, (c) => this.run(c, read, { aggregate: spec, onPartial }, opts)), { attributes: { 'hd.dataset': read.schema.id, 'hd.aggregate': true } });
+    return inSpan('sql.fetch', () => this.withClient(opts, (c) => this.run(c, read, { aggregate, onPartial }, opts)), { attributes: { 'hd.dataset': read.schema.id, 'hd.aggregate': true } });
   }
 
   /** Runs `fn` with a client of the pool, waiting for one in arrival order; hands it on after. */
@@ -169,6 +167,8 @@ export class QueryClientFetcher implements DatasetFetcher {
       if ('aggregate' in how) {
         await c.executeStream(query, () => undefined, {
           aggregate: how.aggregate,
+          // A node answers many batches with one merged partial (docs/query.md, "Merged results").
+          mergeBatches: true,
           onPartial: (p) => {
             if (!why && refused === undefined) how.onPartial(p as AggregatePartial);
           },
@@ -181,7 +181,7 @@ export class QueryClientFetcher implements DatasetFetcher {
           async (b) => {
             if (!why) await onBatch(b);
           },
-          { ...(read.columns ? { columns: read.columns } : {}), columnar: this.options.resultFormat !== 'records', ...(read.top ? { top: read.top } : {}) },
+          { ...(read.columns ? { columns: read.columns } : {}), columnar: this.options.resultFormat !== 'records', ...(read.top ? { top: read.top } : {}), mergeBatches: true },
         );
       }
     } catch (err) {

@@ -35,7 +35,7 @@ export interface QuerySpec {
   readonly aggregateJson?: string;
   /** HDQuery `top`: each batch sends only its best `k` matching records by `field` (ties kept). */
   readonly top?: TopSpec;
-  /** HDQuery `aggregate.merge_batches`: the client reads merged partials (one frame completing many batches). */
+  /** HDQuery `merge_batches`: the client reads merged results (one frame completing many batches: v2 partials, eobs). */
   readonly mergeBatches?: boolean;
   /** HDQuery `result_format: "columns"`: send these fields (schema names, column order; absent: every field) as columns frames instead of records. */
   readonly columnar?: { readonly fields?: readonly string[] };

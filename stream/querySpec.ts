@@ -9,7 +9,6 @@ import type { QueryFrame } from '../engine-rs/hdwpFrame';
 import type { QuerySpec } from './queryElement';
 import { filterJson } from '../query/filter';
 import { parseHdQuery, QueryError } from '../query/hdQuery';
-import { kernelAggregate } from '../query/aggregate';
 import { sameToken } from '../query/token';
 
 /** What the node runs for a query frame; throws {@link QueryError} naming the key at fault. */
@@ -28,8 +27,8 @@ export function querySpecOf(frame: QueryFrame): QuerySpec {
     returnAddress: q.returnAddress,
     ...(q.limit === undefined ? {} : { limit: q.limit }),
     ...(q.fieldMask === undefined ? {} : { fieldMask: Buffer.from(q.fieldMask) }),
-    ...(q.aggregate === undefined ? {} : { aggregateJson: JSON.stringify(kernelAggregate(q.aggregate)) }),
-    ...(q.aggregate?.merge_batches === true ? { mergeBatches: true } : {}),
+    ...(q.aggregate === undefined ? {} : { aggregateJson: JSON.stringify(q.aggregate) }),
+    ...(q.mergeBatches === true ? { mergeBatches: true } : {}),
     ...(q.top === undefined ? {} : { top: q.top }),
     ...(q.traceContext === undefined ? {} : { traceContext: q.traceContext }),
     ...(q.resultFormat === 'columns' ? { columnar: q.columns === undefined ? {} : { fields: q.columns } } : {}),

@@ -1,10 +1,10 @@
 /**
  * The shape checks of HDQuery `aggregate` and of the aggregate frame's payload (query/aggregate.ts):
- * `merge_batches`, the kernel's view of the spec without it, and partials of version 1 and 2.
+ * unknown keys refused, and partials of version 1 and 2 (merged, HDQuery `merge_batches`).
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { checkAggregate, kernelAggregate, MAX_MERGED_BATCHES, parseAggregatePartial } from '../../query/aggregate';
+import { checkAggregate, MAX_MERGED_BATCHES, parseAggregatePartial } from '../../query/aggregate';
 import { QueryError } from '../../query/queryError';
 
 const ID = (n: number): string => n.toString(16).padStart(128, '0');
@@ -21,16 +21,11 @@ function refused(fn: () => unknown, path: string, reason: RegExp): void {
   assert.unreachable(`expected a refusal at ${path}`);
 }
 
-const t = suite('HDQuery aggregate: merge_batches and partials');
+const t = suite('HDQuery aggregate: shape and partials');
 
-t('merge_batches is an optional boolean; the kernel sees the spec without it', () => {
-  const spec = checkAggregate({ version: 1, measures: [{ fn: 'count' }], merge_batches: true });
-  assert.equal(spec, { version: 1, measures: [{ fn: 'count' }], merge_batches: true });
-  assert.equal(kernelAggregate(spec), { version: 1, measures: [{ fn: 'count' }] });
-  const plain = checkAggregate({ version: 1, measures: [{ fn: 'count' }] });
-  assert.is(kernelAggregate(plain), plain);
-  refused(() => checkAggregate({ version: 1, measures: [{ fn: 'count' }], merge_batches: 'yes' }), 'aggregate.merge_batches', /true or false/);
-  refused(() => checkAggregate({ version: 1, measures: [{ fn: 'count' }], merge: true }), 'aggregate.merge', /./);
+t('the spec keeps what it was given; an unknown key is refused naming it', () => {
+  assert.equal(checkAggregate({ version: 1, measures: [{ fn: 'count' }] }), { version: 1, measures: [{ fn: 'count' }] });
+  refused(() => checkAggregate({ version: 1, measures: [{ fn: 'count' }], merge_batches: true }), 'aggregate.merge_batches', /./);
 });
 
 t('a v1 partial parses; a v2 partial needs its batches', () => {

@@ -1,6 +1,7 @@
 /**
- * HDQuery `top` (docs/query.md "Top records"): parsed and written back, and refused with a
- * QueryError naming the key when it is malformed or comes with `limit` or `aggregate`.
+ * HDQuery `top` (docs/query.md "Top records") and `merge_batches` ("Merged results"): parsed and
+ * written back, and refused with a QueryError naming the key when malformed (`top` also with
+ * `limit` or `aggregate`).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -48,6 +49,14 @@ test('a malformed top, or one with limit or aggregate, is refused naming the key
     const e = refusal(extra);
     assert.ok(e.path === path || (path === 'limit' && e.path === 'top'), `${JSON.stringify(extra)}: ${e.path} ${e.message}`);
   }
+});
+
+test('merge_batches is an optional boolean, written back as given', () => {
+  const q = parseHdQuery(JSON.stringify({ ...base, merge_batches: true }));
+  assert.is(q.mergeBatches, true);
+  assert.is((JSON.parse(serializeHdQuery(q)) as { merge_batches: unknown }).merge_batches, true);
+  assert.is(parseHdQuery(JSON.stringify(base)).mergeBatches, undefined);
+  assert.is(refusal({ merge_batches: 'yes' }).path, 'merge_batches');
 });
 
 test.run();
