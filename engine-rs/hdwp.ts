@@ -3,10 +3,11 @@
  * datagrams that fit an MTU. Encoding (layout, checksums, bounds) happens in Rust; the byte
  * layout is in docs/hdwp.md. Decoding lives in hdwpDecoder.ts, the types in hdwpFrame.ts.
  */
+import { BATCH_ID_LEN } from './batchId';
 import type { BatchID } from './batchId';
 import { HdwpError, hdwpCall } from './hdwpError';
 import { HDWP_DEFAULT_MAX_PAYLOAD, HDWP_HEADER_LEN, HDWP_ROLES } from './hdwpFrame';
-import type { Frame, QueryAuth } from './hdwpFrame';
+import type { BatchEnd, Frame, QueryAuth } from './hdwpFrame';
 import { native } from './native';
 
 export * from './hdwpFrame';
@@ -23,6 +24,20 @@ const EMPTY = new Uint8Array(0);
 /** Native arguments for an optional query block: a null token means none. */
 function authArgs(auth: QueryAuth | undefined): [number, Uint8Array | null] {
   return auth ? [auth.queryId, auth.token] : [0, null];
+}
+
+/** Native arguments of an eobs frame: the batch ids back to back, and the record counts. */
+function eobsArgs(batches: readonly BatchEnd[]): [Buffer, Float64Array] {
+  const ids = Buffer.allocUnsafe(batches.length * BATCH_ID_LEN);
+  const counts = new Float64Array(batches.length);
+  for (let i = 0; i < batches.length; i++) {
+    const id = batches[i].batchId.bytes;
+    // A wrong-sized id would shift every entry after it: refuse it here, by name.
+    if (id.length !== BATCH_ID_LEN) throw new HdwpError('ERR_HDWP_INVALID_VALUE', `invalid batch id: entry ${i} is ${id.length} bytes, not ${BATCH_ID_LEN}`);
+    ids.set(id, i * BATCH_ID_LEN);
+    counts[i] = batches[i].recordCount;
+  }
+  return [ids, counts];
 }
 
 /**
@@ -55,6 +70,10 @@ export function encodeFrame(frame: Frame): Buffer {
         return native.hdwpEncodeAggregate(frame.batchId.bytes, frame.json, ...authArgs(frame.auth));
       case 'columns':
         return native.hdwpEncodeColumns(frame.batchId.bytes, frame.rows, frame.body, ...authArgs(frame.auth));
+      case 'eobs':
+        return native.hdwpEncodeEobs(...eobsArgs(frame.batches), ...authArgs(frame.auth));
+      case 'traceContext':
+        return native.hdwpEncodeTraceContext(frame.json, ...authArgs(frame.auth));
       default: {
         const unknown: never = frame;
         throw new HdwpError('ERR_HDWP_UNKNOWN_KIND', `unknown frame kind ${String((unknown as { kind?: unknown }).kind)}`);

@@ -10,6 +10,7 @@ import type { HdwpErrorCode } from './hdwpError';
 import {
   HDWP_BATCH_DIGEST_LEN,
   HDWP_DEFAULT_MAX_PAYLOAD,
+  HDWP_EOBS_ENTRY_LEN,
   HDWP_HEADER_LEN,
   HDWP_KINDS,
   HDWP_MAX_PAYLOAD_CEILING,
@@ -17,7 +18,7 @@ import {
   HDWP_TOKEN_LEN,
   MTU_STANDARD,
 } from './hdwpFrame';
-import type { Frame, QueryAuth } from './hdwpFrame';
+import type { BatchEnd, Frame, QueryAuth } from './hdwpFrame';
 import { native } from './native';
 
 /** Numbers per frame in a scan descriptor (see `hdwpScan` in native.ts). */
@@ -36,6 +37,17 @@ function asBuffer(b: Uint8Array): Buffer {
 function codeOf(c: string | null): HdwpErrorCode {
   // The addon only emits known codes; anything else would be a bridge bug, reported as such.
   return isHdwpErrorCode(c) ? c : 'ERR_HDWP_INVALID_VALUE';
+}
+
+/** The `count` entries of an eobs frame at `at` (checked in Rust): batch id views and record counts. */
+function batchEnds(buf: Buffer, at: number, count: number): BatchEnd[] {
+  const out: BatchEnd[] = new Array<BatchEnd>(count);
+  for (let i = 0, off = at; i < count; i++, off += HDWP_EOBS_ENTRY_LEN) {
+    // u64 big-endian, at most 2^53 - 1 (the decoder refused more), so two halves add up exactly.
+    const recordCount = buf.readUInt32BE(off + BATCH_ID_LEN) * 2 ** 32 + buf.readUInt32BE(off + BATCH_ID_LEN + 4);
+    out[i] = { batchId: new BatchID(buf.subarray(off, off + BATCH_ID_LEN)), recordCount };
+  }
+  return out;
 }
 
 /** Frame `i` of a scan descriptor, with views into `buf` for every variable-length part. */
@@ -78,6 +90,10 @@ function frameAt(buf: Buffer, d: Float64Array, i: number): Frame {
       return withAuth({ kind, batchId: batchId(a), json: buf.toString('utf8', b, c) });
     case 'columns':
       return withAuth({ kind, batchId: batchId(a), rows: b, body: buf.subarray(c, e) });
+    case 'eobs':
+      return withAuth({ kind, batches: batchEnds(buf, a, b) });
+    case 'traceContext':
+      return withAuth({ kind, json: buf.toString('utf8', a, b) });
     default:
       throw new HdwpError('ERR_HDWP_UNKNOWN_KIND', `scan returned kind ${d[at]}`);
   }

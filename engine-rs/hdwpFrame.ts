@@ -24,6 +24,10 @@ export const HDWP_MAX_JSON_LEN = 1024 * 1024;
 export const HDWP_MAX_HASH_LEN = 64;
 /** Length of the sender's batch digest an end-of-batch frame may carry (BLAKE3-256, docs/hdwp.md). */
 export const HDWP_BATCH_DIGEST_LEN = 32;
+/** Most batches one eobs frame ends (docs/hdwp.md, "eobs"); more need several frames. */
+export const HDWP_MAX_EOBS_BATCHES = 65535;
+/** Bytes of one eobs entry: the 64-byte batch id and its u64 record count. */
+export const HDWP_EOBS_ENTRY_LEN = 72;
 /** Standard data-plane datagram MTU (the reference's default): 1200 bytes per datagram. */
 export const MTU_STANDARD = 1200;
 /** Jumbo data-plane datagram MTU: 8500 bytes per datagram (links must carry at least 8550). */
@@ -31,7 +35,7 @@ export const MTU_JUMBO = 8500;
 
 /**
  * The query id and per-query token that authenticate a query result stream. Result frames
- * (hello, records, eob, bbn, error, credit) carry it so a client's listener can drop anything
+ * (hello, records, eob, bbn, error, credit, aggregate, columns, eobs, traceContext) carry it so a client's listener can drop anything
  * that does not belong to one of its queries.
  */
 export interface QueryAuth {
@@ -158,11 +162,54 @@ export interface ColumnsFrame {
   auth?: QueryAuth;
 }
 
-/** One HDWP frame, discriminated on `kind`. */
-export type Frame = HelloFrame | RecordsFrame | EobFrame | BbnFrame | QueryFrame | CancelFrame | ErrorFrame | CreditFrame | AggregateFrame | ColumnsFrame;
+/** One batch an eobs frame ends. */
+export interface BatchEnd {
+  batchId: BatchID;
+  /** Records the batch delivered in total, at most 2^53 - 1. */
+  recordCount: number;
+}
 
-/** The kinds, indexed by wire code - 1. */
-export const HDWP_KINDS: readonly Frame['kind'][] = ['hello', 'records', 'eob', 'bbn', 'query', 'cancel', 'error', 'credit', 'aggregate', 'columns'];
+/**
+ * Ends several batches of a query at once (docs/hdwp.md, "eobs"): sent by a Storage Node that merged
+ * the results of many small batches, in place of one eob per batch. Result streams only (a receiver
+ * other than a query client refuses it); no closing hash.
+ */
+export interface EobsFrame {
+  kind: 'eobs';
+  /** 1..65535 batches, none twice, in the sender's order. */
+  batches: readonly BatchEnd[];
+  auth?: QueryAuth;
+}
+
+/**
+ * The W3C trace context of the sender's span (docs/hdwp.md, "trace_context"), sent by a Storage Node
+ * right after hello on a result stream so the client can parent its span for the transfer. The codec
+ * checks only that `json` is a JSON object; the receiver checks the `traceparent` layout.
+ */
+export interface TraceContextFrame {
+  kind: 'traceContext';
+  /** `{"traceparent": "00-<32 hex>-<16 hex>-<2 hex>", "tracestate"?: "…"}`, nested at most 64 deep. */
+  json: string;
+  auth?: QueryAuth;
+}
+
+/** One HDWP frame, discriminated on `kind`. */
+export type Frame =
+  | HelloFrame
+  | RecordsFrame
+  | EobFrame
+  | BbnFrame
+  | QueryFrame
+  | CancelFrame
+  | ErrorFrame
+  | CreditFrame
+  | AggregateFrame
+  | ColumnsFrame
+  | EobsFrame
+  | TraceContextFrame;
+
+/** The kinds, indexed by wire code - 1 (eobs is 0x0B, traceContext 0x0C). */
+export const HDWP_KINDS: readonly Frame['kind'][] = ['hello', 'records', 'eob', 'bbn', 'query', 'cancel', 'error', 'credit', 'aggregate', 'columns', 'eobs', 'traceContext'];
 
 /** Assigned error frame codes (docs/hdwp.md); any 0..65535 is accepted on the wire. */
 export const HDWP_ERROR_FRAME_CODES = {

@@ -143,7 +143,9 @@ export interface Native {
    * none), then by kind — hello: datasetStart, datasetEnd, version, role, recordSize; records:
    * batchIdOffset, recordSize, count, payloadStart, payloadEnd; eob: batchIdOffset, recordCount,
    * hashStart, hashEnd, digest (1: a 32-byte batch digest at hashEnd + 1, 0: none); bbn: batchIdOffset, reasonStart, reasonEnd; query: jsonStart, jsonEnd;
-   * error: code, messageStart, messageEnd; credit: bytes; aggregate: batchIdOffset, jsonStart, jsonEnd. Offsets index `buf`. `consumed` is the
+   * error: code, messageStart, messageEnd; credit: bytes; aggregate: batchIdOffset, jsonStart, jsonEnd;
+   * columns: batchIdOffset, rows, bodyStart, bodyEnd; eobs: entriesStart, count (then `count` entries of a
+   * 64-byte batch id and a u64 big-endian record count); traceContext: jsonStart, jsonEnd. Offsets index `buf`. `consumed` is the
    * bytes of those frames, `need` the total bytes the next incomplete frame requires, and
    * `code`/`message` the error of a bad frame at `consumed` (null when none).
    */
@@ -173,6 +175,13 @@ export interface Native {
   hdwpEncodeAggregate(batchId: Uint8Array, json: string, queryId: number, token: Uint8Array | null): Buffer;
   /** Columns frame (a batch's rows as a columnar body, `columnarEncodeAsync`). */
   hdwpEncodeColumns(batchId: Uint8Array, rows: number, body: Uint8Array, queryId: number, token: Uint8Array | null): Buffer;
+  /**
+   * Eobs frame ending `recordCounts.length` batches: `batchIds` their 64-byte ids back to back, in the
+   * same order as `recordCounts` (1..65535 batches, counts at most 2^53 - 1, no id twice).
+   */
+  hdwpEncodeEobs(batchIds: Uint8Array, recordCounts: Float64Array, queryId: number, token: Uint8Array | null): Buffer;
+  /** Trace context frame (the sender's W3C trace context as a JSON object). */
+  hdwpEncodeTraceContext(json: string, queryId: number, token: Uint8Array | null): Buffer;
 
   // --- hash.rs -------------------------------------------------------------------------------
   /** Starts a batch's hash chain (algorithm sha512 | sha256 | blake3; batchId 64 bytes). */

@@ -4,65 +4,24 @@
  * records frames only within the credit the server granted (and only as fast as the socket drains),
  * and matches the server's eob / bbn acknowledgements and batch refusals to the calls waiting on them.
  */
-import net from 'node:net';
-import tls from 'node:tls';
-import type { TlsSessionCache } from '../lib/tlsSessions';
+import type net from 'node:net';
 import type { BatchID } from '../engine-rs/batchId';
 import { encodeFrame, encodeRecords } from '../engine-rs/hdwp';
 import { FrameDecoder } from '../engine-rs/hdwpDecoder';
 import { HdwpError } from '../engine-rs/hdwpError';
-import { clipUtf8, HDWP_DEFAULT_MAX_PAYLOAD, HDWP_HEADER_LEN, HDWP_VERSION } from '../engine-rs/hdwpFrame';
-import type { BbnFrame, EobFrame, Frame, HdwpRole, HelloFrame, QueryAuth } from '../engine-rs/hdwpFrame';
+import { clipUtf8, HDWP_DEFAULT_MAX_PAYLOAD, HDWP_EOBS_ENTRY_LEN, HDWP_HEADER_LEN, HDWP_MAX_EOBS_BATCHES, HDWP_VERSION } from '../engine-rs/hdwpFrame';
+import type { BatchEnd, BbnFrame, EobFrame, EobsFrame, Frame, HelloFrame, TraceContextFrame } from '../engine-rs/hdwpFrame';
+import { AckWaiters } from './hdwpAcks';
+import { DEFAULT_CLIENT_FRAME_BYTES, DEFAULT_CONNECT_TIMEOUT_MS, openSocket } from './hdwpClientOptions';
+import type { HdwpClientOptions, HdwpClientStats } from './hdwpClientOptions';
 import { HdwpStreamError, batchOfError } from './hdwpStreamError';
 import { corkForTick } from './tickCork';
 
-/** Default largest records frame the client writes (header included): 1 MiB. */
-export const DEFAULT_CLIENT_FRAME_BYTES = 1024 * 1024;
-/** Default time to connect and complete the hello exchange. */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+export { DEFAULT_CLIENT_FRAME_BYTES, DEFAULT_CONNECT_TIMEOUT_MS } from './hdwpClientOptions';
+export type { HdwpClientOptions, HdwpClientStats } from './hdwpClientOptions';
+
 /** Records encoded ahead of the socket per `sendRecords` step, so a huge buffer is not copied at once. */
 const SLICE_BYTES = 4 * 1024 * 1024;
-/** Refusals of batches nobody waits on yet, kept so a later `sendEob` learns of them. */
-const MAX_REMEMBERED_REFUSALS = 1024;
-
-/** Options of {@link HdwpClient.connect}. */
-export interface HdwpClientOptions {
-  readonly host: string;
-  readonly port: number;
-  /** This side's role in hello: 'ingestClient', 'ingester', or 'scc' when replicating. */
-  readonly role: HdwpRole;
-  /** Dataset id (the schema id) the stream carries. */
-  readonly datasetId: string;
-  /** Bytes per record, 1..65535; every records frame uses it. */
-  readonly recordSize: number;
-  /** Time to connect and exchange hello; default {@link DEFAULT_CONNECT_TIMEOUT_MS}. */
-  readonly connectTimeoutMs?: number;
-  /** Largest records frame written, header included; default {@link DEFAULT_CLIENT_FRAME_BYTES} (capped by the server's window). */
-  readonly maxFrameBytes?: number;
-  /** Largest frame payload accepted from the server; default 16 MiB. */
-  readonly maxPayload?: number;
-  /** TLS connect options; when given the stream runs over TLS. */
-  readonly tls?: tls.ConnectionOptions;
-  /** With `tls`: resume sessions remembered here (lib/tlsSessions.ts) for connections opened again and again to one listener. */
-  readonly tlsSessions?: TlsSessionCache;
-  /** A query result stream (Storage Node → client listener): every frame sent carries this query block. */
-  readonly auth?: QueryAuth;
-  /**
-   * Whether the receiver acknowledges eob / bbn by echoing them (default true, as on ingest). With
-   * false (result streams), `sendEob` / `sendBbn` resolve once the frame is written.
-   */
-  readonly acks?: boolean;
-}
-
-/** Counters of what the client has done so far. */
-export interface HdwpClientStats {
-  /** Records frame bytes written (each frame's full length, the unit of credit). */
-  readonly recordsBytesSent: number;
-  /** Records frames written. */
-  readonly recordsFramesSent: number;
-  /** Credit granted by the server in total. */
-  readonly creditGranted: number;
-}
 
 interface Outgoing {
   readonly bytes: Buffer;
@@ -70,18 +29,6 @@ interface Outgoing {
   readonly cost: number;
   /** Told when the bytes were handed to the socket, or why they never will be. */
   readonly done?: (err?: Error) => void;
-}
-
-interface AckWaiter {
-  readonly kind: 'eob' | 'bbn';
-  resolve(frame: Frame): void;
-  reject(err: Error): void;
-}
-
-/** The one place sockets come from, so TLS is a matter of options. */
-function openSocket(o: HdwpClientOptions): net.Socket {
-  if (!o.tls) return net.connect({ host: o.host, port: o.port });
-  return o.tlsSessions ? o.tlsSessions.connect({ ...o.tls, host: o.host, port: o.port }) : tls.connect({ ...o.tls, host: o.host, port: o.port });
 }
 
 /**
@@ -109,8 +56,7 @@ export class HdwpClient {
   private frameBytes = 0;
   private failure: Error | undefined;
   private handshake: { resolve(): void; reject(err: Error): void } | undefined;
-  private readonly waiters = new Map<string, AckWaiter[]>();
-  private readonly refusals = new Map<string, HdwpStreamError>();
+  private readonly acks = new AckWaiters();
   /** Serialises the send calls so their frames enter the queue in call order. */
   private order: Promise<unknown> = Promise.resolve();
 
@@ -225,9 +171,53 @@ export class HdwpClient {
       const frame: EobFrame = { kind: 'eob', batchId, recordCount, closingHash, ...(digest && digest.length > 0 ? { digest } : {}), auth: this.opts.auth };
       const bytes = encodeFrame(frame);
       if (this.opts.acks === false) return { done: this.enqueueControl(bytes, frame) };
-      const ack = this.waitFor('eob', batchId);
+      const ack = this.acks.waitFor('eob', batchId);
       this.enqueue({ bytes, cost: 0 });
       return { done: ack as Promise<EobFrame> };
+    });
+  }
+
+  /**
+   * Ends several batches at once (result streams, docs/hdwp.md "eobs"): sends eobs frames of at most
+   * 65 535 entries each and within the client's frame size, in order with the other frames, uncharged
+   * like eob. Resolves once the last frame is handed to the socket (nothing acknowledges eobs); rejects
+   * when the stream fails first. A batch named twice, a bad record count, or a frame size too small for
+   * one entry is refused before anything is sent. No batches: nothing is sent.
+   */
+  sendEobs(batches: readonly BatchEnd[]): Promise<void> {
+    if (batches.length === 0) return this.failure ? Promise.reject(this.failure) : Promise.resolve();
+    const seen = new Set<string>();
+    for (const b of batches) {
+      const hex = b.batchId.toHex();
+      if (seen.has(hex)) return Promise.reject(new HdwpError('ERR_HDWP_INVALID_VALUE', `invalid batch id: ${hex} is named twice in one sendEobs`));
+      seen.add(hex);
+    }
+    return this.serial(async () => {
+      // Besides its entries a frame holds the header, the query block and the count.
+      const overhead = HDWP_HEADER_LEN + (this.opts.auth ? 20 : 0) + 4;
+      const perFrame = Math.min(HDWP_MAX_EOBS_BATCHES, Math.floor((this.frameBytes - overhead) / HDWP_EOBS_ENTRY_LEN));
+      if (perFrame < 1) {
+        throw new HdwpError('ERR_HDWP_TOO_LARGE', `an eobs frame with one batch is ${overhead + HDWP_EOBS_ENTRY_LEN} bytes, over the frame limit of ${this.frameBytes}`);
+      }
+      // Every frame is encoded (and so checked) before the first is queued: a refusal sends nothing.
+      const frames: [Buffer, EobsFrame][] = [];
+      for (let at = 0; at < batches.length; at += perFrame) {
+        const frame: EobsFrame = { kind: 'eobs', batches: batches.slice(at, at + perFrame), auth: this.opts.auth };
+        frames.push([encodeFrame(frame), frame]);
+      }
+      return { done: Promise.all(frames.map(([bytes, frame]) => this.enqueueControl(bytes, frame))).then(() => undefined) };
+    });
+  }
+
+  /**
+   * Sends the W3C trace context of the sender's span (a trace_context frame, `json`:
+   * `{"traceparent": "00-…", "tracestate"?: "…"}`; result streams, right after hello), uncharged, in
+   * order with the other frames. Resolves once handed to the socket.
+   */
+  sendTraceContext(json: string): Promise<void> {
+    return this.serial(async () => {
+      const frame: TraceContextFrame = { kind: 'traceContext', json, auth: this.opts.auth };
+      return { done: this.enqueueControl(encodeFrame(frame), frame).then(() => undefined) };
     });
   }
 
@@ -237,7 +227,7 @@ export class HdwpClient {
       const frame: BbnFrame = { kind: 'bbn', batchId, reason, auth: this.opts.auth };
       const bytes = encodeFrame(frame);
       if (this.opts.acks === false) return { done: this.enqueueControl(bytes, frame).then(() => undefined) };
-      const ack = this.waitFor('bbn', batchId).then(() => undefined);
+      const ack = this.acks.waitFor('bbn', batchId).then(() => undefined);
       this.enqueue({ bytes, cost: 0 });
       return { done: ack };
     });
@@ -326,20 +316,6 @@ export class HdwpClient {
     }
   }
 
-  private waitFor(kind: 'eob' | 'bbn', batchId: BatchID): Promise<Frame> {
-    const key = batchId.toHex();
-    const refused = this.refusals.get(key);
-    if (refused) {
-      this.refusals.delete(key);
-      return Promise.reject(refused);
-    }
-    return new Promise<Frame>((resolve, reject) => {
-      const list = this.waiters.get(key) ?? [];
-      list.push({ kind, resolve, reject });
-      this.waiters.set(key, list);
-    });
-  }
-
   private onData(chunk: Buffer): void {
     if (this.failure) return;
     let frames: Frame[];
@@ -378,17 +354,13 @@ export class HdwpClient {
         return;
       case 'eob':
       case 'bbn':
-        this.settle(f.batchId, f.kind, (w) => w.resolve(f));
+        this.acks.acknowledge(f);
         return;
       case 'error': {
         const batchId = batchOfError(f);
         const err = new HdwpStreamError('ERR_HDWP_PEER_ERROR', `${this.where}: error ${f.code}: ${f.message}`, { frameCode: f.code, batchId });
-        if (batchId === undefined) {
-          this.fail(err);
-        } else if (!this.settle(batchId, undefined, (w) => w.reject(err))) {
-          this.refusals.set(batchId.toHex(), err);
-          if (this.refusals.size > MAX_REMEMBERED_REFUSALS) this.refusals.delete(this.refusals.keys().next().value as string);
-        }
+        if (batchId === undefined) this.fail(err);
+        else this.acks.refuse(batchId, err);
         return;
       }
       default:
@@ -410,18 +382,6 @@ export class HdwpClient {
     h?.resolve();
   }
 
-  /** Settles the oldest waiter for `batchId` (of `kind`, or any kind); false when none waits. */
-  private settle(batchId: BatchID, kind: 'eob' | 'bbn' | undefined, act: (w: AckWaiter) => void): boolean {
-    const key = batchId.toHex();
-    const list = this.waiters.get(key);
-    const i = list ? list.findIndex((w) => kind === undefined || w.kind === kind) : -1;
-    if (!list || i < 0) return false;
-    const [w] = list.splice(i, 1);
-    if (list.length === 0) this.waiters.delete(key);
-    act(w);
-    return true;
-  }
-
   /** Fails the stream once: everything pending is rejected with `err`; `graceful` ends rather than destroys the socket. */
   private fail(err: Error, graceful = false): void {
     if (this.failure) return;
@@ -429,8 +389,7 @@ export class HdwpClient {
     this.handshake?.reject(err);
     this.handshake = undefined;
     for (const o of this.outgoing.splice(0)) o.done?.(err);
-    for (const list of this.waiters.values()) for (const w of list) w.reject(err);
-    this.waiters.clear();
+    this.acks.rejectAll(err);
     if (graceful) {
       this.socket.end();
       // The server closes its side on our FIN; if it never does, stop waiting.

@@ -235,6 +235,13 @@ export class HdwpConnection {
         if (this.settings.role !== 'queryClient') return this.refuse(STREAM_ERROR_CODES.protocol, `unexpected ${f.kind} frame on an ingest stream`);
         return this.charge(f, aggregateFrameCost(f));
       }
+      case 'eobs':
+      case 'traceContext': {
+        // Query results only (several batches ended at once; the sender's trace context), uncharged like eob.
+        if (this.settings.role !== 'queryClient') return this.refuse(STREAM_ERROR_CODES.protocol, `unexpected ${f.kind} frame on an ingest stream`);
+        this.queue.push(f);
+        return true;
+      }
       case 'eob':
       case 'bbn':
         this.queue.push(f);

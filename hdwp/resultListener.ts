@@ -14,6 +14,7 @@ import { parseAggregatePartial, type AggregatePartial } from '../query/aggregate
 import { parseBbnReason } from '../query/batchNotice';
 import type { BatchError } from '../query/hdQuery';
 import { sameToken } from '../query/token';
+import { contextFromTraceContext, failSpan, MAX_TRACESTATE_LEN, SpanKind, startSpan, TRACEPARENT, type Span, type TraceContext } from '../lib/tracing/index';
 import { HdwpServer, type ConnectionHandler, type HdwpConnection } from './hdwpServer';
 import { HdwpStreamError } from './hdwpStreamError';
 
@@ -234,6 +235,8 @@ export class ResultListener {
     const held = new Map<string, HeldBatch>();
     const recordSize = conn.hello.recordSize;
     let dropped = false;
+    // The node's scan span, when it sent one (HDWP trace_context): this stream's transfer is its child.
+    let transfer: { span: Span; frames: number; bytes: number } | undefined;
     const drop = (message: string): void => {
       dropped = true;
       this.counts.droppedStreams++;
@@ -241,10 +244,25 @@ export class ResultListener {
     };
     return {
       onFrame: async (f: Frame) => {
-        if (dropped || (f.kind !== 'records' && f.kind !== 'columns' && f.kind !== 'aggregate' && f.kind !== 'eob' && f.kind !== 'bbn')) return;
+        if (f.kind === 'traceContext' && !dropped && transfer === undefined) {
+          const tc = traceContextFromJson(f.json);
+          const span = tc && startSpan('hd.results.stream', { parent: contextFromTraceContext(tc), kind: SpanKind.CONSUMER, attributes: { 'hd.node': conn.remote, 'hd.dataset': conn.hello.datasetId } });
+          if (span?.isRecording()) transfer = { span, frames: 0, bytes: 0 };
+          return;
+        }
+        if (dropped || (f.kind !== 'records' && f.kind !== 'columns' && f.kind !== 'aggregate' && f.kind !== 'eob' && f.kind !== 'eobs' && f.kind !== 'bbn')) return;
+        if (transfer) {
+          transfer.frames++;
+          if (f.kind === 'records') transfer.bytes += f.payload.byteLength;
+          else if (f.kind === 'columns') transfer.bytes += f.body.byteLength;
+        }
         const q = this.lookup(f.auth);
         if (!q) {
           drop(f.auth ? `${f.kind} frame for query ${f.auth.queryId}, which is not open here or whose token does not match` : `${f.kind} frame without the query block`);
+          return;
+        }
+        if (f.kind === 'eobs') {
+          await this.completeMany(q, f.batches, held, recordSize, conn.remote);
           return;
         }
         const key = `${q.queryId}:${f.batchId.toHex()}`;
@@ -309,6 +327,11 @@ export class ResultListener {
         await q.handler({ kind: 'batch', queryId: q.queryId, batchId: f.batchId, recordSize, count: b?.count ?? 0, declaredCount: f.recordCount, records: b?.records ?? [], ...(b?.columns ? { columns: b.columns } : {}), ...(b?.aggregate ? { aggregate: b.aggregate } : {}), node: conn.remote });
       },
       onClose: (err) => {
+        if (transfer) {
+          transfer.span.setAttributes({ 'hd.frames': transfer.frames, 'hd.bytes': transfer.bytes, 'hd.batches_held_at_close': held.size });
+          if (err) failSpan(transfer.span, err);
+          transfer.span.end();
+        }
         this.counts.partialBatchesDropped += held.size;
         held.clear();
         const q = this.lookup(auth);
@@ -353,8 +376,54 @@ export class ResultListener {
     }
   }
 
+  /**
+   * An `eobs` frame (merged rows, docs/query.md "Merged results"): ends every batch it lists, each
+   * with what is held under it (the rows of all of them came under the first that matched). Rows
+   * held for one batch may be several batches' rows, so the frame counts whole or not at all: when
+   * some listed batches are already complete here (another replica answered them), the others fail
+   * (code 1) instead of being completed without their rows; when all are, they are duplicates.
+   */
+  private async completeMany(q: QueryState, batches: readonly { readonly batchId: BatchID; readonly recordCount: number }[], held: Map<string, HeldBatch>, recordSize: number, node: string): Promise<void> {
+    const listed = batches.map((b) => ({ ...b, hex: b.batchId.toHex() }));
+    const answered = listed.filter((b) => q.completed.has(b.hex)).length;
+    if (answered > 0) {
+      this.counts.duplicateBatches += answered;
+      for (const b of listed) {
+        this.counts.partialBatchesDropped += held.delete(`${q.queryId}:${b.hex}`) ? 1 : 0;
+        if (answered === listed.length || q.completed.has(b.hex)) continue;
+        await this.fail(q, { batchId: b.hex, code: HDWP_ERROR_FRAME_CODES.protocol, message: `batch ${b.hex}: its merged rows from ${node} also end ${answered} batch(es) already answered, so they cannot be counted exactly`, node });
+      }
+      return;
+    }
+    for (const b of listed) {
+      const key = `${q.queryId}:${b.hex}`;
+      const h = held.get(key);
+      held.delete(key);
+      q.completed.add(b.hex);
+      q.errors.delete(b.hex);
+      this.counts.batches++;
+      this.counts.records += h?.count ?? 0;
+      await q.handler({ kind: 'batch', queryId: q.queryId, batchId: b.batchId, recordSize, count: h?.count ?? 0, declaredCount: b.recordCount, records: h?.records ?? [], ...(h?.columns ? { columns: h.columns } : {}), node });
+    }
+  }
+
   private async fail(q: QueryState, error: BatchError): Promise<void> {
     q.errors.set(error.batchId, error);
     await q.handler({ kind: 'batchError', queryId: q.queryId, error });
   }
+}
+
+/** The W3C context of an HDWP trace_context frame, or undefined when it is not `{traceparent, tracestate?}` of the W3C layout (then no span is made). */
+function traceContextFromJson(json: string): TraceContext | undefined {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const { traceparent, tracestate } = raw as { traceparent?: unknown; tracestate?: unknown };
+  if (typeof traceparent !== 'string' || traceparent.length > 256 || !TRACEPARENT.test(traceparent)) return undefined;
+  if (tracestate === undefined) return { traceparent };
+  return typeof tracestate === 'string' && tracestate.length <= MAX_TRACESTATE_LEN ? { traceparent, tracestate } : { traceparent };
 }

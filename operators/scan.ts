@@ -15,6 +15,7 @@ import { Flow } from '../stream/flow';
 import type { QueryResultElement, QueryResults, QuerySpec, QueryStop, RunningQuery } from '../stream/queryElement';
 import type { ReadScheduler } from './readScheduler';
 import { MergedPartials, type FoldableBatch, type PartialAccumulator } from './mergedPartials';
+import { MergedRows } from './mergedRows';
 import { ScanSpan } from './scanSpan';
 
 /** The partial of a batch in which no record matched (docs/query.md, "Aggregates"). */
@@ -174,7 +175,9 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
           q.end();
           return;
         }
-        const results: QueryResults = { query: q, recordSize: compiled.recordSize, batches: spec.batchIds.length, flow: new Flow() };
+        // Sent on the result stream only to a client that reads this build's result-stream extensions (merge_batches).
+        const tc = spec.mergeBatches === true ? traced.traceContext() : undefined;
+        const results: QueryResults = { query: q, recordSize: compiled.recordSize, batches: spec.batchIds.length, flow: new Flow(), ...(tc && { traceContext: tc }) };
         const merged = compiled.newAccumulator
           ? new MergedPartials(compiled.newAccumulator(), (json, completes) => {
               counters.controls += completes.length;
@@ -210,6 +213,20 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
         // batch not yet started: their steps (Neon tasks) run on several pool threads, frames of
         // different batches interleave on the result stream, and each worker still waits on the
         // query's flow before every step, so the client's pace bounds what is in flight.
+        // Merged rows (HDQuery merge_batches): small batches' matches are held and sent together, completed by one eobs.
+        const rows =
+          spec.mergeBatches === true && !compiled.aggregate
+            ? new MergedRows({ recordSize: compiled.recordSize, ...(compiled.selectTop && { selectTop: compiled.selectTop }) }, async (carrier, records, completes) => {
+                if (carrier !== undefined && records !== undefined) await send(carrier, records);
+                counters.controls += completes.length;
+                for (let i = 0; i < completes.length; i++) {
+                  opts.meter?.batch('eob');
+                  traced.batch('eob');
+                }
+                emitted++;
+                emit({ kind: 'eobs', dataset: spec.dataset, completes, results });
+              })
+            : undefined;
         /** Sends a batch's matching records (the buffer is ours): masked, then as columns or records frames. */
         const send = async (batchId: BatchID, records: Buffer): Promise<void> => {
           // Hidden fields are zeroed after filtering (filters see the stored values), one native call per step.
@@ -251,6 +268,9 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
             let folded = false;
             let best: Buffer | undefined;
             let topMatched = 0;
+            // Merged rows: this batch's matches, held while they stay small.
+            let held: Buffer[] | undefined = rows ? [] : undefined;
+            let heldBytes = 0;
             try {
               while (!last?.done) {
                 await results.flow.whenAtMost(maxPending);
@@ -286,11 +306,24 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
                   best = compiled.selectTop(best === undefined ? last.records : Buffer.concat([best, last.records]));
                   continue;
                 }
+                if (held !== undefined) {
+                  heldBytes += last.records.length;
+                  matchedTotal += last.matched;
+                  if (heldBytes <= MergedRows.MAX_BATCH_BYTES) {
+                    held.push(last.records);
+                    continue;
+                  }
+                  // Too large to hold: what was held goes out, and the batch streams as before.
+                  for (const r of held) await send(batchId, r);
+                  sent += (heldBytes - last.records.length) / compiled.recordSize;
+                  matchedTotal -= last.matched;
+                  held = undefined;
+                }
                 await send(batchId, last.records);
                 sent += last.matched;
                 matchedTotal += last.matched;
               }
-              if (best !== undefined && last?.done && !q.signal.aborted) {
+              if (best !== undefined && last?.done && !q.signal.aborted && !rows) {
                 const n = best.length / compiled.recordSize;
                 counters.dropped += topMatched - n;
                 await send(batchId, best);
@@ -321,6 +354,11 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
             if (q.signal.aborted) break;
             if (spec.verifyHash && last?.done && last.hashOk === false) {
               fail(batchId, CODES.hashMismatch, `batch ${batchId.toHex()} of '${spec.dataset}': the recomputed hash chain does not match the closing hash stored at ingest`);
+            } else if (rows && last?.done && (compiled.selectTop || held !== undefined)) {
+              // Held: sent with other batches', completed by their eobs.
+              const records = compiled.selectTop ? (best ?? Buffer.alloc(0)) : held && held.length === 1 ? (held[0] as Buffer) : Buffer.concat(held ?? []);
+              if (compiled.selectTop) counters.dropped += topMatched - records.length / compiled.recordSize;
+              rows.add(batchId, records);
             } else if (!folded) {
               if (compiled.aggregate) {
                 emitted++;
@@ -333,10 +371,16 @@ export function scan(opts: ScanOptions): OperatorFunction<Chunk, QueryResultElem
         try {
           const workers = Math.max(1, Math.min(queryThreads, spec.batchIds.length));
           await Promise.all(Array.from({ length: workers }, worker));
-          if (q.signal.aborted) merged?.discard();
-          else merged?.flush();
+          if (q.signal.aborted) {
+            merged?.discard();
+            rows?.discard();
+          } else {
+            merged?.flush();
+            await rows?.flush();
+          }
         } finally {
           merged?.discard();
+          rows?.discard();
           queue.leave();
           // Nothing went to the sink: no stream was opened, so the query ends here.
           if (emitted === 0) q.end();

@@ -5,7 +5,7 @@
  * matched, bytes read, blocks skipped by zone maps, batches answered from their summaries.
  * A query without a trace context gets no span and costs nothing.
  */
-import { contextFromTraceContext, failSpan, SpanKind, startSpan, type Span } from '../lib/tracing/index';
+import { contextFromTraceContext, contextWith, failSpan, SpanKind, startSpan, traceContextOf, type Span, type TraceContext } from '../lib/tracing/index';
 import type { QuerySpec } from '../stream/queryElement';
 
 /** What {@link ScanSpan.step} reads of a read step (scan.ts's BatchScanStep). */
@@ -38,6 +38,11 @@ export class ScanSpan {
       attributes: { 'hd.query_id': spec.queryId, 'hd.dataset': spec.dataset, 'hd.batches': spec.batchIds.length, 'hd.qos': spec.qos, ...(node !== undefined && { 'hd.node': node }) },
     });
     this.span = span.isRecording() ? span : undefined;
+  }
+
+  /** The scan span's W3C context (sent on the result stream so the client's transfer span is its child); undefined without a span. */
+  traceContext(): TraceContext | undefined {
+    return this.span ? traceContextOf(contextWith(this.span)) : undefined;
   }
 
   /** One read step of `recordSize`-byte records. */

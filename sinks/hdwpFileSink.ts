@@ -86,6 +86,8 @@ export function hdwpFileSink(opts: HdwpFileSinkOptions): (input: Observable<Chun
             throw new TypeError("hdwpFileSink takes batched records, got a 'columns' element");
           case 'aggregate':
             throw new TypeError("hdwpFileSink takes batched records, got an 'aggregate' element");
+          case 'eobs':
+            throw new TypeError("hdwpFileSink takes batched records, got an 'eobs' element");
         }
       };
 

@@ -117,6 +117,11 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
           connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_RESULT_CONNECT_TIMEOUT_MS,
           maxFrameBytes: opts.maxFrameBytes,
           ...(wantsTls && opts.tls && { tls: opts.tls(), tlsSessions }),
+        }).then(async (c) => {
+          // A traced query: the client's transfer span becomes a child of this node's scan span.
+          const tc = s.results.traceContext;
+          if (tc) await c.sendTraceContext(JSON.stringify(tc));
+          return c;
         });
         return s.client;
       };
@@ -163,6 +168,19 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
             await client.sendAggregate(el.batchId, el.json);
             if (el.completes === undefined) return;
             // A merged partial completes its batches: their eobs go to the SCC only, once the frame is handed on.
+            for (const c of el.completes) {
+              counters.controls++;
+              q.reply({ kind: 'eob', batchId: c.batchId, recordCount: c.recordCount, closingHash: new Uint8Array(0) });
+            }
+            s.ended += el.completes.length;
+            if (s.ended >= s.results.batches) {
+              await client.close();
+              finish(s);
+            }
+            return;
+          case 'eobs':
+            // Merged rows: one frame ends the batches; each one's eob goes to the SCC once it is handed on.
+            await client.sendEobs(el.completes);
             for (const c of el.completes) {
               counters.controls++;
               q.reply({ kind: 'eob', batchId: c.batchId, recordCount: c.recordCount, closingHash: new Uint8Array(0) });

@@ -3,7 +3,7 @@
  * before parsing) and control elements, never one emission per record (DESIGN.md §1.2).
  */
 import type { BatchID } from '../engine-rs/batchId';
-import type { QueryAggregateElement, QueryColumnsElement, QueryElement, QueryResultElement } from './queryElement';
+import type { QueryAggregateElement, QueryColumnsElement, QueryElement, QueryEobsElement, QueryResultElement } from './queryElement';
 
 /** Upper bound of a chunk's payload. Sources cut blocks at or below it; operators never grow past it. */
 export const MAX_CHUNK_BYTES = 4 * 1024 * 1024;
@@ -93,7 +93,7 @@ export interface BbnElement {
 export type ControlElement = EobElement | BbnElement;
 
 /** Everything a pipeline stream may carry (a Storage Node's query path adds {@link QueryElement}, docs/query.md). */
-export type Chunk = ByteChunk | RecordChunk | EobElement | BbnElement | QueryElement | QueryColumnsElement | QueryAggregateElement;
+export type Chunk = ByteChunk | RecordChunk | EobElement | BbnElement | QueryElement | QueryColumnsElement | QueryAggregateElement | QueryEobsElement;
 
 /**
  * The element type of a stream, as the stage registry names it. Connected stages must agree:
@@ -173,6 +173,7 @@ export function itemCount(c: Chunk): number {
       return c.rows;
     case 'aggregate':
     case 'eob':
+    case 'eobs':
     case 'bbn':
     case 'query':
       return 0;

@@ -93,6 +93,8 @@ export interface QueryResults {
   /** Batches of the query on this node; the stream closes after this many eob / bbn. */
   readonly batches: number;
   readonly flow: Flow;
+  /** The node's scan span, sent after the result stream's hello (HDWP trace_context) when the query is traced. */
+  readonly traceContext?: TraceContext;
 }
 
 /** Matching records of one batch of a query. */
@@ -126,6 +128,17 @@ export interface QueryAggregateElement {
   readonly results: QueryResults;
 }
 
+/**
+ * The end of several batches of a query at once (HDQuery `merge_batches`): their rows went before,
+ * under the first that matched a record (docs/query.md, "Merged results"); one `eobs` frame.
+ */
+export interface QueryEobsElement {
+  readonly kind: 'eobs';
+  readonly dataset: string;
+  readonly completes: readonly { readonly batchId: BatchID; readonly recordCount: number }[];
+  readonly results: QueryResults;
+}
+
 /** The end of one batch of a query: `recordCount` matching records were sent for it. */
 export interface QueryEobElement extends EobElement {
   readonly results: QueryResults;
@@ -138,9 +151,9 @@ export interface QueryBbnElement extends BbnElement {
 }
 
 /** What the scan gives the result stream. */
-export type QueryResultElement = QueryRecordsChunk | QueryColumnsElement | QueryAggregateElement | QueryEobElement | QueryBbnElement;
+export type QueryResultElement = QueryRecordsChunk | QueryColumnsElement | QueryAggregateElement | QueryEobElement | QueryEobsElement | QueryBbnElement;
 
 /** True for the elements of a query's result stream. */
 export function isQueryResult(c: Chunk): c is QueryResultElement {
-  return (c.kind === 'records' || c.kind === 'columns' || c.kind === 'aggregate' || c.kind === 'eob' || c.kind === 'bbn') && 'results' in c && c.results !== undefined;
+  return (c.kind === 'records' || c.kind === 'columns' || c.kind === 'aggregate' || c.kind === 'eob' || c.kind === 'eobs' || c.kind === 'bbn') && 'results' in c && c.results !== undefined;
 }

@@ -147,6 +147,8 @@ export function segmentStore(opts: SegmentStoreSinkOptions): (input: Observable<
             throw new TypeError("segmentStore takes batched records, got a 'columns' element");
           case 'aggregate':
             throw new TypeError("segmentStore takes batched records, got an 'aggregate' element");
+          case 'eobs':
+            throw new TypeError("segmentStore takes batched records, got an 'eobs' element");
         }
       };
 

@@ -25,6 +25,8 @@ export function samples(): Frame[] {
     out.push({ kind: 'credit', bytes: Number.MAX_SAFE_INTEGER, ...a });
     out.push({ kind: 'aggregate', batchId: BATCH, json: '{"v":1,"groups":[{"k":["6"],"m":["3","-18446744073709551616"]}]}', ...a });
     out.push({ kind: 'columns', batchId: BATCH, rows: 2, body: Buffer.from('01000001000000020000', 'hex'), ...a });
+    out.push({ kind: 'eobs', batches: [{ batchId: BATCH, recordCount: Number.MAX_SAFE_INTEGER }, { batchId: generateBatchIdNumber(43), recordCount: 0 }], ...a });
+    out.push({ kind: 'traceContext', json: '{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}', ...a });
   }
   out.push({ kind: 'query', queryId: 7, token: TOKEN, json: '{"query_id":7,"batch_ids":[]}' });
   out.push({ kind: 'cancel', queryId: 7, token: TOKEN });

@@ -2,14 +2,16 @@
  * The listener's side of merged partials (docs/query.md "Merged partials"), over real sockets: a v2
  * aggregate frame completes every batch it lists (the partial with the first, no eob needed); a v1
  * partial still waits for its eob; a frame overlapping batches already answered is never counted
- * twice; malformed v2 frames fail their batch with code 1 (protocol).
+ * twice; malformed v2 frames fail their batch with code 1 (protocol). An `eobs` frame ends several
+ * batches at once, each with the rows held under it; overlapping answered batches never lose rows
+ * silently.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { encodeFrame, type QueryAuth } from '../../index';
+import { encodeFrame, encodeRecords, type QueryAuth } from '../../index';
 import { newQueryToken } from '../../query/token';
 import { ResultListener, type QueryResult } from '../../hdwp/resultListener';
-import { batch, RawPeer, until } from '../sources/hdwpKit';
+import { batch, RawPeer, recordsOf, until } from '../sources/hdwpKit';
 
 const RS = 24;
 
@@ -25,6 +27,8 @@ async function setup(): Promise<{ listener: ResultListener; port: number; auth: 
 const hello = (auth: QueryAuth): Buffer => encodeFrame({ kind: 'hello', version: 1, role: 'storageNode', datasetId: 'flows', recordSize: RS, auth });
 const eob = (n: number, count: number, auth: QueryAuth): Buffer => encodeFrame({ kind: 'eob', batchId: batch(n), recordCount: count, closingHash: new Uint8Array(0), auth });
 const aggregate = (n: number, json: string, auth: QueryAuth): Buffer => encodeFrame({ kind: 'aggregate', batchId: batch(n), json, auth });
+const eobs = (ends: readonly [number, number][], auth: QueryAuth): Buffer => encodeFrame({ kind: 'eobs', batches: ends.map(([n, c]) => ({ batchId: batch(n), recordCount: c })), auth });
+const records = (n: number, count: number, auth: QueryAuth): Buffer => encodeRecords(batch(n), RS, recordsOf(RS, count, n), { auth });
 const merged = (ns: readonly number[], counts: readonly number[], groups = '[{"k":[],"m":["7"]}]'): string => `{"v":2,"batches":[${ns.map((n, i) => `["${batch(n).toHex()}",${counts[i]}]`).join(',')}],"groups":${groups}}`;
 
 async function connected(port: number, auth: QueryAuth): Promise<RawPeer> {
@@ -137,6 +141,53 @@ t('malformed v2 frames fail their batch with code 1 and hand on no partial', asy
       assert.equal([e?.error.batchId, e?.error.code], [id, 1], json);
     }
     assert.is(batchesOf(results).length, 0);
+    peer.socket.end();
+    await peer.closed;
+  } finally {
+    await listener.close();
+  }
+});
+
+t('an eobs frame ends every batch it lists, each with the rows held under it', async () => {
+  const { listener, port, auth, results } = await setup();
+  try {
+    const peer = await connected(port, auth);
+    // The rows of batches 1..3 came under batch 2 (the first that matched).
+    await peer.write(records(2, 5, auth));
+    await peer.write(eobs([[1, 0], [2, 5], [3, 0]], auth));
+    await until(() => results.length === 3);
+    assert.equal(
+      batchesOf(results).map((r) => [r.batchId.toHex(), r.count, r.declaredCount, Buffer.concat(r.records).length]),
+      [
+        [batch(1).toHex(), 0, 0, 0],
+        [batch(2).toHex(), 5, 5, 5 * RS],
+        [batch(3).toHex(), 0, 0, 0],
+      ],
+    );
+    assert.equal([listener.stats.batches, listener.stats.records], [3, 5]);
+    peer.socket.end();
+    await peer.closed;
+  } finally {
+    await listener.close();
+  }
+});
+
+t('an eobs frame overlapping answered batches: all answered → duplicates; some → the others fail with code 1, no rows handed on', async () => {
+  const { listener, port, auth, results } = await setup();
+  try {
+    const peer = await connected(port, auth);
+    await peer.write(Buffer.concat([records(1, 2, auth), eobs([[1, 2], [2, 0]], auth)]));
+    await until(() => results.length === 2);
+    await peer.write(Buffer.concat([records(2, 3, auth), eobs([[2, 3], [1, 0]], auth)]));
+    await until(() => listener.stats.duplicateBatches === 2);
+    assert.is(results.length, 2);
+    // Batch 3's rows came under batch 1, already answered: batch 3 fails rather than ending empty.
+    await peer.write(Buffer.concat([records(1, 4, auth), eobs([[1, 4], [3, 0]], auth)]));
+    await until(() => results.length === 3);
+    const [e] = errorsOf(results);
+    assert.equal([e?.error.batchId, e?.error.code], [batch(3).toHex(), 1]);
+    assert.match(String(e?.error.message), /already answered/);
+    assert.is(batchesOf(results).length, 2);
     peer.socket.end();
     await peer.closed;
   } finally {

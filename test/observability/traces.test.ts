@@ -84,7 +84,12 @@ traces('one trace holds spans of every process on the path, correctly parented',
   const root = (await spansUntil((ss) => ss.some((s) => s.name === 'sql.statement' && s.attributes['db.query.text'] === STATEMENT))).find((s) => s.name === 'sql.statement' && s.attributes['db.query.text'] === STATEMENT) as ReceivedSpan;
   assert.ok(root, 'the statement span arrived');
   // The Storage Nodes' scans end last (after their results reached hd_sql): wait for both.
-  const all = await spansUntil((ss) => new Set(ss.filter((s) => s.traceId === root.traceId && s.name === 'storageNode.scan').map((s) => s.resource['service.instance.id'])).size >= 2 && ss.some((s) => s.traceId === root.traceId && s.name === 'scc.query'));
+  const all = await spansUntil(
+    (ss) =>
+      new Set(ss.filter((s) => s.traceId === root.traceId && s.name === 'storageNode.scan').map((s) => s.resource['service.instance.id'])).size >= 2 &&
+      ss.some((s) => s.traceId === root.traceId && s.name === 'scc.query') &&
+      ss.filter((s) => s.traceId === root.traceId && s.name === 'hd.results.stream').length >= 2,
+  );
   const trace = all.filter((s) => s.traceId === root.traceId);
   const byId = new Map(trace.map((s) => [s.spanId, s]));
   const named = (name: string): ReceivedSpan[] => trace.filter((s) => s.name === name);
@@ -127,9 +132,14 @@ traces('one trace holds spans of every process on the path, correctly parented',
     assert.type(s.attributes['hd.batches_from_summary'], 'number');
   }
   assert.is(matched, EXPECTED);
+  // Each node's result stream (HDWP trace_context after its hello): hd_sql's transfer span, under that node's scan.
+  const streams = named('hd.results.stream');
+  assert.is(streams.length, 2, 'one transfer span a node');
+  assert.equal(new Set(streams.map((s) => parentOf(s)?.spanId)), new Set(scans.map((s) => s.spanId)));
+  for (const st of streams) assert.ok((st.attributes['hd.frames'] as number) >= 1, 'frames counted');
   // Every process on the path exported its own spans.
   const services = (names: readonly string[]): Set<unknown> => new Set(trace.filter((s) => names.includes(s.name)).map((s) => `${String(s.resource['service.name'])} ${String(s.resource['service.instance.id'])}`));
-  assert.is(services(['sql.statement', 'sql.plan', 'sql.fetch', 'sql.evaluate', 'hd.query', 'hd.dispatch', 'hd.results']).size, 1);
+  assert.is(services(['sql.statement', 'sql.plan', 'sql.fetch', 'sql.evaluate', 'hd.query', 'hd.dispatch', 'hd.results', 'hd.results.stream']).size, 1);
   assert.equal([...new Set(trace.map((s) => s.resource['service.name']))].sort(), ['hd-scc', 'hd-sql', 'hd-storage-node']);
   assert.is(services(['storageNode.scan']).size, 2, 'both Storage Nodes');
   assert.is(new Set(trace.map((s) => s.resource['service.instance.id'])).size, 4, 'hd_sql, the SCC and two Storage Nodes');

@@ -79,7 +79,7 @@ op('records then one eob per batch, in the query\'s batch order; counters add up
   const counters = new StageCounters('records');
   const out = await run(src, [q], counters);
   assert.equal(
-    out.map((e) => `${e.kind}:${e.batchId.toHex().slice(-1)}:${e.kind === 'records' ? e.count : e.kind === 'eob' ? e.recordCount : e.kind === 'bbn' ? e.code : e.kind}`),
+    out.map((e) => `${e.kind}:${'batchId' in e ? e.batchId.toHex().slice(-1) : ''}:${e.kind === 'records' ? e.count : e.kind === 'eob' ? e.recordCount : e.kind === 'bbn' ? e.code : e.kind}`),
     ['records:3:5', 'eob:3:5', 'records:1:3', 'records:1:2', 'eob:1:5', 'eob:2:0'],
   );
   assert.ok(out.every((e) => e.results.query === q && e.results.batches === 3 && e.results.recordSize === RS));

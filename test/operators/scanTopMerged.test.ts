@@ -164,4 +164,55 @@ t('merged partials: one aggregate element completes the folded batches; a bbn ba
   ]);
 });
 
+t('merged rows: small batches go out together under the first that matched, one eobs ends them; a large one streams as before', async () => {
+  const big = Array.from({ length: 70_000 }, () => 1); // 280 000 bytes: over what a batch may hold
+  const src = source(
+    batches([
+      [1, { steps: [[]] }],
+      [2, { steps: [[4], [5]] }],
+      [3, { steps: [big] }],
+      [4, { steps: [[6]] }],
+    ]),
+    {},
+  );
+  const { out } = await run(src, specOf(6, [1, 2, 3, 4].map(idOf), { mergeBatches: true }));
+  const recs = out.filter((e) => e.kind === 'records') as Extract<QueryResultElement, { kind: 'records' }>[];
+  const eobs = out.filter((e) => e.kind === 'eob') as Extract<QueryResultElement, { kind: 'eob' }>[];
+  const groups = out.filter((e) => e.kind === 'eobs') as Extract<QueryResultElement, { kind: 'eobs' }>[];
+  // Batch 3 streamed with its own eob.
+  assert.equal(eobs.map((e) => [e.batchId.toHex().slice(-2), e.recordCount]), [['03', 70_000]]);
+  assert.is(recs.filter((r) => r.batchId.equals(idOf(3))).reduce((n, r) => n + r.count, 0), 70_000);
+  // 1, 2 and 4 in one group, under batch 2, declared with all three rows.
+  assert.is(groups.length, 1);
+  assert.equal(
+    groups[0]?.completes.map((c) => [c.batchId.toHex().slice(-2), c.recordCount]),
+    [
+      ['01', 0],
+      ['02', 3],
+      ['04', 0],
+    ],
+  );
+  const carried = recs.filter((r) => r.batchId.equals(idOf(2)));
+  assert.equal(carried.flatMap((r) => [...r.buf].filter((_, i) => i % RS === 0)), [4, 5, 6]);
+  // The group's rows come before its eobs.
+  assert.ok(out.indexOf(carried[0] as QueryResultElement) < out.indexOf(groups[0] as QueryResultElement));
+});
+
+t('merged rows with a top: the best of every held batch, once', async () => {
+  const src = source(
+    batches([
+      [1, { steps: [[3, 9]] }],
+      [2, { steps: [[8, 1]] }],
+      [3, { steps: [[2]] }],
+    ]),
+    { top: 2 },
+  );
+  const { out } = await run(src, specOf(7, [1, 2, 3].map(idOf), { top: { field: 'k', k: 2, desc: true }, mergeBatches: true }));
+  const recs = out.filter((e) => e.kind === 'records') as Extract<QueryResultElement, { kind: 'records' }>[];
+  assert.equal(recs.flatMap((r) => [...r.buf].filter((_, i) => i % RS === 0)), [9, 8]);
+  assert.ok(recs.every((r) => r.batchId.equals(idOf(1))));
+  assert.is(out.filter((e) => e.kind === 'eob').length, 0);
+  assert.is(out.filter((e) => e.kind === 'eobs').length, 1);
+});
+
 t.run();

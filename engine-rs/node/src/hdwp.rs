@@ -1,21 +1,21 @@
 //! HDWP exports: a stateless scanner that decodes every whole frame of a buffer in one call, and
-//! one encoder per frame kind plus the batched records encoder.
+//! ([`encode`]) one encoder per frame kind plus the batched records encoder.
 //!
 //! The scanner returns numbers, not objects: per frame a fixed run of [`SLOTS`] doubles holding
 //! the kind, numeric fields and byte offsets into the scanned buffer, so TypeScript builds frames
 //! with `subarray` views and no record bytes are copied. The slot layout is documented on
 //! `hdwpScan` in `engine-rs/native.ts`; keep the two in step.
 
-use hd_engine_core::batch_id::{BatchId, BATCH_ID_LEN};
+use hd_engine_core::batch_id::BATCH_ID_LEN;
 use hd_engine_core::hdwp::{
-    check_mtu, decode_frame, encode_frame, peek_frame, AggregatePartial, BadBatch, Cancel,
-    ColumnsFrame, Credit, EndOfBatch, ErrorFrame, Frame, HdwpError, Hello, Peek, Query, QueryAuth,
-    Records, RecordsPlan, Role, AUTH_LEN, HEADER_LEN, MAX_PAYLOAD_CEILING, TOKEN_LEN,
+    decode_frame, peek_frame, Frame, HdwpError, Peek, AUTH_LEN, HEADER_LEN, MAX_PAYLOAD_CEILING,
 };
 use neon::prelude::*;
 use neon::types::buffer::TypedArray;
 
 use crate::util::throw_coded;
+
+mod encode;
 
 /// Doubles per frame in the scan descriptor.
 const SLOTS: usize = 10;
@@ -38,74 +38,6 @@ fn int<'cx>(cx: &mut FunctionContext<'cx>, v: f64, max: u64, field: &str) -> Neo
         return invalid(cx, field, &format!("must be an integer 0..={max}, got {v}"));
     }
     Ok(v as u64)
-}
-
-fn batch_id<'cx>(cx: &mut FunctionContext<'cx>, bytes: &[u8]) -> NeonResult<BatchId> {
-    match <[u8; BATCH_ID_LEN]>::try_from(bytes) {
-        Ok(a) => Ok(BatchId(a)),
-        Err(_) => invalid(
-            cx,
-            "batch id",
-            &format!("must be {BATCH_ID_LEN} bytes, got {}", bytes.len()),
-        ),
-    }
-}
-
-/// Query id + token from JS; a null token means "no query block".
-fn auth<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    query_id: f64,
-    token: Option<&[u8]>,
-) -> NeonResult<Option<QueryAuth>> {
-    let Some(token) = token else { return Ok(None) };
-    let query_id = int(cx, query_id, u32::MAX as u64, "query id")? as u32;
-    match <[u8; TOKEN_LEN]>::try_from(token) {
-        Ok(token) => Ok(Some(QueryAuth { query_id, token })),
-        Err(_) => invalid(
-            cx,
-            "token",
-            &format!("must be {TOKEN_LEN} bytes, got {}", token.len()),
-        ),
-    }
-}
-
-fn required_auth<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    query_id: f64,
-    token: &[u8],
-) -> NeonResult<QueryAuth> {
-    match auth(cx, query_id, Some(token))? {
-        Some(a) => Ok(a),
-        None => invalid(cx, "token", "missing"),
-    }
-}
-
-fn record_size<'cx>(cx: &mut FunctionContext<'cx>, v: f64) -> NeonResult<u16> {
-    Ok(int(cx, v, u16::MAX as u64, "record size")? as u16)
-}
-
-/// Encodes one small frame into a fresh Buffer.
-fn emit<'cx>(cx: &mut FunctionContext<'cx>, frame: &Frame<'_>) -> JsResult<'cx, JsBuffer> {
-    let mut out = Vec::new();
-    match encode_frame(frame, &mut out, MAX_PAYLOAD_CEILING) {
-        Ok(()) => JsBuffer::from_slice(cx, &out),
-        Err(e) => throw_hdwp(cx, &e),
-    }
-}
-
-/// [`emit`] for a frame that borrows a JS typed array's bytes: `frame` builds it from the borrowed
-/// slice, which must be released before the Buffer is allocated.
-fn emit_borrowing<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    bytes: Handle<'cx, JsTypedArray<u8>>,
-    frame: impl for<'a> FnOnce(&'a [u8]) -> Frame<'a>,
-) -> JsResult<'cx, JsBuffer> {
-    let mut out = Vec::new();
-    let res = encode_frame(&frame(bytes.as_slice(cx)), &mut out, MAX_PAYLOAD_CEILING);
-    match res {
-        Ok(()) => JsBuffer::from_slice(cx, &out),
-        Err(e) => throw_hdwp(cx, &e),
-    }
 }
 
 /// Offset of `part` inside `whole`; `part` is always a subslice of the scanned buffer.
@@ -183,6 +115,13 @@ fn describe(buf: &[u8], start: usize, len: usize, f: &Frame<'_>, out: &mut Vec<f
             let p = offset_in(buf, c.body);
             [body as f64, c.rows as f64, p, p + c.body.len() as f64, 0.0]
         }
+        // The entries (64-byte batch id, u64 big-endian record count each) follow the u32 count;
+        // TypeScript reads them from the buffer, so a 65535-entry frame costs no slots here.
+        Frame::Eobs(e) => [(body + 4) as f64, e.batches.len() as f64, 0.0, 0.0, 0.0],
+        Frame::TraceContext(t) => {
+            let j = offset_in(buf, t.json.as_bytes());
+            [j, j + t.json.len() as f64, 0.0, 0.0, 0.0]
+        }
     };
     out.extend_from_slice(&[
         f.kind() as u8 as f64,
@@ -248,245 +187,4 @@ fn hdwp_scan<'cx>(
     obj.set(cx, "code", code)?;
     obj.set(cx, "message", message)?;
     Ok(obj)
-}
-
-#[neon::export(name = "hdwpEncodeHello")]
-fn hdwp_encode_hello<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    version: f64,
-    role: f64,
-    rs: f64,
-    dataset_id: String,
-    query_id: f64,
-    token: Option<Vec<u8>>,
-) -> JsResult<'cx, JsBuffer> {
-    let version = int(cx, version, u8::MAX as u64, "version")? as u8;
-    let role = match Role::from_u8(int(cx, role, u8::MAX as u64, "role")? as u8) {
-        Some(r) => r,
-        None => return invalid(cx, "role", "names no role"),
-    };
-    let record_size = record_size(cx, rs)?;
-    let auth = auth(cx, query_id, token.as_deref())?;
-    emit(
-        cx,
-        &Frame::Hello(Hello {
-            auth,
-            version,
-            role,
-            record_size,
-            dataset_id: &dataset_id,
-        }),
-    )
-}
-
-/// One records frame from exactly `count` records.
-#[neon::export(name = "hdwpEncodeRecordsFrame")]
-fn hdwp_encode_records_frame<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    id: Vec<u8>,
-    rs: f64,
-    count: f64,
-    payload: Handle<'cx, JsTypedArray<u8>>,
-    query_id: f64,
-    token: Option<Vec<u8>>,
-) -> JsResult<'cx, JsBuffer> {
-    let batch_id = batch_id(cx, &id)?;
-    let record_size = record_size(cx, rs)?;
-    let count = int(cx, count, u32::MAX as u64, "record count")? as u32;
-    let auth = auth(cx, query_id, token.as_deref())?;
-    emit_borrowing(cx, payload, |payload| {
-        Frame::Records(Records {
-            auth,
-            batch_id,
-            record_size,
-            count,
-            payload,
-        })
-    })
-}
-
-/// Whole records packed into as many records frames of at most `maxFrameBytes` as needed, written
-/// straight into one Buffer (the records are copied once). `mtu` true also checks the limit is a
-/// valid datagram MTU.
-#[neon::export(name = "hdwpEncodeRecords")]
-#[allow(clippy::too_many_arguments)]
-fn hdwp_encode_records<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    id: Vec<u8>,
-    rs: f64,
-    records: Handle<'cx, JsTypedArray<u8>>,
-    max_frame_bytes: f64,
-    mtu: bool,
-    query_id: f64,
-    token: Option<Vec<u8>>,
-) -> JsResult<'cx, JsBuffer> {
-    let batch_id = batch_id(cx, &id)?;
-    let record_size = record_size(cx, rs)?;
-    let limit = int(cx, max_frame_bytes, u32::MAX as u64, "max frame bytes")? as usize;
-    if mtu {
-        if let Err(e) = check_mtu(limit) {
-            return throw_hdwp(cx, &e);
-        }
-    }
-    let auth = auth(cx, query_id, token.as_deref())?;
-    let len = records.as_slice(cx).len();
-    let plan = match RecordsPlan::new(auth, record_size, len, limit) {
-        Ok(p) => p,
-        Err(e) => return throw_hdwp(cx, &e),
-    };
-    let mut out = JsBuffer::new(cx, plan.encoded_len)?;
-    let lock = cx.lock();
-    let res = match (records.try_borrow(&lock), out.try_borrow_mut(&lock)) {
-        (Ok(input), Ok(mut output)) => plan.encode_into(&mut output, &batch_id, &input),
-        _ => Err(HdwpError::InvalidValue {
-            field: "records",
-            detail: "buffer is not readable".into(),
-        }),
-    };
-    drop(lock);
-    match res {
-        Ok(()) => Ok(out),
-        Err(e) => throw_hdwp(cx, &e),
-    }
-}
-
-#[neon::export(name = "hdwpEncodeEob")]
-fn hdwp_encode_eob<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    id: Vec<u8>,
-    record_count: f64,
-    closing_hash: Vec<u8>,
-    digest: Vec<u8>,
-    query_id: f64,
-    token: Option<Vec<u8>>,
-) -> JsResult<'cx, JsBuffer> {
-    let batch_id = batch_id(cx, &id)?;
-    let record_count = int(cx, record_count, u64::MAX, "record count")?;
-    let auth = auth(cx, query_id, token.as_deref())?;
-    emit(
-        cx,
-        &Frame::Eob(EndOfBatch {
-            auth,
-            batch_id,
-            record_count,
-            closing_hash: &closing_hash,
-            digest: &digest,
-        }),
-    )
-}
-
-#[neon::export(name = "hdwpEncodeBbn")]
-fn hdwp_encode_bbn<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    id: Vec<u8>,
-    reason: String,
-    query_id: f64,
-    token: Option<Vec<u8>>,
-) -> JsResult<'cx, JsBuffer> {
-    let batch_id = batch_id(cx, &id)?;
-    let auth = auth(cx, query_id, token.as_deref())?;
-    emit(
-        cx,
-        &Frame::Bbn(BadBatch {
-            auth,
-            batch_id,
-            reason: &reason,
-        }),
-    )
-}
-
-#[neon::export(name = "hdwpEncodeQuery")]
-fn hdwp_encode_query<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    query_id: f64,
-    token: Vec<u8>,
-    json: String,
-) -> JsResult<'cx, JsBuffer> {
-    let auth = required_auth(cx, query_id, &token)?;
-    emit(cx, &Frame::Query(Query { auth, json: &json }))
-}
-
-#[neon::export(name = "hdwpEncodeCancel")]
-fn hdwp_encode_cancel<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    query_id: f64,
-    token: Vec<u8>,
-) -> JsResult<'cx, JsBuffer> {
-    let auth = required_auth(cx, query_id, &token)?;
-    emit(cx, &Frame::Cancel(Cancel { auth }))
-}
-
-#[neon::export(name = "hdwpEncodeError")]
-fn hdwp_encode_error<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    code: f64,
-    message: String,
-    query_id: f64,
-    token: Option<Vec<u8>>,
-) -> JsResult<'cx, JsBuffer> {
-    let code = int(cx, code, u16::MAX as u64, "error code")? as u16;
-    let auth = auth(cx, query_id, token.as_deref())?;
-    emit(
-        cx,
-        &Frame::Error(ErrorFrame {
-            auth,
-            code,
-            message: &message,
-        }),
-    )
-}
-
-#[neon::export(name = "hdwpEncodeCredit")]
-fn hdwp_encode_credit<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    bytes: f64,
-    query_id: f64,
-    token: Option<Vec<u8>>,
-) -> JsResult<'cx, JsBuffer> {
-    let bytes = int(cx, bytes, u64::MAX, "credit")?;
-    let auth = auth(cx, query_id, token.as_deref())?;
-    emit(cx, &Frame::Credit(Credit { auth, bytes }))
-}
-
-#[neon::export(name = "hdwpEncodeAggregate")]
-fn hdwp_encode_aggregate<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    id: Vec<u8>,
-    json: String,
-    query_id: f64,
-    token: Option<Vec<u8>>,
-) -> JsResult<'cx, JsBuffer> {
-    let batch_id = batch_id(cx, &id)?;
-    let auth = auth(cx, query_id, token.as_deref())?;
-    emit(
-        cx,
-        &Frame::Aggregate(AggregatePartial {
-            auth,
-            batch_id,
-            json: &json,
-        }),
-    )
-}
-
-/// One columns frame: a batch's rows as a columnar body (`columnarEncode`), `rows` of them.
-#[neon::export(name = "hdwpEncodeColumns")]
-fn hdwp_encode_columns<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    id: Vec<u8>,
-    rows: f64,
-    body: Handle<'cx, JsTypedArray<u8>>,
-    query_id: f64,
-    token: Option<Vec<u8>>,
-) -> JsResult<'cx, JsBuffer> {
-    let batch_id = batch_id(cx, &id)?;
-    let rows = int(cx, rows, u32::MAX as u64, "row count")? as u32;
-    let auth = auth(cx, query_id, token.as_deref())?;
-    emit_borrowing(cx, body, |body| {
-        Frame::Columns(ColumnsFrame {
-            auth,
-            batch_id,
-            rows,
-            body,
-        })
-    })
 }

@@ -4,9 +4,10 @@
 use super::encode::check_mtu;
 use super::error::HdwpError;
 use super::frame::{
-    AggregatePartial, BadBatch, Cancel, ColumnsFrame, Credit, EndOfBatch, ErrorFrame, Frame, Hello,
-    Query, QueryAuth, Records,
+    AggregatePartial, BadBatch, BatchEnd, Cancel, ColumnsFrame, Credit, EndOfBatch, EndOfBatches,
+    ErrorFrame, Frame, Hello, Query, QueryAuth, Records, TraceContextFrame,
 };
+use super::frame_results::{check_batch_count, EOBS_ENTRY_LEN};
 use super::header::{check_header, frame_checksum, Header};
 use super::kind::{FrameKind, Role};
 use super::{
@@ -195,6 +196,35 @@ pub(crate) fn parse_frame<'a>(frame: &'a [u8], h: &Header) -> Result<Frame<'a>, 
                 body: r.rest(),
             })
         }
+        FrameKind::Eobs => {
+            let count = r.u32("batch count")?;
+            // The count is checked before the entries' length, so it bounds the allocation below.
+            check_batch_count(count as u64)?;
+            let want = count as usize * EOBS_ENTRY_LEN;
+            if r.remaining() != want {
+                return Err(HdwpError::inconsistent(
+                    FrameKind::Eobs,
+                    format!(
+                        "{} entry bytes, but count {count} x {EOBS_ENTRY_LEN} = {want}",
+                        r.remaining()
+                    ),
+                ));
+            }
+            let mut batches = Vec::with_capacity(count as usize);
+            for _ in 0..count {
+                let batch_id = r.batch_id()?;
+                let record_count = r.u64("record count")?;
+                batches.push(BatchEnd {
+                    batch_id,
+                    record_count,
+                });
+            }
+            Frame::Eobs(EndOfBatches { auth, batches })
+        }
+        FrameKind::TraceContext => Frame::TraceContext(TraceContextFrame {
+            auth,
+            json: r.rest_str("trace context JSON", usize::MAX)?,
+        }),
     };
     f.validate()?;
     Ok(f)
@@ -253,6 +283,10 @@ impl<'a> Reader<'a> {
         let query_id = self.u32("query id")?;
         let token = self.array::<TOKEN_LEN>("token")?;
         Ok(QueryAuth { query_id, token })
+    }
+
+    fn remaining(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
     }
 
     fn at_end(&self) -> bool {

@@ -2,6 +2,7 @@
 
 use super::error::HdwpError;
 use super::frame::{check_record_size, check_token, Frame, QueryAuth};
+use super::frame_results::EOBS_ENTRY_LEN;
 use super::header::{frame_checksum, open_frame, seal_frame};
 use super::kind::FrameKind;
 use super::{
@@ -77,6 +78,16 @@ pub fn encode_frame(
             out.extend_from_slice(&f.rows.to_be_bytes());
             out.extend_from_slice(f.body);
         }
+        Frame::Eobs(f) => {
+            out.reserve(4 + f.batches.len() * EOBS_ENTRY_LEN);
+            // validate() bounds the count to 1..=65535, so it fits the u32.
+            out.extend_from_slice(&(f.batches.len() as u32).to_be_bytes());
+            for b in &f.batches {
+                out.extend_from_slice(&b.batch_id.0);
+                out.extend_from_slice(&b.record_count.to_be_bytes());
+            }
+        }
+        Frame::TraceContext(f) => out.extend_from_slice(f.json.as_bytes()),
     }
     seal_frame(out, start, max_payload)
 }

@@ -4,17 +4,20 @@
 //! decoded from, so decoding copies nothing. The same [`Frame::validate`] runs before encoding
 //! and after decoding, so the encoder can never write what the decoder would reject.
 
+use super::checks::{check_exact, check_json_object, check_len};
+pub(crate) use super::checks::{check_record_size, check_token};
 use super::error::HdwpError;
+pub use super::frame_results::{BatchEnd, EndOfBatches, TraceContextFrame};
 use super::kind::{FrameKind, Role};
 use super::{
-    BATCH_DIGEST_LEN, MAX_DATASET_ID_LEN, MAX_EXACT_INT, MAX_HASH_LEN, MAX_JSON_DEPTH,
-    MAX_JSON_LEN, MAX_TEXT_LEN, TOKEN_LEN, VERSION,
+    BATCH_DIGEST_LEN, MAX_DATASET_ID_LEN, MAX_HASH_LEN, MAX_JSON_LEN, MAX_TEXT_LEN, TOKEN_LEN,
+    VERSION,
 };
 use crate::batch_id::BatchId;
 
 /// The query id and per-query token that authenticate a query result stream. Carried as the
-/// optional block that opens hello, records, eob, bbn, error and credit payloads (header flag
-/// bit 0), and as the leading fields of query and cancel frames.
+/// optional block that opens the payload of every kind but query and cancel (header flag bit 0),
+/// and as the leading fields of query and cancel frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct QueryAuth {
     /// The query id (HDQuery `query_id`).
@@ -165,6 +168,10 @@ pub enum Frame<'a> {
     Aggregate(AggregatePartial<'a>),
     /// See [`ColumnsFrame`].
     Columns(ColumnsFrame<'a>),
+    /// See [`EndOfBatches`].
+    Eobs(EndOfBatches),
+    /// See [`TraceContextFrame`].
+    TraceContext(TraceContextFrame<'a>),
 }
 
 impl Frame<'_> {
@@ -181,6 +188,8 @@ impl Frame<'_> {
             Frame::Credit(_) => FrameKind::Credit,
             Frame::Aggregate(_) => FrameKind::Aggregate,
             Frame::Columns(_) => FrameKind::Columns,
+            Frame::Eobs(_) => FrameKind::Eobs,
+            Frame::TraceContext(_) => FrameKind::TraceContext,
         }
     }
 
@@ -196,6 +205,8 @@ impl Frame<'_> {
             Frame::Credit(f) => f.auth,
             Frame::Aggregate(f) => f.auth,
             Frame::Columns(f) => f.auth,
+            Frame::Eobs(f) => f.auth,
+            Frame::TraceContext(f) => f.auth,
             Frame::Query(_) | Frame::Cancel(_) => None,
         }
     }
@@ -285,95 +296,10 @@ impl Frame<'_> {
                 }
                 Ok(())
             }
+            Frame::Eobs(f) => f.validate(),
+            Frame::TraceContext(f) => f.validate(),
         }
     }
-}
-
-/// Record sizes are 1..=65535; zero would make `count` unbounded by the payload length.
-pub(crate) fn check_record_size(record_size: u16) -> Result<(), HdwpError> {
-    if record_size == 0 {
-        return Err(HdwpError::invalid(
-            "record size",
-            "must be 1..=65535, got 0",
-        ));
-    }
-    Ok(())
-}
-
-/// An all-zero token is what an uninitialised buffer holds; it is never issued, so never accepted.
-pub(crate) fn check_token(auth: &QueryAuth) -> Result<(), HdwpError> {
-    if auth.token.iter().all(|&b| b == 0) {
-        return Err(HdwpError::invalid(
-            "token",
-            "an all-zero token is never issued",
-        ));
-    }
-    Ok(())
-}
-
-fn check_len(what: &'static str, len: usize, max: usize) -> Result<(), HdwpError> {
-    if len > max {
-        return Err(HdwpError::TooLarge {
-            what,
-            len: len as u64,
-            max: max as u64,
-        });
-    }
-    Ok(())
-}
-
-fn check_exact(field: &'static str, v: u64) -> Result<(), HdwpError> {
-    if v > MAX_EXACT_INT {
-        return Err(HdwpError::invalid(field, format!("{v} is over 2^53 - 1")));
-    }
-    Ok(())
-}
-
-/// Checks syntax without building a tree (`IgnoredAny`), then that the top level is an object
-/// nested at most [`MAX_JSON_DEPTH`] deep, so whoever parses it into a tree later (serde_json,
-/// `JSON.parse`) has a bounded amount of work and stack.
-fn check_json_object(json: &str) -> Result<(), HdwpError> {
-    serde_json::from_str::<serde::de::IgnoredAny>(json).map_err(|e| HdwpError::BadJson {
-        detail: e.to_string(),
-    })?;
-    if !json.trim_start().starts_with('{') {
-        return Err(HdwpError::BadJson {
-            detail: "the top-level value must be an object".into(),
-        });
-    }
-    let depth = json_depth(json.as_bytes());
-    if depth > MAX_JSON_DEPTH {
-        return Err(HdwpError::BadJson {
-            detail: format!("nested {depth} deep, over the limit of {MAX_JSON_DEPTH}"),
-        });
-    }
-    Ok(())
-}
-
-/// Deepest nesting of objects and arrays in syntactically valid JSON.
-fn json_depth(json: &[u8]) -> usize {
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in json {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
 }
 
 /// Assigned values of [`ErrorFrame::code`] (docs/hdwp.md, "Error frame codes"). Any u16 is

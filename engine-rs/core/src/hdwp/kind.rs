@@ -24,11 +24,15 @@ pub enum FrameKind {
     Aggregate = 0x09,
     /// A batch's matching records as Arrow-layout columns (HDQuery `result_format: "columns"`).
     Columns = 0x0A,
+    /// Ends several batches of a query at once: batch ids with their record counts (result streams).
+    Eobs = 0x0B,
+    /// The W3C trace context of the sender's span, as JSON (result streams, right after hello).
+    TraceContext = 0x0C,
 }
 
 impl FrameKind {
     /// Every kind, in code order.
-    pub const ALL: [FrameKind; 10] = [
+    pub const ALL: [FrameKind; 12] = [
         FrameKind::Hello,
         FrameKind::Records,
         FrameKind::Eob,
@@ -39,6 +43,8 @@ impl FrameKind {
         FrameKind::Credit,
         FrameKind::Aggregate,
         FrameKind::Columns,
+        FrameKind::Eobs,
+        FrameKind::TraceContext,
     ];
 
     /// The kind for a header byte, if this version defines one.
@@ -46,7 +52,8 @@ impl FrameKind {
         Self::ALL.get((b as usize).wrapping_sub(1)).copied()
     }
 
-    /// Lower-case name as used in docs and in the TypeScript `Frame.kind`.
+    /// Lower-case name as used in docs (the TypeScript `Frame.kind` is its camel-case form,
+    /// `traceContext` for `trace_context`).
     pub fn name(self) -> &'static str {
         match self {
             FrameKind::Hello => "hello",
@@ -59,6 +66,8 @@ impl FrameKind {
             FrameKind::Credit => "credit",
             FrameKind::Aggregate => "aggregate",
             FrameKind::Columns => "columns",
+            FrameKind::Eobs => "eobs",
+            FrameKind::TraceContext => "trace_context",
         }
     }
 

@@ -5,23 +5,28 @@
 //! bytes and the whole payload. `docs/hdwp.md` is the normative description; this module is its
 //! implementation:
 //!
-//! * [`frame`]: the decoded frame values ([`Frame`]) and the value rules they must satisfy;
+//! * [`frame`]: the decoded frame values ([`Frame`]) and the value rules they must satisfy
+//!   ([`frame_results`]: the result-stream frames eobs and trace_context);
 //! * [`encode`]: frame → bytes, and the batched records encoder that packs a chunk of records into
 //!   as many frames as a frame limit (a TCP limit or a datagram MTU) requires;
 //! * [`decode`]: bytes → frame, never trusting a length and never panicking;
 //! * [`decoder`]: [`FrameDecoder`], the streaming cursor that takes arbitrary chunks;
 //! * [`error`]: [`HdwpError`], one variant per malformation, each with a stable code string.
 
+mod checks;
 pub mod decode;
 pub mod decoder;
 pub mod encode;
 pub mod error;
 pub mod frame;
+pub mod frame_results;
 pub mod header;
 pub mod kind;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_eobs;
 #[cfg(test)]
 mod tests_errors;
 #[cfg(test)]
@@ -34,9 +39,10 @@ pub use encode::{
 };
 pub use error::HdwpError;
 pub use frame::{
-    error_codes, AggregatePartial, BadBatch, Cancel, ColumnsFrame, Credit, EndOfBatch, ErrorFrame,
-    Frame, Hello, Query, QueryAuth, Records,
+    error_codes, AggregatePartial, BadBatch, BatchEnd, Cancel, ColumnsFrame, Credit, EndOfBatch,
+    EndOfBatches, ErrorFrame, Frame, Hello, Query, QueryAuth, Records, TraceContextFrame,
 };
+pub use frame_results::{EOBS_ENTRY_LEN, MAX_EOBS_BATCHES};
 pub use header::Header;
 pub use kind::{FrameKind, Role};
 

@@ -82,6 +82,23 @@ pub(super) fn samples(records: &[u8], hash: &[u8]) -> Vec<Frame<'static>> {
             rows: 2,
             body: records,
         }));
+        v.push(Frame::Eobs(EndOfBatches {
+            auth,
+            batches: vec![
+                BatchEnd {
+                    batch_id: id,
+                    record_count: MAX_EXACT_INT,
+                },
+                BatchEnd {
+                    batch_id: BatchId::from_number(43),
+                    record_count: 0,
+                },
+            ],
+        }));
+        v.push(Frame::TraceContext(TraceContextFrame {
+            auth,
+            json: r#"{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}"#,
+        }));
     }
     v.push(Frame::Query(Query {
         auth: AUTH,
