@@ -9,6 +9,7 @@ import type tls from 'node:tls';
 import { Observable } from 'rxjs';
 import { TlsSessionCache } from '../lib/tlsSessions';
 import { HDWP_ERROR_FRAME_CODES as CODES } from '../engine-rs/hdwpFrame';
+import type { BatchID } from '../engine-rs/batchId';
 import type { Chunk } from '../stream/chunk';
 import { isQueryResult, type QueryResultElement, type QueryResults, type QueryStop } from '../stream/queryElement';
 import { StageCounters } from '../stream/stageCounters';
@@ -166,30 +167,13 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
             return;
           case 'aggregate':
             await client.sendAggregate(el.batchId, el.json);
-            if (el.completes === undefined) return;
-            // A merged partial completes its batches: their eobs go to the SCC only, once the frame is handed on.
-            for (const c of el.completes) {
-              counters.controls++;
-              q.reply({ kind: 'eob', batchId: c.batchId, recordCount: c.recordCount, closingHash: new Uint8Array(0) });
-            }
-            s.ended += el.completes.length;
-            if (s.ended >= s.results.batches) {
-              await client.close();
-              finish(s);
-            }
+            // A merged partial completes its batches.
+            if (el.completes !== undefined) await endMany(s, client, el.completes);
             return;
           case 'eobs':
-            // Merged rows: one frame ends the batches; each one's eob goes to the SCC once it is handed on.
+            // Merged rows: one frame ends the batches.
             await client.sendEobs(el.completes);
-            for (const c of el.completes) {
-              counters.controls++;
-              q.reply({ kind: 'eob', batchId: c.batchId, recordCount: c.recordCount, closingHash: new Uint8Array(0) });
-            }
-            s.ended += el.completes.length;
-            if (s.ended >= s.results.batches) {
-              await client.close();
-              finish(s);
-            }
+            await endMany(s, client, el.completes);
             return;
           case 'eob':
             await client.sendEob(el.batchId, el.recordCount);
@@ -205,6 +189,19 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
             break;
         }
         if (++s.ended >= s.results.batches) {
+          await client.close();
+          finish(s);
+        }
+      };
+
+      /** Batches a frame just handed on ended: each one's eob goes to the SCC; the stream closes after the last. */
+      const endMany = async (s: Stream, client: HdwpClient, completes: readonly { readonly batchId: BatchID; readonly recordCount: number }[]): Promise<void> => {
+        for (const c of completes) {
+          counters.controls++;
+          s.results.query.reply({ kind: 'eob', batchId: c.batchId, recordCount: c.recordCount, closingHash: new Uint8Array(0) });
+        }
+        s.ended += completes.length;
+        if (s.ended >= s.results.batches) {
           await client.close();
           finish(s);
         }
