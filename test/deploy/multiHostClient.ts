@@ -8,15 +8,20 @@
  * - `ingest <first> <count>`: batch `first + i` (a minute of MH_PER_BATCH records from MH_T0) per step,
  *   printing `{ acked }` (the batch id in hex) or `{ failed, error }`, then waiting for a line on
  *   stdin before the next step, so the test cuts links between acknowledged batches;
- * - `query`: every record of the window, and those with `n >= 30`: `{ returnHost, all, some }`.
+ * - `query`: every record of the window, and those with `n >= 30`: `{ returnHost, all, some }`;
+ * - `sql`: an SQL client of hd_sql over the PostgreSQL wire (node-postgres), one round per line on
+ *   stdin: `SELECT count(*)` of the window, the count of `n >= 30` and the records with `n = 7`,
+ *   printing `{ all, some, sevens }` (or `{ error }`, and going on).
  *
  * Settings: MH_SCC (host:port, ingest), MH_SCC_GRPC (host:port, queries), MH_SCHEMA (the dataset's
- * schema JSON), MH_TLS (a JSON file of the client's DMS-issued `{ ca, cert, key }`).
+ * schema JSON), MH_TLS (a JSON file of the client's DMS-issued `{ ca, cert, key }`), MH_SQL
+ * (host:port of hd_sql's PostgreSQL wire door) and MH_SQL_PASSWORD_FILE (its password).
  */
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import readline from 'node:readline';
+import pg from 'pg';
 import { PlatformIngestClient } from '../../sdk/platformIngestClient';
 import { PlatformQueryClient } from '../../sdk/platformQueryClient';
 
@@ -74,8 +79,33 @@ async function query(): Promise<void> {
   print({ returnHost, all: all.numRows, some: some.numRows });
 }
 
+/** hd_sql over the PostgreSQL wire: one connection, one round of statements per line on stdin. */
+async function sql(): Promise<void> {
+  const at = hostPort(env('MH_SQL'));
+  const password = readFileSync(env('MH_SQL_PASSWORD_FILE'), 'utf8').split('\n')[0] as string;
+  const c = new pg.Client({ host: at.host, port: at.port, user: 'hd', database: 'hd', password });
+  await c.connect();
+  try {
+    const window = `ts >= ${T0} AND ts < ${T0 + 3600}`;
+    const count = async (where: string): Promise<number> => Number((await c.query<{ n: string }>(`SELECT count(*) AS n FROM mh WHERE ${where}`)).rows[0]?.n);
+    for await (const line of readline.createInterface({ input: process.stdin })) {
+      if (line.trim() === '') continue;
+      try {
+        const all = await count(window);
+        const some = await count(`${window} AND n >= 30`);
+        const sevens = (await c.query<{ n: number }>(`SELECT n FROM mh WHERE ${window} AND n = 7`)).rows.map((r) => Number(r.n));
+        print({ all, some, sevens: sevens.length, allSeven: sevens.every((n) => n === 7) });
+      } catch (err) {
+        print({ error: `${(err as { code?: string }).code ?? ''} ${(err as Error).message}` });
+      }
+    }
+  } finally {
+    await c.end();
+  }
+}
+
 const [mode, a, b] = process.argv.slice(2);
-(mode === 'ingest' ? ingest(Number(a), Number(b)) : query()).then(
+(mode === 'ingest' ? ingest(Number(a), Number(b)) : mode === 'sql' ? sql() : query()).then(
   () => process.exit(0),
   (err: unknown) => {
     print({ error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
