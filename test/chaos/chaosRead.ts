@@ -126,7 +126,7 @@ export async function dispatchQuery(
   listenPort: number,
   batches: ReadonlyMap<string, Buffer>,
   shape: QueryShape,
-  opts: { timeoutMs?: number; verifyHash?: boolean } = {},
+  opts: { timeoutMs?: number; verifyHash?: boolean; mergeBatches?: boolean } = {},
 ): Promise<QueryOutcome> {
   const t0 = performance.now();
   const timeoutMs = opts.timeoutMs ?? 5000;
@@ -145,6 +145,8 @@ export async function dispatchQuery(
     queryQos: 1,
     returnAddress: { host: '127.0.0.1', port: listenPort },
     token: auth.token,
+    // Merged results: the rows of several batches come under one of them, ended together (eobs).
+    ...(opts.mergeBatches === true && { mergeBatches: true }),
   };
   let missing = 0;
   let error: string | undefined;
@@ -165,12 +167,22 @@ export async function dispatchQuery(
   const wrong: string[] = [];
   let right = 0;
   let rows = 0;
-  for (const [h, recs] of got) {
-    const sent = batches.get(h);
-    const want = sent ? expected(sent, shape) : undefined;
-    rows += recs.length / RECORD_SIZE;
-    if (want && recs.equals(want)) right++;
-    else wrong.push(`batch ${h.slice(0, 16)}…: ${recs.length / RECORD_SIZE} rows, ${want ? want.length / RECORD_SIZE : 'none'} expected (${shape.name})`);
+  if (opts.mergeBatches === true) {
+    // A batch's rows may arrive under another: the ended batches' rows, as a whole, must be exactly theirs.
+    const recordsOf = (bufs: Iterable<Buffer>): string[] => [...bufs].flatMap((b) => Array.from({ length: b.length / RECORD_SIZE }, (_, i) => b.subarray(i * RECORD_SIZE, (i + 1) * RECORD_SIZE).toString('hex'))).sort();
+    const gotRows = recordsOf(got.values());
+    const wantRows = recordsOf([...got.keys()].map((h) => expected(batches.get(h) ?? Buffer.alloc(0), shape)));
+    rows = gotRows.length;
+    if (gotRows.length === wantRows.length && gotRows.every((r, i) => r === wantRows[i])) right = got.size;
+    else wrong.push(`${got.size} merged batches: ${gotRows.length} rows, ${wantRows.length} expected (${shape.name})`);
+  } else {
+    for (const [h, recs] of got) {
+      const sent = batches.get(h);
+      const want = sent ? expected(sent, shape) : undefined;
+      rows += recs.length / RECORD_SIZE;
+      if (want && recs.equals(want)) right++;
+      else wrong.push(`batch ${h.slice(0, 16)}…: ${recs.length / RECORD_SIZE} rows, ${want ? want.length / RECORD_SIZE : 'none'} expected (${shape.name})`);
+    }
   }
   const unanswered = batches.size - got.size;
   const failed = error?.startsWith('dispatch') === true;

@@ -283,7 +283,7 @@ async function runTrial(
         const h = qd.pick(ids);
         chosen.set(h, ackedSoFar.get(h) as Buffer);
       }
-      const o = await dispatchQuery(dispatch, listener, listenPort, chosen, queryShape(qd), { timeoutMs: 4000, verifyHash: qd.chance(0.3) });
+      const o = await dispatchQuery(dispatch, listener, listenPort, chosen, queryShape(qd), { timeoutMs: 4000, verifyHash: qd.chance(0.3), mergeBatches: qd.chance(0.5) });
       queries.n++;
       queries[o.status]++;
       queries.rows += o.rows;
