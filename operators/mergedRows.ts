@@ -41,6 +41,8 @@ export class MergedRows {
   private carrier: BatchID | undefined;
   private timer: NodeJS.Timeout | undefined;
   private sending: Promise<void> = Promise.resolve();
+  /** The first send that failed: every later flush rejects with it (its batches were never ended). */
+  private failure: Error | undefined;
   private readonly maxBytes: number;
   private readonly maxBatches: number;
   private readonly maxDelayMs: number;
@@ -74,7 +76,11 @@ export class MergedRows {
     else this.timer ??= setTimeout(() => void this.flush().catch(() => undefined), this.maxDelayMs);
   }
 
-  /** Sends what is held (after any flush already on its way); resolves once it is handed to the sink. Rejects when the send fails. */
+  /**
+   * Sends what is held (after any flush already on its way); resolves once it is handed to the sink.
+   * Rejects when this or an earlier group's send failed: those batches were never ended, so the
+   * query must fail on this node (the SCC then gives them to another replica).
+   */
   flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
@@ -88,10 +94,15 @@ export class MergedRows {
       this.carrier = undefined;
       const rows = records === undefined ? 0 : records.length / this.opts.recordSize;
       const completes = ids.map((batchId) => ({ batchId, recordCount: carrier !== undefined && batchId.equals(carrier) ? rows : 0 }));
-      // A failed send fails the stream; a later group still gets its own try (and its own failure).
-      this.sending = this.sending.catch(() => undefined).then(() => this.send(carrier, records, completes));
+      this.sending = this.sending
+        .then(() => this.send(carrier, records, completes))
+        .catch((err: unknown) => {
+          this.failure ??= err instanceof Error ? err : new Error(String(err));
+        });
     }
-    return this.sending;
+    return this.sending.then(() => {
+      if (this.failure) throw this.failure;
+    });
   }
 
   /** Drops what is held (the query was stopped: those batches stay unanswered). */

@@ -80,7 +80,7 @@ t('with a top, only the best of all held batches is sent', async () => {
   assert.equal(sent, [{ carrier: 1, keys: [9, 8], completes: [[1, 2], [2, 0], [3, 0]] }]);
 });
 
-t('discard drops what is held; a failed send does not stop the next group', async () => {
+t('discard drops what is held; a failed send makes every later flush reject with it', async () => {
   const { rows, sent } = setup({ maxDelayMs: 5 });
   rows.add(id(1), recs(1));
   rows.discard();
@@ -100,7 +100,10 @@ t('discard drops what is held; a failed send does not stop the next group', asyn
     (e: Error) => assert.match(e.message, /stream closed/),
   );
   flaky.add(id(2), recs(2));
-  await flaky.flush();
+  await flaky.flush().then(
+    () => assert.unreachable('the earlier failure is still reported'),
+    (e: Error) => assert.match(e.message, /stream closed/),
+  );
 });
 
 t.run();
