@@ -93,7 +93,10 @@ if (exe)
     }
     await page.waitForSelector('svg[data-node="sn1"][data-chart="query_batches_per_s"]');
     await page.waitForSelector('svg[data-node="sn1"][data-chart="disk_free_bytes"]');
-    await page.waitForSelector('svg[data-node="scc-test"][data-chart="replicas"] polyline[data-series="replicas.healthy"]');
+    // Attached, not "visible": a steady count draws a flat line, whose box has no height.
+    const healthy = 'svg[data-node="scc-test"][data-chart="replicas"] polyline[data-series="replicas.healthy"]';
+    await page.waitForSelector(healthy, { state: 'attached' });
+    assert.ok(Number(await page.getAttribute(healthy, 'data-points')) >= 2, 'the replica states have a line of points');
     await page.screenshot({ path: path.join(shots, 'metrics.png'), fullPage: true });
     await page.close();
   });
