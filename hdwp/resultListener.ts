@@ -12,9 +12,9 @@ import type { Frame, HdwpRole, QueryAuth } from '../engine-rs/hdwpFrame';
 import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
 import { parseAggregatePartial, type AggregatePartial } from '../query/aggregate';
 import { parseBbnReason } from '../query/batchNotice';
-import type { BatchError } from '../query/hdQuery';
+import { traceContextOf, type BatchError } from '../query/hdQuery';
 import { sameToken } from '../query/token';
-import { contextFromTraceContext, failSpan, MAX_TRACESTATE_LEN, SpanKind, startSpan, TRACEPARENT, type Span, type TraceContext } from '../lib/tracing/index';
+import { contextFromTraceContext, failSpan, SpanKind, startSpan, type Span, type TraceContext } from '../lib/tracing/index';
 import { HdwpServer, type ConnectionHandler, type HdwpConnection } from './hdwpServer';
 import { HdwpStreamError } from './hdwpStreamError';
 
@@ -355,25 +355,7 @@ export class ResultListener {
       await this.fail(q, { batchId: frameHex, code: protocol, message: `batch ${frameHex}: a merged partial must list its frame's batch first`, node });
       return;
     }
-    for (const [hex] of batches) held.delete(`${q.queryId}:${hex}`);
-    const answered = batches.filter(([hex]) => q.completed.has(hex)).length;
-    if (answered > 0) {
-      this.counts.duplicateBatches += answered;
-      if (answered === batches.length) return;
-      for (const [hex] of batches) {
-        if (q.completed.has(hex)) continue;
-        await this.fail(q, { batchId: hex, code: protocol, message: `batch ${hex}: its merged partial from ${node} also covers ${answered} batch(es) already answered, so it cannot be counted exactly`, node });
-      }
-      return;
-    }
-    let first = true;
-    for (const [hex, declared] of batches) {
-      q.completed.add(hex);
-      q.errors.delete(hex);
-      this.counts.batches++;
-      await q.handler({ kind: 'batch', queryId: q.queryId, batchId: BatchID.fromHex(hex), recordSize, count: 0, declaredCount: declared, records: [], ...(first ? { aggregate: partial } : {}), node });
-      first = false;
-    }
+    await this.completeMany(q, batches.map(([hex, recordCount]) => ({ batchId: BatchID.fromHex(hex), recordCount })), held, recordSize, node, partial);
   }
 
   /**
@@ -383,15 +365,17 @@ export class ResultListener {
    * some listed batches are already complete here (another replica answered them), the others fail
    * (code 1) instead of being completed without their rows; when all are, they are duplicates.
    */
-  private async completeMany(q: QueryState, batches: readonly { readonly batchId: BatchID; readonly recordCount: number }[], held: Map<string, HeldBatch>, recordSize: number, node: string): Promise<void> {
+  private async completeMany(q: QueryState, batches: readonly { readonly batchId: BatchID; readonly recordCount: number }[], held: Map<string, HeldBatch>, recordSize: number, node: string, partial?: AggregatePartial): Promise<void> {
     const listed = batches.map((b) => ({ ...b, hex: b.batchId.toHex() }));
+    // A merged partial carries no rows: anything held under its batches is dropped.
+    if (partial) for (const b of listed) held.delete(`${q.queryId}:${b.hex}`);
     const answered = listed.filter((b) => q.completed.has(b.hex)).length;
     if (answered > 0) {
       this.counts.duplicateBatches += answered;
       for (const b of listed) {
         this.counts.partialBatchesDropped += held.delete(`${q.queryId}:${b.hex}`) ? 1 : 0;
         if (answered === listed.length || q.completed.has(b.hex)) continue;
-        await this.fail(q, { batchId: b.hex, code: HDWP_ERROR_FRAME_CODES.protocol, message: `batch ${b.hex}: its merged rows from ${node} also end ${answered} batch(es) already answered, so they cannot be counted exactly`, node });
+        await this.fail(q, { batchId: b.hex, code: HDWP_ERROR_FRAME_CODES.protocol, message: `batch ${b.hex}: its merged ${partial ? 'partial' : 'rows'} from ${node} also ${partial ? 'covers' : 'end'} ${answered} batch(es) already answered, so ${partial ? 'it' : 'they'} cannot be counted exactly`, node });
       }
       return;
     }
@@ -403,7 +387,7 @@ export class ResultListener {
       q.errors.delete(b.hex);
       this.counts.batches++;
       this.counts.records += h?.count ?? 0;
-      await q.handler({ kind: 'batch', queryId: q.queryId, batchId: b.batchId, recordSize, count: h?.count ?? 0, declaredCount: b.recordCount, records: h?.records ?? [], ...(h?.columns ? { columns: h.columns } : {}), node });
+      await q.handler({ kind: 'batch', queryId: q.queryId, batchId: b.batchId, recordSize, count: h?.count ?? 0, declaredCount: b.recordCount, records: h?.records ?? [], ...(h?.columns ? { columns: h.columns } : {}), ...(partial && b === listed[0] ? { aggregate: partial } : {}), node });
     }
   }
 
@@ -413,17 +397,11 @@ export class ResultListener {
   }
 }
 
-/** The W3C context of an HDWP trace_context frame, or undefined when it is not `{traceparent, tracestate?}` of the W3C layout (then no span is made). */
+/** The W3C context of an HDWP trace_context frame, checked as HDQuery's `trace_context`; undefined when it is not (then no span is made). */
 function traceContextFromJson(json: string): TraceContext | undefined {
-  let raw: unknown;
   try {
-    raw = JSON.parse(json);
+    return traceContextOf(JSON.parse(json));
   } catch {
     return undefined;
   }
-  if (typeof raw !== 'object' || raw === null) return undefined;
-  const { traceparent, tracestate } = raw as { traceparent?: unknown; tracestate?: unknown };
-  if (typeof traceparent !== 'string' || traceparent.length > 256 || !TRACEPARENT.test(traceparent)) return undefined;
-  if (tracestate === undefined) return { traceparent };
-  return typeof tracestate === 'string' && tracestate.length <= MAX_TRACESTATE_LEN ? { traceparent, tracestate } : { traceparent };
 }

@@ -240,8 +240,8 @@ export function hdQueryFromJson(raw: unknown): HdQuery {
   };
 }
 
-/** `trace_context`: `{traceparent, tracestate?}`, a W3C traceparent (version 00 layout) and optional tracestate. */
-function traceContextOf(raw: unknown): TraceContext {
+/** `trace_context` (also the payload of an HDWP trace_context frame): `{traceparent, tracestate?}`, a W3C traceparent (version 00 layout) and optional tracestate. */
+export function traceContextOf(raw: unknown): TraceContext {
   if (!isObject(raw)) throw new QueryError('trace_context', `expected {traceparent, tracestate?}, got ${jsonType(raw)}`);
   refuseUnknownKeys(raw, ['traceparent', 'tracestate'], 'trace_context');
   const tp = raw.traceparent;

@@ -97,7 +97,7 @@ function plainStar(n: Node, qualifiers: ReadonlySet<string>): boolean {
 }
 
 /** A non-negative integer constant (LIMIT 10), else undefined. */
-function constantInteger(v: BigJsonValue | undefined): number | undefined {
+export function constantInteger(v: BigJsonValue | undefined): number | undefined {
   if (!isNode(v) || v.type !== 'VALUE_CONSTANT' || !isNode(v.value) || v.value.is_null !== false) return undefined;
   const n = Number(v.value.value);
   return Number.isSafeInteger(n) && n >= 0 ? n : undefined;

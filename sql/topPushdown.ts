@@ -17,6 +17,7 @@ import type { FieldInfo, Schema } from '../engine-rs/schema';
 import { MAX_TOP_K, type TopSpec } from '../query/hdQuery';
 import type { BigJsonValue } from './bigJson';
 import { conjuncts, isNode, pushdownOf, type Node } from './pushdown';
+import { constantInteger } from './rowPassthrough';
 
 /** Most rows (LIMIT + OFFSET) pushed; a larger statement reads every matching record as before. */
 export const MAX_PUSHED_TOP = 100_000;
@@ -82,11 +83,4 @@ function fieldOf(v: BigJsonValue | undefined, schema: Schema, qualifiers: Readon
   if (names.length > 2 || (names.length === 2 && !qualifiers.has(names[0]!.toLowerCase()))) return undefined;
   const written = names[names.length - 1]!.toLowerCase();
   return schema.fields.find((f) => f.name.toLowerCase() === written);
-}
-
-/** A non-negative integer constant, else undefined. */
-function constantInteger(v: BigJsonValue | undefined): number | undefined {
-  if (!isNode(v) || v.type !== 'VALUE_CONSTANT' || !isNode(v.value) || v.value.is_null !== false) return undefined;
-  const n = Number(v.value.value);
-  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }

@@ -181,7 +181,8 @@ export class StorageNodeFilters implements BatchFilterSource {
   /** One node's ranges by batch id; empty when the node fails (its batches stay unknown). */
   private async askNode(node: StorageNodeAddress, dataset: string, ids: readonly string[], hidden: readonly ByteRange[], signal: AbortSignal): Promise<Map<string, WireRange[]>> {
     const got = new Map<string, WireRange[]>();
-    const keyOf = (id: string): string => `${node.name}\u0000${node.host}:${node.port}\u0000${dataset}\u0000${hiddenParam(hidden)}\u0000${id}`;
+    const prefix = `${node.name}\u0000${node.host}:${node.port}\u0000${dataset}\u0000${hiddenParam(hidden)}\u0000`;
+    const keyOf = (id: string): string => prefix + id;
     const missing: string[] = [];
     for (const id of ids) {
       const key = keyOf(id);
