@@ -25,8 +25,13 @@ export class AggregateMergeError extends Error {
   readonly code = 'ERR_AGGREGATE_MERGE';
 }
 
-interface Group {
+/** One merged group: its key values (integers; enum keys as dictionary indexes) and exact measures (undefined: null). */
+export interface MergedGroup {
   readonly key: readonly (bigint | number)[];
+  readonly m: readonly (bigint | undefined)[];
+}
+
+interface Group extends MergedGroup {
   readonly m: (bigint | undefined)[];
 }
 
@@ -44,27 +49,54 @@ function integer(text: unknown, what: string): bigint {
   return BigInt(text);
 }
 
+/** What a merger of `plan` needs that depends only on the plan and its dataset's schema. */
+interface PlanStatics {
+  readonly schema: Schema;
+  readonly arrowSchema: arrow.Schema;
+  readonly dictionaries: ReadonlyMap<string, arrow.Vector>;
+  readonly codeIndex: readonly (((code: bigint) => number) | undefined)[];
+  readonly byteKeys: readonly number[];
+  readonly ranges: readonly (readonly [bigint, bigint] | undefined)[];
+}
+
+const perPlan = new WeakMap<AggregatePlan, PlanStatics>();
+
 /** Merges partials for one plan; `table()` gives the merged groups. */
 export class AggregateMerger {
   private readonly groups = new Map<string, Group>();
   /** Per key: code → dictionary index (enum keys only). */
-  private readonly codeIndex: (((code: bigint) => number) | undefined)[];
+  private readonly codeIndex: readonly (((code: bigint) => number) | undefined)[];
   /** Per key: the range its partial text must lie in. */
-  private readonly ranges: (readonly [bigint, bigint] | undefined)[];
+  private readonly ranges: readonly (readonly [bigint, bigint] | undefined)[];
   /** Indexes of the keys read as their bytes (decoded in `table()`). */
-  private readonly byteKeys: number[];
+  private readonly byteKeys: readonly number[];
   private readonly arrowSchema: arrow.Schema;
-  private readonly dictionaries: Map<string, arrow.Vector>;
+  /** Label vectors of enum columns (shared by the mergers of one plan: never modified). */
+  private readonly dictionaries: ReadonlyMap<string, arrow.Vector>;
 
   constructor(
     private readonly plan: AggregatePlan,
     private readonly schema: Schema,
   ) {
-    this.arrowSchema = arrowSchemaFor(schema);
-    this.dictionaries = enumDictionaries(schema, this.arrowSchema);
-    this.codeIndex = plan.keys.map((k) => (k.enum ? indexOfCode(schema, k) : undefined));
-    this.byteKeys = plan.keys.flatMap((k, i) => (isByteKey(k) ? [i] : []));
-    this.ranges = plan.keys.map((k) => (isByteKey(k) ? [0n, (1n << BigInt(8 * k.size)) - 1n] : INT_RANGE[k.type]));
+    // What depends only on the plan is built once per plan: a repeated statement's merger is only its groups.
+    let p = perPlan.get(plan);
+    if (!p || p.schema !== schema) {
+      const arrowSchema = arrowSchemaFor(schema);
+      p = {
+        schema,
+        arrowSchema,
+        dictionaries: enumDictionaries(schema, arrowSchema),
+        codeIndex: plan.keys.map((k) => (k.enum ? indexOfCode(schema, k) : undefined)),
+        byteKeys: plan.keys.flatMap((k, i) => (isByteKey(k) ? [i] : [])),
+        ranges: plan.keys.map((k) => (isByteKey(k) ? [0n, (1n << BigInt(8 * k.size)) - 1n] : INT_RANGE[k.type])),
+      };
+      perPlan.set(plan, p);
+    }
+    this.arrowSchema = p.arrowSchema;
+    this.dictionaries = p.dictionaries;
+    this.codeIndex = p.codeIndex;
+    this.byteKeys = p.byteKeys;
+    this.ranges = p.ranges;
   }
 
   /** Adds one partial: a batch's (v1) or several batches' merged on a node (v2). @throws AggregateMergeError */
@@ -101,8 +133,7 @@ export class AggregateMerger {
    */
   table(): arrow.Table {
     const { keys, outputs } = this.plan;
-    const rows = this.byteKeys.length > 0 ? this.mergedByValue() : [...this.groups.values()];
-    if (keys.length === 0 && rows.length === 0) rows.push({ key: [], m: this.plan.spec.measures.map((m) => (m.fn === 'count' ? 0n : undefined)) });
+    const rows = this.mergedGroups();
     const fields: arrow.Field[] = keys.map((f) => {
       const af = this.arrowSchema.fields.find((x) => x.name === f.name);
       if (!af) throw new AggregateMergeError(`no column for key ${f.name}`);
@@ -126,6 +157,23 @@ export class AggregateMerger {
       batches.push(new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(fields), length: part.length, nullCount: 0, children: data })));
     }
     return new arrow.Table(batches);
+  }
+
+  /**
+   * The merged groups, one per distinct key value (keys whose bytes decode to one value merged):
+   * each key as an integer (an enum key as its label's dictionary index, a boolean as 0 / 1), each
+   * measure exact. A global aggregate (no keys) always has its one group, as DuckDB gives one row
+   * over no rows: count 0, the others absent (null).
+   */
+  mergedGroups(): MergedGroup[] {
+    const rows = this.byteKeys.length > 0 ? this.mergedByValue() : [...this.groups.values()];
+    if (this.plan.keys.length === 0 && rows.length === 0) rows.push({ key: [], m: this.plan.spec.measures.map((m) => (m.fn === 'count' ? 0n : undefined)) });
+    return rows;
+  }
+
+  /** The label vector of enum key `name` (its dictionary, index = the key's value), if it is one. */
+  keyDictionary(name: string): arrow.Vector | undefined {
+    return this.dictionaries.get(name);
   }
 
   /** Label vectors of the enum keys (an enum array's by its element's path), for registering the table (sql/sqlEngine.ts). */

@@ -315,8 +315,8 @@ export function aggregatePlanOf(root: Node, schema: Schema, opts: AggregatePlanO
   return { spec, keys, outputs, outerTree: stringifyBigJson({ error: false, statements: [top] }), renamedItems: [...renamed].sort((a, b) => a - b), summary };
 }
 
-/** A GROUP BY key the nodes compute: a key-typed field, a byte key, or `ts - ts % N` on a timestamp field. */
-function keyOf(g: Node, field: (n: BigJsonValue | undefined) => FieldInfo | undefined): { field: FieldInfo; bucket?: number } | undefined {
+/** A GROUP BY key the nodes compute: a key-typed field, a byte key, or `ts - ts % N` on a timestamp field (`field` resolves column references). */
+export function keyOf(g: Node, field: (n: BigJsonValue | undefined) => FieldInfo | undefined): { field: FieldInfo; bucket?: number } | undefined {
   const plain = (f: FieldInfo | undefined): f is FieldInfo => f !== undefined && KEY_TYPES.has(f.type) && !f.timeReference && !f.array;
   const direct = field(g);
   if (direct) return plain(direct) || isByteKey(direct) ? { field: direct } : undefined;

@@ -1,13 +1,18 @@
 /**
  * The aggregate path of a statement (docs/sql.md, "Aggregate pushdown"): the Storage Nodes'
- * partials merged exactly (sql/aggregateMerge.ts), loaded as a small table, and the outer statement
- * run over it. What the statement answers over the empty dataset table (its result schema) and the
- * outer statement's text are kept per plan: a repeated statement pays neither again.
+ * partials merged exactly (sql/aggregateMerge.ts), then the outer statement over the merged groups —
+ * evaluated by hd_sql itself when its shape is simple (sql/aggregateOuterShape.ts: keys and merged
+ * values, ORDER BY, LIMIT), so such a statement runs nothing in DuckDB; otherwise the groups are
+ * loaded as a small table and DuckDB runs it. What the statement answers over the empty dataset
+ * table (its result schema), the outer statement's shape and its text are kept per plan: a
+ * repeated statement pays none of them again.
  */
-import type * as arrow from 'apache-arrow';
+import * as arrow from 'apache-arrow';
 import { failSpan, inSpan, type Span } from '../lib/tracing/spans';
 import { LocalSqlError } from '../local/localSqlError';
 import { AggregateMerger } from './aggregateMerge';
+import { evaluateOuter as evaluateOuterHere } from './aggregateOuterEval';
+import { outerShapeOf, type OuterInDuckDb, type OuterShape } from './aggregateOuterShape';
 import { MERGED_TABLE, type AggregatePlan } from './aggregatePushdown';
 import { stringifyBigJson } from './bigJson';
 import type { FetchOutcome } from './datasetFetcher';
@@ -16,7 +21,7 @@ import type { DatasetRead, Plan } from './planner';
 import { statementsOf } from './planner';
 import { isNode } from './pushdown';
 import { SqlError } from './sqlError';
-import { answer, noteFailedBatches, paramsOf, runLimits, type StatementRun } from './statementRun';
+import { answer, beforeLoading, noteFailedBatches, paramsOf, runLimits, type StatementRun } from './statementRun';
 
 /** What the aggregate path keeps per plan. */
 export interface AggregateRunCache {
@@ -24,11 +29,20 @@ export interface AggregateRunCache {
   readonly expected: WeakMap<Plan, arrow.Schema>;
   /** The outer statement's SQL text. */
   readonly outer: WeakMap<Plan, string>;
+  /** The outer statement's shape when hd_sql evaluates it, or why DuckDB runs it. */
+  readonly shapes: WeakMap<Plan, OuterShape | OuterInDuckDb>;
 }
 
 /** An empty cache. */
 export function aggregateRunCache(): AggregateRunCache {
-  return { expected: new WeakMap(), outer: new WeakMap() };
+  return { expected: new WeakMap(), outer: new WeakMap(), shapes: new WeakMap() };
+}
+
+/** The outer statement's answer, and where it was evaluated. */
+interface Evaluated {
+  readonly table: arrow.Table;
+  /** Null: evaluated in hd_sql; else why DuckDB ran it. */
+  readonly duckdbBecause: string | null;
 }
 
 /**
@@ -82,23 +96,50 @@ export async function runAggregate(r: StatementRun, agg: AggregatePlan, cache: A
   const evaluated = await inSpan('sql.evaluate', (span) => evaluateOuter(r, agg, expected, merger, cache, span), { attributes: { 'hd.dataset': s.id, 'hd.aggregate': true, 'hd.partials': partials, 'hd.groups': merger.size } });
   if (typeof evaluated === 'string') return fallback(evaluated);
   noteFailedBatches(r, s.id, out);
-  if (r.settings.explainPushdown) r.info.push(`${s.id}: ${agg.summary}; ${merger.size} group(s) merged from ${partials} partial(s) in ${Date.now() - started} ms`);
-  return answer(r, evaluated, { aggregatePushed: true });
+  if (r.settings.explainPushdown) {
+    const where = evaluated.duckdbBecause === null ? 'outer statement evaluated in hd_sql (DuckDB not run)' : `outer statement run in DuckDB (${evaluated.duckdbBecause})`;
+    r.info.push(`${s.id}: ${agg.summary}; ${merger.size} group(s) merged from ${partials} partial(s) in ${Date.now() - started} ms; ${where}`);
+  }
+  return answer(r, evaluated.table, { aggregatePushed: true, outerInHdSql: evaluated.duckdbBecause === null });
+}
+
+/** The outer statement's shape for hd_sql to evaluate, or why DuckDB runs it (kept per plan). */
+function shapeFor(r: StatementRun, agg: AggregatePlan, cache: AggregateRunCache): OuterShape | OuterInDuckDb {
+  if (r.settings.aggregateOuterInHdSql === false) return { reason: 'off in the settings' };
+  let shape = cache.shapes.get(r.plan);
+  if (!shape) cache.shapes.set(r.plan, (shape = outerShapeOf(agg)));
+  return shape;
 }
 
 /**
- * Registers the merged partials and runs the outer statement over them, inside the `sql.evaluate`
- * span; a string says why the statement must take the record path instead (the span then carries
- * it as `hd.fallback`, and an error status when DuckDB failed the statement).
+ * The outer statement over the merged partials, inside the `sql.evaluate` span: evaluated here when
+ * its shape allows, else the partials registered and DuckDB runs it. A string says why the
+ * statement must take the record path instead (the span then carries it as `hd.fallback`, and an
+ * error status when DuckDB failed the statement).
  */
-async function evaluateOuter(r: StatementRun, agg: AggregatePlan, expected: arrow.Schema, merger: AggregateMerger, cache: AggregateRunCache, span: Span): Promise<arrow.Table | string> {
+async function evaluateOuter(r: StatementRun, agg: AggregatePlan, expected: arrow.Schema, merger: AggregateMerger, cache: AggregateRunCache, span: Span): Promise<Evaluated | string> {
   const limits = runLimits(r);
   const fallback = (why: string, err?: unknown): string => {
     span.setAttribute('hd.fallback', why);
     if (err !== undefined) failSpan(span, err);
     return why;
   };
+  const max = r.settings.maxRows;
+  const shape = shapeFor(r, agg, cache);
+  let why = 'reason' in shape ? shape.reason : '';
+  if (!('reason' in shape)) {
+    const here = evaluateOuterHere(shape, { plan: agg, groups: merger.mergedGroups(), expected, dictionaryOf: (name) => merger.keyDictionary(name), ...(max > 0 ? { maxRows: max } : {}) });
+    if (here instanceof arrow.Table) {
+      span.setAttribute('hd.rows', here.numRows);
+      span.setAttribute('hd.outer', 'hd_sql');
+      return { table: here, duckdbBecause: null };
+    }
+    why = here.reason;
+  }
+  span.setAttribute('hd.outer', 'duckdb');
   let outerSql = cache.outer.get(r.plan);
+  // The merged table is loaded in the statement's transaction: the pool's rollback discards it.
+  await beforeLoading(r);
   try {
     await r.session.register(MERGED_TABLE, merger.table(), { ...limits, dictionaries: merger.keyDictionaries });
     if (outerSql === undefined) {
@@ -108,7 +149,6 @@ async function evaluateOuter(r: StatementRun, agg: AggregatePlan, expected: arro
   } catch (err) {
     return fallback(err instanceof Error ? err.message : String(err));
   }
-  const max = r.settings.maxRows;
   let table: arrow.Table;
   try {
     table = await r.session.query(outerSql, { ...limits, ...(max > 0 ? { maxRows: max } : {}) });
@@ -120,7 +160,7 @@ async function evaluateOuter(r: StatementRun, agg: AggregatePlan, expected: arro
   const want = expected.fields.map((f) => `${f.name}:${String(f.type)}`).join(', ');
   if (got !== want) return fallback(`the outer statement's columns (${got}) differ from the statement's (${want})`);
   span.setAttribute('hd.rows', table.numRows);
-  return table;
+  return { table, duckdbBecause: why };
 }
 
 /** The outer statement's text, its replaced select items named as the statement names them. */

@@ -46,6 +46,12 @@ export interface SqlEngineSettings {
    * every matching record is read.
    */
   readonly topPushdown?: boolean;
+  /**
+   * A pushed aggregate's outer statement of a simple shape (keys and aggregate calls, ORDER BY,
+   * LIMIT) is evaluated by hd_sql itself instead of DuckDB (default true; sql/aggregateOuterShape.ts).
+   * False: DuckDB always runs it (the differential tests compare both).
+   */
+  readonly aggregateOuterInHdSql?: boolean;
 }
 
 /** The answer to one statement. */
@@ -56,6 +62,8 @@ export interface SqlResult {
   readonly plan: Plan;
   /** True when the Storage Nodes computed the aggregates (the plan split and no fallback was needed). */
   readonly aggregatePushed?: boolean;
+  /** True when hd_sql evaluated the pushed aggregate's outer statement itself (DuckDB not run). */
+  readonly outerInHdSql?: boolean;
   /** True when the fetched batches were the answer (sql/rowPassthrough.ts), not DuckDB's run over them. */
   readonly passedThrough?: boolean;
 }

@@ -11,16 +11,15 @@ import { passthroughTable } from './passthroughTable';
 import type { DatasetRead, Plan } from './planner';
 import type { PassthroughPlan } from './rowPassthrough';
 import { projected } from './projectedBatch';
-import { answer, noteFailedBatches, paramsOf, runLimits, statementText, type StatementRun } from './statementRun';
+import { answer, beforeLoading, noteFailedBatches, paramsOf, runLimits, statementText, type StatementRun } from './statementRun';
 
 /** Runs `pass` for `r`'s plan; `expected` keeps each plan's result schema. */
 export async function runPassthrough(r: StatementRun, pass: PassthroughPlan, expected: WeakMap<Plan, arrow.Schema>): Promise<SqlResult> {
   const read = r.plan.reads[0] as DatasetRead;
   const s = read.schema;
   const limits = runLimits(r);
-  const text = await statementText(r);
   let schema = expected.get(r.plan);
-  if (!schema) expected.set(r.plan, (schema = (await r.session.query(text, { ...limits, ...paramsOf(r) })).schema));
+  if (!schema) expected.set(r.plan, (schema = (await r.session.query(await statementText(r), { ...limits, ...paramsOf(r) })).schema));
   const batches: arrow.RecordBatch[] = [];
   let out: FetchOutcome = { batchErrors: [], missingBatches: 0 };
   if (read.startTime <= read.endTime) out = await r.fetcher.fetch(read, async (b) => void batches.push(b), { ...limits, qos: r.settings.qos });
@@ -32,6 +31,7 @@ export async function runPassthrough(r: StatementRun, pass: PassthroughPlan, exp
     return answer(r, built, { passedThrough: true });
   }
   if (r.settings.explainPushdown) r.info.push(`${s.id}: row passthrough fell back to DuckDB: ${built.reason}`);
+  await beforeLoading(r);
   for (const b of batches) await r.session.append(s.id, projected(b, read.columns), limits);
-  return answer(r, await r.session.query(text, { ...limits, ...(max > 0 ? { maxRows: max } : {}), ...paramsOf(r) }));
+  return answer(r, await r.session.query(await statementText(r), { ...limits, ...(max > 0 ? { maxRows: max } : {}), ...paramsOf(r) }));
 }

@@ -109,6 +109,19 @@ export function withNames(table: arrow.Table, names: readonly string[]): arrow.T
 /** `schema` with its fields renamed to `names` (the same object when nothing changes; repeated names made unique, see PG_NAME_KEY). */
 export function schemaWithNames(schema: arrow.Schema, names: readonly string[]): arrow.Schema {
   if (names.length !== schema.fields.length) return schema;
+  // A statement answered again with the same schema object (a plan's cached one) is renamed once.
+  const key = names.join('\u0000');
+  const known = renamed.get(schema);
+  if (known?.key === key) return known.schema;
+  const out = renamedSchema(schema, names);
+  renamed.set(schema, { key, schema: out });
+  return out;
+}
+
+/** The last renaming of each schema object (sql/aggregateOuterEval.ts answers with the plan's). */
+const renamed = new WeakMap<arrow.Schema, { readonly key: string; readonly schema: arrow.Schema }>();
+
+function renamedSchema(schema: arrow.Schema, names: readonly string[]): arrow.Schema {
   const unique = uniqueNames(names);
   if (schema.fields.every((f, i) => f.name === unique[i] && !f.metadata.has(PG_NAME_KEY))) return schema;
   return new arrow.Schema(

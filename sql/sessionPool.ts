@@ -49,7 +49,8 @@ export class SessionPool {
   async release(session: LocalSqlSession): Promise<void> {
     try {
       // The statement's fetched rows were loaded in a transaction: rolling it back discards them.
-      await session.rollback();
+      // A statement that loaded nothing opened none (sql/statementRun.ts beforeLoading).
+      if (session.inTransaction) await session.rollback();
       const dropAbove = this.opts.dropAbove ?? 65_536;
       for (const t of session.tableNames) await session.park(t, { dropAbove });
       if (!session.isClosed && this.idle.length < (this.opts.maxIdle ?? 4) && session.parkedRows <= (this.opts.maxParkedRows ?? 1_000_000)) {

@@ -30,7 +30,7 @@ import { resultNamingOf, schemaWithNames, withNames, type ResultNaming } from '.
 import { SessionPool } from './sessionPool';
 import { BatchLoader } from './batchLoader';
 import { SqlError } from './sqlError';
-import { answer, noteFailedBatches, paramsOf, runLimits, statementText, type StatementRun } from './statementRun';
+import { answer, beforeLoading, noteFailedBatches, paramsOf, runLimits, statementText, type StatementRun } from './statementRun';
 import { READS_DATASETS_ONLY } from './statementGuard';
 
 export type { ExecuteOptions, SqlEngineSettings, SqlResult } from './engineTypes';
@@ -184,9 +184,6 @@ export class SqlEngine {
     const notices = [...plan.notices];
     if (plan.usesCatalog) await registerCatalogTables(session, PgModel.of(catalog), plan.catalogRelations, plan.showTables);
     for (const read of plan.reads) await this.registerRead(session, read.schema, read.columns);
-    // Fetched rows are loaded in a transaction the pool rolls back afterwards: no commit per batch,
-    // and the rows (and their memory) are gone before the session serves another statement.
-    await session.begin();
     const run: StatementRun = { session, sql, plan, opts, deadline, settings: this.settings, fetcher: this.fetcher, notices, info: [], deserialize: (tree) => this.deserialize(session, tree) };
     if (this.settings.explainPushdown) run.info.push(...plan.reads.map(pushdownNotice));
     if (plan.aggregate && this.fetcher.fetchAggregate) {
@@ -195,6 +192,9 @@ export class SqlEngine {
     } else if (plan.noAggregate !== undefined && this.settings.explainPushdown) run.info.push(`${plan.reads[0]?.schema.id ?? 'statement'}: aggregate not pushed down: ${plan.noAggregate}`);
     if (plan.passthrough && plan.reads.length === 1) return runPassthrough(run, plan.passthrough, this.passSchemas);
     const limits = runLimits(run);
+    // Fetched rows are loaded in a transaction the pool rolls back afterwards: no commit per batch,
+    // and the rows (and their memory) are gone before the session serves another statement.
+    if (plan.reads.some((read) => read.startTime <= read.endTime)) await beforeLoading(run);
     for (const read of plan.reads) {
       if (read.startTime > read.endTime) continue;
       const loader = new BatchLoader((group) => session.append(read.schema.id, group, limits));

@@ -40,6 +40,15 @@ export function paramsOf(r: StatementRun): { params?: readonly SqlParam[] } {
   return r.opts.params && r.opts.params.length > 0 ? { params: r.opts.params } : {};
 }
 
+/**
+ * Opens the statement's transaction before its first load into the session (sql/sessionPool.ts
+ * rolls it back afterwards, discarding the rows with their memory): a statement that loads nothing
+ * (answered in hd_sql, or by the fetched rows themselves) runs no BEGIN and no ROLLBACK.
+ */
+export async function beforeLoading(r: StatementRun): Promise<void> {
+  if (!r.session.inTransaction) await r.session.begin();
+}
+
 /** The text DuckDB runs: the statement, or its rewritten tree (catalog tables, address keys). */
 export async function statementText(r: StatementRun): Promise<string> {
   return r.plan.rewrittenTree === undefined ? r.sql : r.deserialize(r.plan.rewrittenTree);
@@ -64,7 +73,7 @@ export function capRows(r: StatementRun, table: arrow.Table): arrow.Table {
  * The statement's answer: `table` cut to HD_SQL_MAX_ROWS, the notices gathered; with HD_SQL_STRICT
  * a notice fails it instead (SqlError `incomplete_result`).
  */
-export function answer(r: StatementRun, table: arrow.Table, how: Pick<SqlResult, 'aggregatePushed' | 'passedThrough'> = {}): SqlResult {
+export function answer(r: StatementRun, table: arrow.Table, how: Pick<SqlResult, 'aggregatePushed' | 'passedThrough' | 'outerInHdSql'> = {}): SqlResult {
   const capped = capRows(r, table);
   if (r.settings.strict && r.notices.length > 0) {
     throw new SqlError('incomplete_result', `HD_SQL_STRICT is on and the answer would not be exactly what was asked: ${r.notices.join('; ')}. Bound the time field, narrow the query, or retry once the batches are readable`);

@@ -6,10 +6,15 @@
 
 /** Bytes collected before a chunk is handed on. */
 const CHUNK_BYTES = 256 * 1024;
+/**
+ * The buffer a writer starts with: most answers are a few rows, and a writer is made per result, so
+ * it starts small (a large result grows it, doubling, to about CHUNK_BYTES once).
+ */
+const FIRST_BYTES = 8 * 1024;
 
 /** Writes DataRow ('D') messages; `flush` hands on what is written. */
 export class DataRowWriter {
-  private buf = Buffer.allocUnsafe(CHUNK_BYTES * 2);
+  private buf = Buffer.allocUnsafe(FIRST_BYTES);
   private at = 0;
   private rowStart = -1;
 

@@ -7,6 +7,7 @@
 import { randomInt } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
+import { corkForTick } from '../../hdwp/tickCork';
 import type { SqlEngine } from '../sqlEngine';
 import { isLoopback, statementIdentity, type DoorSecurity } from '../doorSecurity';
 import { socketEndPoint } from '../doorTls';
@@ -172,6 +173,9 @@ class PgConnection {
 
   private send(...bufs: Buffer[]): void {
     if (this.socket.destroyed) return;
+    // Once logged in, the messages of one tick (RowDescription, DataRows, CommandComplete,
+    // ReadyForQuery of a small answer) leave in one write, not a system call (and TLS record) each.
+    if (this.state === 'ready') corkForTick(this.socket);
     this.socket.write(bufs.length === 1 ? (bufs[0] as Buffer) : Buffer.concat(bufs));
     this.options.backlog?.note(this.socket.writableLength);
   }
