@@ -3,6 +3,8 @@ import { native } from './native';
 /** Size of every batch identifier in bytes. */
 export const BATCH_ID_LEN = 64;
 
+const BATCH_HEX = /^[0-9a-fA-F]{128}$/;
+
 /**
  * A fixed 64-byte batch identifier, carried by every record, end-of-batch marker and bad batch
  * notice. Build one with the `generateBatchId*` functions.
@@ -16,12 +18,12 @@ export class BatchID {
     if (bytes.length !== BATCH_ID_LEN) {
       throw new RangeError(`a BatchID is exactly ${BATCH_ID_LEN} bytes, got ${bytes.length}`);
     }
-    this.bytes = Uint8Array.from(bytes);
+    this.bytes = new Uint8Array(bytes);
   }
 
   /** Parses 128 hex digits. */
   static fromHex(hex: string): BatchID {
-    if (!/^[0-9a-fA-F]{128}$/.test(hex)) {
+    if (!BATCH_HEX.test(hex)) {
       throw new RangeError('a BatchID in hex is exactly 128 hex digits');
     }
     return new BatchID(Buffer.from(hex, 'hex'));
@@ -91,5 +93,20 @@ export function generateBatchIdsTime(startTime: number, endTime: number, interva
   const all = native.batchIdsTime(startTime, endTime, intervalOverride);
   const out: BatchID[] = [];
   for (let off = 0; off < all.length; off += BATCH_ID_LEN) out.push(new BatchID(all.subarray(off, off + BATCH_ID_LEN)));
+  return out;
+}
+
+/**
+ * {@link generateBatchIdsTime}'s ids as lower-case hex (128 digits each), for a caller that only
+ * names them (an HDQuery's `batch_ids`): one hex conversion of them all, no BatchID per id.
+ */
+export function generateBatchIdHexesTime(startTime: number, endTime: number, intervalOverride = 0): string[] {
+  checkTime('startTime', startTime);
+  checkTime('endTime', endTime);
+  checkTime('intervalOverride', intervalOverride);
+  const all = native.batchIdsTime(startTime, endTime, intervalOverride);
+  const hex = Buffer.from(all.buffer, all.byteOffset, all.byteLength).toString('hex');
+  const out: string[] = new Array<string>(all.length / BATCH_ID_LEN);
+  for (let i = 0; i < out.length; i++) out[i] = hex.slice(i * BATCH_ID_LEN * 2, (i + 1) * BATCH_ID_LEN * 2);
   return out;
 }

@@ -140,6 +140,13 @@ interface HeldBatch {
   bytes: number;
 }
 
+/** One batch a merged frame ends, with its hex id. */
+interface ListedBatch {
+  readonly batchId: BatchID;
+  readonly recordCount: number;
+  readonly hex: string;
+}
+
 /** Default cap of one batch's held bytes. */
 export const DEFAULT_MAX_BATCH_BYTES = 1024 ** 3;
 
@@ -265,8 +272,8 @@ export class ResultListener {
           await this.completeMany(q, f.batches, held, recordSize, conn.remote);
           return;
         }
-        const key = `${q.queryId}:${f.batchId.toHex()}`;
         const hex = f.batchId.toHex();
+        const key = `${q.queryId}:${hex}`;
         if (f.kind === 'aggregate') {
           let partial: AggregatePartial | undefined;
           let error: string | undefined;
@@ -276,7 +283,7 @@ export class ResultListener {
             error = `batch ${hex}: ${(err as Error).message}`;
           }
           if (partial?.batches !== undefined) {
-            await this.completeMerged(q, partial, partial.batches, hex, held, recordSize, conn.remote);
+            await this.completeMerged(q, partial, partial.batches, f.batchId, hex, held, recordSize, conn.remote);
             return;
           }
           const b = held.get(key) ?? { batchId: f.batchId, records: [], count: 0, bytes: 0 };
@@ -324,7 +331,8 @@ export class ResultListener {
         q.errors.delete(hex);
         this.counts.batches++;
         this.counts.records += b?.count ?? 0;
-        await q.handler({ kind: 'batch', queryId: q.queryId, batchId: f.batchId, recordSize, count: b?.count ?? 0, declaredCount: f.recordCount, records: b?.records ?? [], ...(b?.columns ? { columns: b.columns } : {}), ...(b?.aggregate ? { aggregate: b.aggregate } : {}), node: conn.remote });
+        const handled = q.handler({ kind: 'batch', queryId: q.queryId, batchId: f.batchId, recordSize, count: b?.count ?? 0, declaredCount: f.recordCount, records: b?.records ?? [], ...(b?.columns ? { columns: b.columns } : {}), ...(b?.aggregate ? { aggregate: b.aggregate } : {}), node: conn.remote });
+        if (handled) await handled;
       },
       onClose: (err) => {
         if (transfer) {
@@ -349,13 +357,15 @@ export class ResultListener {
    * batches are then duplicates (dropped, as a second eob is) or, when only some are, the others fail
    * (code 1) so the query reports them instead of counting a batch twice.
    */
-  private async completeMerged(q: QueryState, partial: AggregatePartial, batches: readonly (readonly [string, number])[], frameHex: string, held: Map<string, HeldBatch>, recordSize: number, node: string): Promise<void> {
+  private async completeMerged(q: QueryState, partial: AggregatePartial, batches: readonly (readonly [string, number])[], frameId: BatchID, frameHex: string, held: Map<string, HeldBatch>, recordSize: number, node: string): Promise<void> {
     const protocol = HDWP_ERROR_FRAME_CODES.protocol;
     if (batches[0]?.[0] !== frameHex) {
       await this.fail(q, { batchId: frameHex, code: protocol, message: `batch ${frameHex}: a merged partial must list its frame's batch first`, node });
       return;
     }
-    await this.completeMany(q, batches.map(([hex, recordCount]) => ({ batchId: BatchID.fromHex(hex), recordCount })), held, recordSize, node, partial);
+    // The ids were checked as lower-case hex by parseAggregatePartial: each is its own hex form.
+    const listed = batches.map(([hex, recordCount], i): ListedBatch => ({ batchId: i === 0 ? frameId : new BatchID(Buffer.from(hex, 'hex')), recordCount, hex }));
+    await this.completeMany(q, listed, held, recordSize, node, partial);
   }
 
   /**
@@ -365,11 +375,17 @@ export class ResultListener {
    * some listed batches are already complete here (another replica answered them), the others fail
    * (code 1) instead of being completed without their rows; when all are, they are duplicates.
    */
-  private async completeMany(q: QueryState, batches: readonly { readonly batchId: BatchID; readonly recordCount: number }[], held: Map<string, HeldBatch>, recordSize: number, node: string, partial?: AggregatePartial): Promise<void> {
-    const listed = batches.map((b) => ({ ...b, hex: b.batchId.toHex() }));
+  private async completeMany(q: QueryState, batches: readonly { readonly batchId: BatchID; readonly recordCount: number; readonly hex?: string }[], held: Map<string, HeldBatch>, recordSize: number, node: string, partial?: AggregatePartial): Promise<void> {
+    const listed: ListedBatch[] = new Array<ListedBatch>(batches.length);
+    let answered = 0;
+    for (let i = 0; i < batches.length; i++) {
+      const b = batches[i] as (typeof batches)[number];
+      const hex = b.hex ?? b.batchId.toHex();
+      listed[i] = { batchId: b.batchId, recordCount: b.recordCount, hex };
+      if (q.completed.has(hex)) answered++;
+    }
     // A merged partial carries no rows: anything held under its batches is dropped.
-    if (partial) for (const b of listed) held.delete(`${q.queryId}:${b.hex}`);
-    const answered = listed.filter((b) => q.completed.has(b.hex)).length;
+    if (partial && held.size > 0) for (const b of listed) held.delete(`${q.queryId}:${b.hex}`);
     if (answered > 0) {
       this.counts.duplicateBatches += answered;
       for (const b of listed) {
@@ -379,15 +395,21 @@ export class ResultListener {
       }
       return;
     }
-    for (const b of listed) {
-      const key = `${q.queryId}:${b.hex}`;
-      const h = held.get(key);
-      held.delete(key);
+    for (let i = 0; i < listed.length; i++) {
+      const b = listed[i] as ListedBatch;
+      let h: HeldBatch | undefined;
+      if (held.size > 0) {
+        const key = `${q.queryId}:${b.hex}`;
+        h = held.get(key);
+        held.delete(key);
+      }
       q.completed.add(b.hex);
       q.errors.delete(b.hex);
       this.counts.batches++;
       this.counts.records += h?.count ?? 0;
-      await q.handler({ kind: 'batch', queryId: q.queryId, batchId: b.batchId, recordSize, count: h?.count ?? 0, declaredCount: b.recordCount, records: h?.records ?? [], ...(h?.columns ? { columns: h.columns } : {}), ...(partial && b === listed[0] ? { aggregate: partial } : {}), node });
+      const handled = q.handler({ kind: 'batch', queryId: q.queryId, batchId: b.batchId, recordSize, count: h?.count ?? 0, declaredCount: b.recordCount, records: h?.records ?? [], ...(h?.columns ? { columns: h.columns } : {}), ...(partial && i === 0 ? { aggregate: partial } : {}), node });
+      // A handler that finished at once is not waited for (a tick per batch of a merged frame).
+      if (handled) await handled;
     }
   }
 

@@ -299,8 +299,8 @@ export function parseHdQuery(json: string | Uint8Array, opts: { maxBytes?: numbe
   return hdQueryFromJson(raw);
 }
 
-/** The JSON object of a query (QoS clamped), without checking it. */
-function toJson(q: HdQuery): Record<string, unknown> {
+/** The JSON object of a query (QoS clamped), without checking it; its keys in wire order (`query_id`, `dataset`, `batch_ids` first). */
+export function hdQueryJsonObject(q: HdQuery): Record<string, unknown> {
   return {
     query_id: q.queryId,
     dataset: q.dataset,
@@ -329,7 +329,7 @@ function toJson(q: HdQuery): Record<string, unknown> {
  */
 export function serializeHdQuery(q: HdQuery, opts: { maxBytes?: number } = {}): string {
   if (q.token.length !== TOKEN_LEN) throw new QueryError('token', `expected ${TOKEN_LEN} bytes, got ${q.token.length}`);
-  const obj = toJson(q);
+  const obj = hdQueryJsonObject(q);
   hdQueryFromJson(obj);
   const json = JSON.stringify(obj);
   const max = opts.maxBytes ?? MAX_QUERY_JSON_BYTES;

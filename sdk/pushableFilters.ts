@@ -37,14 +37,26 @@ export function pushableSubQueries(schema: Schema, subQueries: readonly SubQuery
   return { subQueries: notes.length === 0 ? subQueries : kept, notes };
 }
 
+/** Filters checked so far per schema, by their JSON: a client sends the same filters query after query, and a check compiled a kernel filter. */
+const checked = new WeakMap<Schema, Map<string, string | undefined>>();
+/** Checks remembered per schema at most (a window bound changes with each statement); past it the memory starts over. */
+const MAX_CHECKED = 4096;
+
 function refusal(schema: Schema, f: Filter): string | undefined {
+  const json = JSON.stringify([{ filters: [filterJson(f)] }]);
+  let known = checked.get(schema);
+  if (!known) checked.set(schema, (known = new Map()));
+  if (known.has(json)) return known.get(json);
+  let why: string | undefined;
   try {
-    ScanFilter.compile(schema, JSON.stringify([{ filters: [filterJson(f)] }]));
-    return undefined;
+    ScanFilter.compile(schema, json);
   } catch (err) {
-    if (err instanceof KernelQueryError) return err.reason;
-    throw err;
+    if (!(err instanceof KernelQueryError)) throw err;
+    why = err.reason;
   }
+  if (known.size >= MAX_CHECKED) known.clear();
+  known.set(json, why);
+  return why;
 }
 
 function describe(f: Filter): string {

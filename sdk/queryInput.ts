@@ -3,7 +3,7 @@
  * parts the client fills in itself (token, return address, targets), plus a time window that names
  * the batches when `batch_ids` is not given.
  */
-import { generateBatchIdsTime } from '../engine-rs/batchId';
+import { generateBatchIdHexesTime } from '../engine-rs/batchId';
 import type { Schema } from '../engine-rs/schema';
 import type { SccTarget } from '../control/api';
 import { hdQueryFromJson, QueryError, type HdQuery, type ReturnAddress } from '../query/hdQuery';
@@ -58,7 +58,7 @@ export function buildQueryInput(input: string | Record<string, unknown>, ctx: Bu
     if (o.batch_ids !== undefined) throw new QueryError('start_time', 'give batch_ids or a start_time/end_time window, not both');
     if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end)) throw new QueryError('start_time', 'start_time and end_time are Unix seconds (integers), both given');
     if ((end as number) < (start as number)) throw new QueryError('end_time', 'is before start_time');
-    if (!ctx.upstreamNamesBatches) o.batch_ids = generateBatchIdsTime(start as number, end as number, ctx.schema.timeIndexInterval).map((b) => b.toHex());
+    if (!ctx.upstreamNamesBatches) o.batch_ids = generateBatchIdHexesTime(start as number, end as number, ctx.schema.timeIndexInterval);
   }
   o.dataset ??= ctx.schema.id;
   o.query_id ??= ctx.queryId ?? newQueryId();

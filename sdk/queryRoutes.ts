@@ -31,9 +31,12 @@ const NO_REPLICA = 13;
  * query's own batches are waited for.
  */
 export function directRoute(target: SccTarget, accounting: QueryAccounting, scc: QueryDispatchClient): QueryRoute {
+  /** Whether the run waits for exactly the query's batches (no expectation set by the caller). */
+  let ownExpectation = false;
   return {
     async dispatch(query) {
-      if (!accounting.hasExpectation) accounting.expect(query.batchIds);
+      ownExpectation = !accounting.hasExpectation;
+      if (ownExpectation) accounting.expect(query.batchIds);
       const reply = await scc.dispatch(query);
       for (const b of reply.missingBatchIds) accounting.batchFailed({ batchId: b, code: NO_REPLICA, message: 'no healthy replica holds this batch' });
     },
@@ -42,6 +45,8 @@ export function directRoute(target: SccTarget, accounting: QueryAccounting, scc:
       return targetName(target);
     },
     close: () => undefined,
+    // Batches no replica holds are settled only by the answer: with every batch of the query settled, it names none.
+    answerAddsNothingOnceComplete: () => ownExpectation,
   };
 }
 

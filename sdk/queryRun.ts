@@ -9,7 +9,7 @@ import { ColumnarFrameError, readColumnar } from '../engine-rs/columnar';
 import { decodeRecords } from '../engine-rs/decode';
 import type { Schema } from '../engine-rs/schema';
 import type { AggregatePartial, AggregateSpec, HdQuery, TopSpec } from '../query/hdQuery';
-import type { QueryResult, ResultListener } from '../hdwp/resultListener';
+import type { BatchResult, QueryResult, ResultListener } from '../hdwp/resultListener';
 import type { QueryAccounting } from './queryAccounting';
 import { inSpan, SpanKind, startSpan } from '../lib/tracing/index';
 
@@ -81,6 +81,14 @@ export interface QueryRoute {
   cancel(query: HdQuery): Promise<string>;
   /** Releases the route's connections. */
   close(): void;
+  /**
+   * Asked once every expected batch has arrived or failed before the placing answered: true when
+   * that answer can add nothing (direct SCC mode, waiting for the query's own batches: the answer
+   * only names batches no replica holds, which nothing else settles, and refuses only a query none
+   * of whose batches was placed), so the run ends without it. Absent or false: the run waits for
+   * it (Proxy mode: it carries the verdict the results are compared with).
+   */
+  answerAddsNothingOnceComplete?(): boolean;
 }
 
 /** What a run works with. */
@@ -110,32 +118,45 @@ export async function runQuery(ctx: RunContext, query: HdQuery, route: QueryRout
   const finished = new Promise<RunOutcome>((resolve) => (release = resolve));
   ctx.onStart(release);
   accounting.watch(() => accounting.complete && release('complete'));
-  const handleOne = async (r: QueryResult): Promise<void> => {
+  /** Counts a batch that completed here. */
+  const arrived = (r: BatchResult, hex: string): void => {
+    counters.batches++;
+    counters.records += r.count;
+    counters.bytes += r.count * r.recordSize;
+    accounting.batchArrived(hex, r.count);
+  };
+  /** A batch with rows: decoded (records) or checked (columns), then handed to `onBatch`. */
+  const rows = async (r: BatchResult, hex: string): Promise<void> => {
+    if (r.records.length > 0) {
+      const rb = await decodeRecords(schema, r.records.length === 1 ? (r.records[0] as Buffer) : Buffer.concat(r.records), decodeOpts);
+      await onBatch(rb, hex);
+    }
+    if (r.aggregate) await ctx.onPartial?.(r.aggregate, hex);
+    if (r.columns) {
+      // Columnar results: checked against the columns asked for, then handed on as they are (no decode here).
+      const fields = ctx.columns ?? schema.fields.map((f) => f.name);
+      const batches: arrow.RecordBatch[] = [];
+      try {
+        for (const part of r.columns) batches.push(await readColumnar(schema, part.body, { fields, rows: part.rows }));
+      } catch (err) {
+        if (!(err instanceof ColumnarFrameError)) throw err;
+        counters.batchErrors++;
+        accounting.batchFailed({ batchId: hex, code: 1, message: `columns from ${r.node} refused: ${err.code}: ${err.message}`, node: r.node });
+        return;
+      }
+      for (const rb of batches) await onBatch(rb, hex);
+    }
+    arrived(r, hex);
+  };
+  /** One result; a promise only when something in it is waited for (rows, or an `onPartial` that returned one). */
+  const handleOne = (r: QueryResult): void | Promise<void> => {
     if (r.kind === 'batch') {
       const hex = r.batchId.toHex();
-      if (r.records.length > 0) {
-        const rb = await decodeRecords(schema, r.records.length === 1 ? (r.records[0] as Buffer) : Buffer.concat(r.records), decodeOpts);
-        await onBatch(rb, hex);
-      }
-      if (r.aggregate) await ctx.onPartial?.(r.aggregate, hex);
-      if (r.columns) {
-        // Columnar results: checked against the columns asked for, then handed on as they are (no decode here).
-        const fields = ctx.columns ?? schema.fields.map((f) => f.name);
-        const batches: arrow.RecordBatch[] = [];
-        try {
-          for (const part of r.columns) batches.push(await readColumnar(schema, part.body, { fields, rows: part.rows }));
-        } catch (err) {
-          if (!(err instanceof ColumnarFrameError)) throw err;
-          counters.batchErrors++;
-          accounting.batchFailed({ batchId: hex, code: 1, message: `columns from ${r.node} refused: ${err.code}: ${err.message}`, node: r.node });
-          return;
-        }
-        for (const rb of batches) await onBatch(rb, hex);
-      }
-      counters.batches++;
-      counters.records += r.count;
-      counters.bytes += r.count * r.recordSize;
-      accounting.batchArrived(hex, r.count);
+      if (r.records.length > 0 || r.columns) return rows(r, hex);
+      // A partial (or a batch with nothing in it): no decode, so nothing to wait for unless onPartial says so.
+      const partial = r.aggregate && ctx.onPartial?.(r.aggregate, hex);
+      if (partial) return partial.then(() => arrived(r, hex));
+      arrived(r, hex);
     } else if (r.kind === 'batchError') {
       counters.batchErrors++;
       accounting.batchFailed(r.error);
@@ -146,12 +167,26 @@ export async function runQuery(ctx: RunContext, query: HdQuery, route: QueryRout
   };
   // Each Storage Node streams on its own connection; results are handed on one at a time so
   // `onBatch` never runs twice at once (callers append to one table). Each stream still waits for
-  // its own batch, so a slow callback slows every stream instead of piling batches up.
+  // its own batch, so a slow callback slows every stream instead of piling batches up. A result
+  // that arrives while none is being handled is handled at once, and is waited for only if it
+  // returned a promise (a partial, an error: no promise chain per batch).
   let inOrder: Promise<void> = Promise.resolve();
-  const handle = (r: QueryResult): Promise<void> => {
-    const next = inOrder.then(() => handleOne(r));
-    inOrder = next.catch(() => undefined);
-    return next;
+  let handling = 0;
+  const chain = (p: Promise<void>): Promise<void> => {
+    handling++;
+    const done = p.finally(() => handling--);
+    inOrder = done.catch(() => undefined);
+    return done;
+  };
+  const handle = (r: QueryResult): void | Promise<void> => {
+    if (handling > 0) return chain(inOrder.then(() => handleOne(r)));
+    let p: void | Promise<void>;
+    try {
+      p = handleOne(r);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    return p ? chain(p) : undefined;
   };
   const open = ctx.listener.open({ queryId: query.queryId, token: query.token }, handle);
   // Result transfer (docs/observability.md, "Traces"): from the listener's opening to the last batch.
@@ -168,8 +203,12 @@ export async function runQuery(ctx: RunContext, query: HdQuery, route: QueryRout
     // A cancel or timeout while the query is being placed (a Proxy may take its dispatch deadline)
     // releases the caller at once; a refusal rejects the call.
     const first = await Promise.race([dispatched.then(() => 'placed' as const), finished]);
-    // Complete before placed (a query of no batches): the placing's answer still counts.
-    if (first === 'complete') await dispatched;
+    // Complete before placed: the placing's answer still counts for a query of no batches (a
+    // refusal), and for a route whose answer does; otherwise every batch is settled and it adds nothing.
+    if (first === 'complete') {
+      if (query.batchIds.length > 0 && route.answerAddsNothingOnceComplete?.() === true) dispatched.catch(() => undefined);
+      else await dispatched;
+    }
     else if (first === 'placed' && accounting.complete) release('complete');
     const outcome = await finished;
     if (outcome !== 'complete') {

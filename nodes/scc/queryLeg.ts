@@ -4,8 +4,9 @@
  * (an idle connection from the SCC's {@link LegConnectionPool} when there is one, handed back once
  * every batch is answered).
  * The node answers one eob or bbn per batch (with the query block) once that batch's results went
- * to the client; the leg reports each answer and, once every batch is answered or the connection
- * fails, how it ended — and whether its unanswered batches may go to another replica.
+ * to the client, or one eobs for several batches it completed together; the leg reports each
+ * answer and, once every batch is answered or the connection fails, how it ended — and whether its
+ * unanswered batches may go to another replica.
  */
 import net from 'node:net';
 import tls from 'node:tls';
@@ -40,6 +41,8 @@ export interface LegListener {
   end(leg: QueryLeg, outcome: LegOutcome): void;
 }
 
+const EOB: BatchAnswer = { kind: 'eob' };
+
 /** Error frame codes that end a leg without re-routing: another replica would answer the same. */
 const FINAL_CODES: readonly number[] = [HDWP_ERROR_FRAME_CODES.unknownQuery, HDWP_ERROR_FRAME_CODES.cancelled, HDWP_ERROR_FRAME_CODES.badQuery];
 
@@ -49,6 +52,11 @@ export interface QueryLegOptions {
   readonly query: HdQuery;
   /** The leg's batches (128 hex digits each). */
   readonly batchIds: readonly string[];
+  /**
+   * The query frame's JSON for some of its batches (the run's {@link LegQueryJson}, written once per
+   * query); absent: `query` narrowed to them is serialised and checked whole.
+   */
+  readonly queryJson?: (batchIds: readonly string[]) => string;
   /** RECORD_SIZE, sent in hello. */
   readonly recordSize: number;
   readonly listener: LegListener;
@@ -87,18 +95,27 @@ export class QueryLeg {
   start(): void {
     const { query } = this.opts;
     let queryFrame: Buffer;
-    let hello: Buffer;
     try {
-      const json = serializeHdQuery({ ...query, batchIds: [...this.pending] });
-      hello = encodeFrame({ kind: 'hello', version: HDWP_VERSION, role: 'scc', datasetId: query.dataset, recordSize: this.opts.recordSize });
+      const batchIds = [...this.pending];
+      const json = this.opts.queryJson ? this.opts.queryJson(batchIds) : serializeHdQuery({ ...query, batchIds });
       queryFrame = encodeFrame({ kind: 'query', queryId: query.queryId, token: query.token, json });
     } catch (err) {
-      this.finish({ kind: 'failed', retry: false, busy: false, code: HDWP_ERROR_FRAME_CODES.internal, message: `cannot encode the query for ${this.where}: ${(err as Error).message}` });
+      this.failEncoding(err);
       return;
     }
     const link = this.opts.tls;
     const key = legConnectionKey(this.node, query.dataset, this.opts.recordSize, link);
-    const connectFresh = (): void => this.connect(link, key, Buffer.concat([hello, queryFrame]));
+    // The hello only for a new connection: a pooled one has had its hello.
+    const connectFresh = (): void => {
+      let hello: Buffer;
+      try {
+        hello = encodeFrame({ kind: 'hello', version: HDWP_VERSION, role: 'scc', datasetId: query.dataset, recordSize: this.opts.recordSize });
+      } catch (err) {
+        this.failEncoding(err);
+        return;
+      }
+      this.connect(link, key, Buffer.concat([hello, queryFrame]));
+    };
     const pooled = this.opts.pool?.take(key, query.queryId);
     if (!pooled) {
       connectFresh();
@@ -109,6 +126,11 @@ export class QueryLeg {
     this.retryFresh = connectFresh;
     this.use(pooled);
     pooled.socket.write(queryFrame);
+  }
+
+  /** The query or hello frame could not be written: the leg fails, its batches not re-routed (another replica would fail the same). */
+  private failEncoding(err: unknown): void {
+    this.finish({ kind: 'failed', retry: false, busy: false, code: HDWP_ERROR_FRAME_CODES.internal, message: `cannot encode the query for ${this.where}: ${(err as Error).message}` });
   }
 
   /** Sends the cancel frame (the node stops reading) and closes; no outcome is reported after it. */
@@ -209,19 +231,19 @@ export class QueryLeg {
       case 'credit':
         return; // the node's side of the handshake: the SCC sends no records on a query leg
       case 'eob':
-      case 'bbn': {
+      case 'bbn':
+      case 'eobs': {
         this.heard = true;
         if (!f.auth || f.auth.queryId !== query.queryId || !sameToken(f.auth.token, query.token)) {
           this.fail(`${f.kind} from ${this.where} without this query's block`);
           return;
         }
-        const hex = f.batchId.toHex();
-        if (!this.pending.delete(hex)) return;
-        this.opts.listener.answer(this, hex, f.kind === 'eob' ? { kind: 'eob' } : { kind: 'bbn', ...parseBbnReason(f.reason) });
-        if (this.pending.size === 0) {
-          this.release(true);
-          this.finish({ kind: 'done' });
+        if (f.kind === 'eobs') {
+          // Several batches answered at once (a node that completed them together): each as its eob.
+          for (const b of f.batches) if (!this.answered(b.batchId.toHex(), EOB)) return;
+          return;
         }
+        this.answered(f.batchId.toHex(), f.kind === 'eob' ? EOB : { kind: 'bbn', ...parseBbnReason(f.reason) });
         return;
       }
       case 'error': {
@@ -236,6 +258,17 @@ export class QueryLeg {
       default:
         this.fail(`unexpected ${f.kind} frame from ${this.where}`);
     }
+  }
+
+  /** Reports one batch's answer (once; a repeat or a batch not on this leg is ignored); false once the leg is done with its last. */
+  private answered(hex: string, answer: BatchAnswer): boolean {
+    if (this.ended) return false;
+    if (!this.pending.delete(hex)) return true;
+    this.opts.listener.answer(this, hex, answer);
+    if (this.pending.size > 0) return true;
+    this.release(true);
+    this.finish({ kind: 'done' });
+    return false;
   }
 
   private fail(message: string): void {

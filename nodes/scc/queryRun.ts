@@ -9,6 +9,7 @@ import type tls from 'node:tls';
 import { HDWP_ERROR_FRAME_CODES } from '../../engine-rs/hdwpFrame';
 import { isNotHeld } from '../../query/batchNotice';
 import type { HdQuery } from '../../query/hdQuery';
+import { LegQueryJson } from '../../query/legQueryJson';
 import { abandonsQueries, takesQueries } from './queryHealth';
 import type { LegConnectionPool } from './legConnections';
 import { QueryLeg, type BatchAnswer, type LegListener, type LegOutcome } from './queryLeg';
@@ -53,8 +54,8 @@ type BatchStatus = 'queued' | 'running' | 'done' | 'failed';
 
 interface BatchState {
   status: BatchStatus;
-  /** Replicas asked for it so far. */
-  readonly tried: Set<string>;
+  /** Replicas asked for it so far (a few names at most: a list, not a Set per batch). */
+  readonly tried: string[];
   node?: string;
   /** For a failed batch: whether a node already told the client (its bbn went there too). */
   told: boolean;
@@ -84,12 +85,14 @@ export class QueryRun implements LegListener {
   /** The query's `scc.query` span (docs/observability.md, "Traces"), when this process traces. */
   private readonly span: Span | undefined;
   private readonly legSpans = new Map<QueryLeg, Span>();
+  /** The query's JSON, written once, narrowed per leg (made at the first leg). */
+  private legJson: LegQueryJson | undefined;
 
   /** Nothing is sent until {@link start}. */
   constructor(private readonly opts: QueryRunOptions) {
     this.query = opts.query;
     this.span = queryRunSpan(opts.query);
-    for (const hex of opts.query.batchIds) this.batches.set(hex, { status: 'queued', tried: new Set(), told: true });
+    for (const hex of opts.query.batchIds) this.batches.set(hex, { status: 'queued', tried: [], told: true });
   }
 
   /** True until every batch is settled. */
@@ -109,8 +112,10 @@ export class QueryRun implements LegListener {
     const placing = this.span && startSpan('scc.placement', { parent: contextWith(this.span) });
     const missing: string[] = [];
     const nodes = new Set<string>();
+    // One look at replica health for the whole placement (it is the same for every batch of it).
+    const states = this.opts.health();
     for (const hex of this.batches.keys()) {
-      const node = this.place(hex);
+      const node = this.place(hex, undefined, undefined, undefined, states);
       if (node) nodes.add(node);
       else {
         missing.push(hex);
@@ -205,23 +210,22 @@ export class QueryRun implements LegListener {
    * Puts a batch on the least loaded healthy replica not yet tried for it; when none is left it
    * fails with `code`/`message` (`told`: whether the last replica already told the client).
    */
-  private place(hex: string, code = HDWP_ERROR_FRAME_CODES.internal as number, message = 'no healthy replica', told = false): string | undefined {
+  private place(hex: string, code = HDWP_ERROR_FRAME_CODES.internal as number, message = 'no healthy replica', told = false, states = this.opts.health()): string | undefined {
     const b = this.batches.get(hex) as BatchState;
-    const states = this.opts.health();
     const n = this.opts.targets.length;
     let best: SnTarget | undefined;
     for (let i = 0; i < n; i++) {
       const t = this.opts.targets[(this.rotate + i) % n];
-      if (b.tried.has(t.name) || (states && !takesQueries(states[t.name]))) continue;
+      if (b.tried.includes(t.name) || (states && !takesQueries(states[t.name]))) continue;
       if (!best || (this.load.get(t.name) ?? 0) < (this.load.get(best.name) ?? 0)) best = t;
     }
     this.rotate = (this.rotate + 1) % Math.max(1, n);
     if (!best) {
-      const tried = [...b.tried].join(', ');
+      const tried = b.tried.join(', ');
       this.set(b, { status: 'failed', told, code, message: tried ? `no healthy replica left to try (tried ${tried}): ${message}` : message });
       return undefined;
     }
-    b.tried.add(best.name);
+    b.tried.push(best.name);
     this.set(b, { node: best.name, status: 'queued' });
     const q = this.queues.get(best.name) ?? [];
     q.push(hex);
@@ -264,7 +268,9 @@ export class QueryRun implements LegListener {
     const legSpan = this.span && startSpan('scc.leg', { parent: contextWith(this.span), kind: SpanKind.CLIENT, attributes: { 'hd.node': name, 'hd.batches': take.length } });
     const legContext = legSpan && traceContextOf(contextWith(legSpan));
     const query = legContext ? { ...this.query, traceContext: legContext } : this.query;
-    const leg = new QueryLeg({ node, query, batchIds: take, recordSize: this.opts.recordSize, listener: this, connectTimeoutMs: this.opts.connectTimeoutMs, ...(legTls && { tls: legTls }), ...(this.opts.pool && { pool: this.opts.pool }) });
+    const legJson = (this.legJson ??= new LegQueryJson(this.query));
+    const queryJson = (batchIds: readonly string[]): string => legJson.json(batchIds, legContext);
+    const leg = new QueryLeg({ node, query, batchIds: take, queryJson, recordSize: this.opts.recordSize, listener: this, connectTimeoutMs: this.opts.connectTimeoutMs, ...(legTls && { tls: legTls }), ...(this.opts.pool && { pool: this.opts.pool }) });
     this.legs.set(name, leg);
     if (legSpan) this.legSpans.set(leg, legSpan);
     leg.start();

@@ -1,6 +1,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BatchID, generateBatchIdNumber, generateBatchIdString, generateBatchIdTime, generateBatchIdsTime } from '../../index';
+import { generateBatchIdHexesTime } from '../../engine-rs/batchId';
 
 const str = suite('generateBatchIdString');
 str('right-aligns with zero padding on the left', () => {
@@ -75,3 +76,18 @@ cls('round-trips through hex and refuses wrong sizes', () => {
   assert.throws(() => BatchID.fromHex('zz'), /128 hex/);
 });
 cls.run();
+
+const hexes = suite('generateBatchIdHexesTime');
+hexes('names the same ids as generateBatchIdsTime, as lower-case hex, and checks its arguments the same way', () => {
+  for (const [s, e, i] of [[1_700_000_000, 1_700_000_100, 0], [1_700_000_000, 1_700_003_600, 60], [5, 5, 0], [0, 86_400, 3600]] as const) {
+    assert.equal(generateBatchIdHexesTime(s, e, i), generateBatchIdsTime(s, e, i).map((b) => b.toHex()));
+  }
+  assert.throws(() => generateBatchIdHexesTime(0.5, 10), /integer/);
+});
+hexes('a BatchID copies its bytes: changing the source leaves the id as it was', () => {
+  const src = new Uint8Array(64).fill(7);
+  const id = new BatchID(src);
+  src[0] = 1;
+  assert.is(id.bytes[0], 7);
+});
+hexes.run();

@@ -89,6 +89,10 @@ parse('unknown keys are refused, naming the key and the closest known one', () =
   assert.match(refusal(() => parseHdQuery(q({ return_address: { host: 'h', port: 1, secure: true } }))).message, /^return_address\.secure: unknown key/);
   assert.match(refusal(() => parseHdQuery(q({ sub_queries: [{ filters: [{ field: 'a', op: 'eq', value: '1' }], not: true }] }))).message, /^sub_queries\[0\]\.not: unknown key/);
 });
+parse('batch ids in any case read as their lower-case hex, in order', () => {
+  const mixed = `${'AbCdEf'.repeat(21)}09`;
+  assert.equal(parseHdQuery(q({ batch_ids: [B1.toUpperCase(), mixed, '0'.repeat(128)] })).batchIds, [B1, mixed.toLowerCase(), '0'.repeat(128)]);
+});
 parse('bad types name the key', () => {
   const cases: [Record<string, unknown>, RegExp][] = [
     [{ query_id: -1 }, /^query_id: expected an integer 0\.\.4294967295, got number -1/],
@@ -101,6 +105,11 @@ parse('bad types name the key', () => {
     [{ batch_ids: 'x' }, /^batch_ids: expected an array/],
     [{ batch_ids: [B1, 'zz'] }, /^batch_ids\[1\]: expected a batch id as 128 hex digits/],
     [{ batch_ids: [B1, B2, B1.toUpperCase()] }, /^batch_ids\[2\]: the same batch as batch_ids\[0\]/],
+    // Every character is checked, at the edges of the hex ranges too, and the length exactly.
+    ...['g', 'G', '@', '`', '/', ':', ' '].map((c): [Record<string, unknown>, RegExp] => [{ batch_ids: [`${B1.slice(0, 127)}${c}`] }, /^batch_ids\[0\]: expected a batch id as 128 hex digits/]),
+    [{ batch_ids: [B1.slice(1)] }, /^batch_ids\[0\]: expected a batch id as 128 hex digits/],
+    [{ batch_ids: [`${B1}0`] }, /^batch_ids\[0\]: expected a batch id as 128 hex digits/],
+    [{ batch_ids: [B1, 7] }, /^batch_ids\[1\]: expected a batch id as 128 hex digits \(its 64 bytes\), got number 7/],
     [{ sub_queries: {} }, /^sub_queries: expected an array of SubQuery/],
     [{ sub_queries: [[]] }, /^sub_queries\[0\]: expected a SubQuery object/],
     [{ sub_queries: [{ filters: 'a' }] }, /^sub_queries\[0\]\.filters: expected an array of Filter/],
