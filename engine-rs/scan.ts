@@ -5,131 +5,17 @@
  * JavaScript runs per record.
  */
 import { BatchID } from './batchId';
-import { native, type AggregateAccumulatorHandle, type AggregatePlanHandle, type ScanFilterHandle, type SegmentScannerHandle, type TopPlanHandle } from './native';
+import { native, type SegmentScannerHandle, type TopPlanHandle } from './native';
+import { AggregateAccumulator, AggregatePlan, type SummaryGroup } from './scanAggregate';
+import { evaluateFilter, ScanFilter } from './scanFilter';
 import type { Schema } from './schema';
 import { ScanError, toScanError } from './scanError';
 import { decodeZoneFields, type ZoneField } from './segmentZones';
 
+export { AggregateAccumulator, AggregatePlan, evaluateFilter, ScanFilter, type SummaryGroup };
+
 /** Blocks a `SegmentScanner.next()` covers by default (64-record blocks of 150 bytes: 2.4 MB). */
 export const DEFAULT_SCAN_BLOCKS = 256;
-
-/**
- * A query's filters compiled against a dataset schema: records match when any sub-query
- * matches, a sub-query when all its filters do; no sub-queries match every record.
- *
- * @example
- * const filter = ScanFilter.compile(schema, JSON.stringify(query.sub_queries));
- * const hits = evaluateFilter(filter, records);
- */
-export class ScanFilter {
-  /** Bytes per record of the dataset. */
-  readonly recordSize: number;
-  /** Sub-queries as written. */
-  readonly subQueries: number;
-  /** Every record matches (no sub-queries, or one whose filters always hold). */
-  readonly matchesAll: boolean;
-  /** No record can match (every sub-query has a filter that never holds). */
-  readonly matchesNone: boolean;
-
-  private constructor(
-    /** The native program. Not public API. */
-    readonly handle: ScanFilterHandle,
-  ) {
-    const info = native.scanFilterInfo(handle);
-    this.recordSize = info.recordSize;
-    this.subQueries = info.subQueries;
-    this.matchesAll = info.matchesAll;
-    this.matchesNone = info.matchesNone;
-  }
-
-  /**
-   * Compiles `sub_queries` JSON (an array of `{ "filters": [...] }`) against `schema`.
-   * @throws QueryError naming the JSON path of the first problem (also for 17+ sub-queries,
-   *   an empty sub-query, 65+ filters, a value that does not fit its field).
-   */
-  static compile(schema: Schema, subQueriesJson: string): ScanFilter {
-    try {
-      return new ScanFilter(native.scanFilterCompile(schema.handle, subQueriesJson));
-    } catch (err) {
-      throw toScanError(err);
-    }
-  }
-}
-
-/**
- * An HDQuery `aggregate` compiled against a dataset schema and the caller's field mask (hidden bits
- * read as zeros): a `SegmentScanner` given it with `setAggregate` folds its matches into one
- * partial per batch instead of returning records (docs/query.md, "Aggregates").
- */
-export class AggregatePlan {
-  private constructor(
-    /** The native plan. Not public API. */
-    readonly handle: AggregatePlanHandle,
-  ) {}
-
-  /**
-   * Compiles `aggregate` JSON against `schema`; `fieldMask` is one record long when given.
-   * @throws QueryError naming the JSON path (`aggregate.measures[1].field: ...`).
-   */
-  static compile(schema: Schema, aggregateJson: string, fieldMask?: Uint8Array): AggregatePlan {
-    try {
-      return new AggregatePlan(native.scanAggregateCompile(schema.handle, aggregateJson, fieldMask ?? null));
-    } catch (err) {
-      throw toScanError(err);
-    }
-  }
-}
-
-/**
- * Merged partial aggregates of many batches of one query (one {@link AggregatePlan}), kept natively:
- * a Storage Node folds each finished batch in ({@link SegmentScanner.foldInto}) and sends one
- * aggregate frame for many batches instead of one per batch. Counts and sums add exactly, min / max
- * compare as the field orders; the result is exactly the partial of one scan over all the records.
- *
- * @example
- * const acc = AggregateAccumulator.create(plan);
- * if (!scanner.setAggregateFold(plan)) for (let s = await scanner.next(); !s.done; s = await scanner.next());
- * if (!scanner.foldInto(acc)) { send(acc.take()); scanner.foldInto(acc); }
- * scanner.close();
- * // later: if (!acc.empty) send(`{"v":1,"groups":${acc.take()}}`)
- */
-export class AggregateAccumulator {
-  private constructor(
-    /** The native accumulator. Not public API. */
-    readonly handle: AggregateAccumulatorHandle,
-  ) {}
-
-  /** An empty accumulator for `plan`. */
-  static create(plan: AggregatePlan): AggregateAccumulator {
-    try {
-      return new AggregateAccumulator(native.scanAccumulatorCreate(plan.handle));
-    } catch (err) {
-      throw toScanError(err);
-    }
-  }
-
-  /** Groups held now. */
-  get groups(): number {
-    return native.scanAccumulatorGroups(this.handle);
-  }
-
-  /**
-   * Whether nothing has been folded in since creation or the last `take()` (a folded batch with no
-   * matching record counts: the accumulator is then not empty, yet holds no group).
-   */
-  get empty(): boolean {
-    return native.scanAccumulatorEmpty(this.handle);
-  }
-
-  /**
-   * The merged groups as the JSON array an aggregate frame's `groups` holds: exactly the text
-   * `{"v":1,"groups":<this>}` would have for the same groups (keys and measures as decimal strings,
-   * groups in key order; `"[]"` when empty). Resets the accumulator to empty.
-   */
-  take(): string {
-    return native.scanAccumulatorTake(this.handle);
-  }
-}
 
 /** An HDQuery `top`: the best `k` records by `field`, largest first when `desc`. */
 export interface TopSpec {
@@ -181,19 +67,6 @@ export class TopPlan {
    */
   select(records: Uint8Array): Buffer {
     return native.scanTopSelect(this.handle, records);
-  }
-}
-
-/**
- * The kernel over records in memory, on the calling thread: the records of `records` (whole
- * records of the filter's size) that match, back to back, in their order.
- * @throws ScanError `ERR_SCAN_LENGTH` when `records` is not a whole number of records.
- */
-export function evaluateFilter(filter: ScanFilter, records: Uint8Array): Buffer {
-  try {
-    return native.scanEvaluate(filter.handle, records);
-  } catch (err) {
-    throw toScanError(err);
   }
 }
 

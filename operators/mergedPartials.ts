@@ -63,12 +63,25 @@ export class MergedPartials {
    * so far go out first and the batch starts the next frame. Throws what the fold throws.
    */
   add(batch: FoldableBatch, completed: CompletedBatch): void {
+    this.addAll(batch, [completed]);
+  }
+
+  /**
+   * Like {@link add} for a partial that already merges several batches (a group its summaries
+   * answered, `completed` in order): folded and listed at once, in one frame. When they would
+   * not fit the frame being filled (`maxBatches`), that frame goes out first.
+   * @throws RangeError for more batches than one frame completes
+   */
+  addAll(batch: FoldableBatch, completed: readonly CompletedBatch[]): void {
+    if (completed.length === 0) return;
+    if (completed.length > this.maxBatches) throw new RangeError(`${completed.length} batches in one partial, a frame completes at most ${this.maxBatches}`);
+    if (this.pending.length + completed.length > this.maxBatches) this.flush();
     if (!batch.foldInto(this.acc)) {
       this.flush();
       // Alone in an empty accumulator it fits: the scan already held it to max_groups.
-      if (!batch.foldInto(this.acc)) throw new Error(`batch ${completed.batchId.toHex()}: its partial does not fit an empty accumulator`);
+      if (!batch.foldInto(this.acc)) throw new Error(`batch ${(completed[0] as CompletedBatch).batchId.toHex()}: its partial does not fit an empty accumulator`);
     }
-    this.pending.push(completed);
+    for (const c of completed) this.pending.push(c);
     if (this.pending.length >= this.maxBatches) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.maxDelayMs);
   }

@@ -81,11 +81,13 @@ export class ReadScheduler {
     });
   }
 
-  /** @internal Removes a queue's waiting requests, rejecting them with `reason`. */
-  cancel(queue: ReadQueue, reason: unknown): void {
+  /** @internal Removes a queue's waiting requests, rejecting them with what `reason` builds (only built when one waits). */
+  cancel(queue: ReadQueue, reason: () => unknown): void {
+    if (!this.waiters.some((x) => x.queue === queue)) return;
+    const err = reason();
     for (const w of this.waiters.filter((x) => x.queue === queue)) {
       this.drop(w);
-      w.reject(reason);
+      w.reject(err);
     }
   }
 
@@ -172,6 +174,7 @@ export class ReadQueue {
   leave(): void {
     if (this.left) return;
     this.left = true;
-    this.scheduler.cancel(this, new Error('read queue left'));
+    // Most queries leave with nothing waiting: no Error (and its stack) is built for them.
+    this.scheduler.cancel(this, () => new Error('read queue left'));
   }
 }

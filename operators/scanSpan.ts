@@ -53,8 +53,16 @@ export class ScanSpan {
     this.bytesRead += s.scanned * recordSize;
     this.blocksRead += s.blocksRead;
     this.blocksSkipped += s.blocksSkipped;
-    // A batch its summary answered: records matched, none read.
-    if (s.partial !== undefined && s.scanned === 0 && s.blocksRead === 0 && s.matched > 0) this.fromSummary++;
+    // A batch its summary answered: records matched, none read (its partial sent, or folded).
+    if (s.scanned === 0 && s.blocksRead === 0 && s.matched > 0) this.fromSummary++;
+  }
+
+  /** `batches` batches answered from their summaries at once: `matched` records, `blocks` blocks none of which was read. */
+  fromSummaries(batches: number, matched: number, blocks: number): void {
+    if (!this.span) return;
+    this.matched += matched;
+    this.blocksSkipped += blocks;
+    this.fromSummary += batches;
   }
 
   /** A batch ended: `eob`, or a bbn. */

@@ -7,14 +7,14 @@ import type { BatchID } from '../../engine-rs/batchId';
 import { HDWP_ERROR_FRAME_CODES as CODES } from '../../engine-rs/hdwpFrame';
 import { AggregateAccumulator, AggregatePlan, TopPlan, QueryError as KernelQueryError, ScanFilter, SegmentReader, SegmentScanner, verifySegment, type Schema } from '../../engine-rs/index';
 import type { QuerySpec } from '../../stream/queryElement';
-import type { TopSpec } from '../../query/hdQuery';
-import type { BatchScan, BatchScanStep, BatchUnreadable, CompiledQuery, ScanSource } from '../../operators/scan';
+import type { BatchScan, BatchScanStep, BatchUnreadable, CompiledQuery, ScanSource, SummaryAnswers } from '../../operators/scan';
 import type { PartialAccumulator } from '../../operators/mergedPartials';
 import { QueryError } from '../../query/queryError';
 import { NOT_HELD } from '../../query/batchNotice';
 import type { StorageNode } from './node';
 import type { QuerySchemas } from './querySchemas';
 import { columnarEncoder } from './columnarResults';
+import { CompiledPlans } from './compiledPlans';
 
 /** Default record bytes one read step covers: large enough that the native call is cheap beside the scan, small enough that a cancel lands within about a millisecond. */
 export const DEFAULT_STEP_BYTES = 2 * 1024 * 1024;
@@ -27,6 +27,8 @@ export interface NodeScanSourceOptions {
   readonly blockSize: number;
   /** Record bytes per read step (default {@link DEFAULT_STEP_BYTES}; at most 16 MiB, the kernel's step cap). */
   readonly stepBytes?: number;
+  /** Where compiled filters, aggregates, tops and column encoders are kept per query shape (default: one cache of this source's own). */
+  readonly plans?: CompiledPlans;
 }
 
 /**
@@ -39,6 +41,9 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
   const node = opts.node;
   const name = node.config.nodeName;
   const stepBytes = opts.stepBytes ?? DEFAULT_STEP_BYTES;
+  // A repeated statement (new query id, same shape) compiles nothing again.
+  const plans = opts.plans ?? new CompiledPlans();
+  const maskKey = (mask: Buffer | undefined): string => (mask === undefined ? '' : mask.toString('hex'));
   return {
     async compile(spec: QuerySpec, helloRecordSize: number): Promise<CompiledQuery> {
       // The index is complete only once recovery ran.
@@ -48,30 +53,56 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
       if (!schema && spec.branches > 0) {
         throw new QueryError('dataset', `node '${name}' has no schema of dataset '${spec.dataset}' to compile the filters against (the scan stage's schema_dir, or the DMS when registered)`);
       }
-      const filter = schema ? compileFilter(schema, spec.subQueriesJson) : undefined;
+      const filter = schema ? plans.get(schema, `filter\0${spec.subQueriesJson}`, () => compileFilter(schema, spec.subQueriesJson)) : undefined;
       if (spec.columnar && !schema) {
         throw new QueryError('result_format', `node '${name}' has no schema of dataset '${spec.dataset}' to decode columns with (the scan stage's schema_dir, or the DMS when registered); ask for records`);
       }
-      const encodeColumns = spec.columnar && schema ? columnarEncoder(schema, spec.columnar.fields) : undefined;
+      const fields = spec.columnar?.fields;
+      const encodeColumns = spec.columnar && schema ? plans.get(schema, `columns\0${fields === undefined ? '*' : JSON.stringify(fields)}`, () => columnarEncoder(schema, fields)) : undefined;
       if (spec.aggregateJson !== undefined && !schema) {
         throw new QueryError('aggregate', `node '${name}' has no schema of dataset '${spec.dataset}' to compute aggregates with (the scan stage's schema_dir, or the DMS when registered)`);
       }
-      const aggregate = spec.aggregateJson !== undefined && schema ? compileAggregate(schema, spec.aggregateJson, spec.fieldMask) : undefined;
+      const aggregateJson = spec.aggregateJson;
+      const aggregate = aggregateJson !== undefined && schema ? plans.get(schema, `aggregate\0${aggregateJson}\0${maskKey(spec.fieldMask)}`, () => compileAggregate(schema, aggregateJson, spec.fieldMask)) : undefined;
       if (spec.top !== undefined && !schema) {
         throw new QueryError('top', `node '${name}' has no schema of dataset '${spec.dataset}' to order records with (the scan stage's schema_dir, or the DMS when registered)`);
       }
-      const top = spec.top !== undefined && schema ? kernelCompiled(() => TopPlan.compile(schema, spec.top as TopSpec, spec.fieldMask)) : undefined;
+      const topSpec = spec.top;
+      const top = topSpec !== undefined && schema ? plans.get(schema, `top\0${JSON.stringify(topSpec)}\0${maskKey(spec.fieldMask)}`, () => kernelCompiled(() => TopPlan.compile(schema, topSpec, spec.fieldMask))) : undefined;
       const recordSize = schema?.recordSize ?? helloRecordSize;
       const stepBlocks = Math.max(1, Math.floor(stepBytes / (recordSize * opts.blockSize)));
       const unreadable = (batchId: BatchID, why: string): BatchUnreadable => ({ code: CODES.batchUnreadable, message: `batch ${batchId.toHex()} of '${spec.dataset}' ${why}` });
       // Merged partials (`aggregate.merge_batches`): batches fold into one accumulator natively.
       const fold = aggregate !== undefined && spec.mergeBatches === true;
+      /**
+       * The batches of `batchIds` their summaries answer, folded in one native call off the event
+       * loop; one not held here, or not answered, is left to `open` (which says why it cannot be read).
+       */
+      const fromSummaries = async (batchIds: readonly BatchID[], f: ScanFilter, plan: AggregatePlan): Promise<SummaryAnswers> => {
+        const paths: string[] = [];
+        const at: number[] = [];
+        for (let i = 0; i < batchIds.length; i++) {
+          const loc = await node.readLocation(spec.dataset, batchIds[i] as BatchID);
+          if (loc === undefined) continue;
+          paths.push(loc.path);
+          at.push(i);
+        }
+        const records = new Float64Array(batchIds.length).fill(-1);
+        const blocks = new Float64Array(batchIds.length).fill(-1);
+        const g = await AggregateAccumulator.fromSummaries(paths, f, plan);
+        for (let j = 0; j < at.length; j++) {
+          records[at[j] as number] = g.records[j] as number;
+          blocks[at[j] as number] = g.blocks[j] as number;
+        }
+        return { records, blocks, partial: { foldInto: (acc: PartialAccumulator) => (acc as AggregateAccumulator).absorb(g.acc) } };
+      };
       return {
         recordSize,
         ...(encodeColumns && { encodeColumns }),
         ...(aggregate && { aggregate: true }),
         ...(fold && { newAccumulator: () => AggregateAccumulator.create(aggregate) }),
         ...(top && { selectTop: (records: Buffer) => top.select(records) }),
+        ...(aggregate && fold && filter && !filter.matchesNone && { fromSummaries: (batchIds: readonly BatchID[]) => fromSummaries(batchIds, filter, aggregate) }),
         async open(batchId: BatchID, verifyHash: boolean): Promise<BatchScan | BatchUnreadable> {
           const at = await node.readLocation(spec.dataset, batchId);
           if (!at) return unreadable(batchId, `${NOT_HELD} '${name}'`);

@@ -102,6 +102,27 @@ t('the batch cap and the delay send frames on their own', async () => {
   assert.equal(timed.frames[0]?.json.groups, [{ k: ['x'], m: ['1'] }]);
 });
 
+t('addAll: a partial of several batches is folded and listed at once, in a frame of its own when the one being filled has no room', () => {
+  const { merged, frames } = setup(100, { maxBatches: 4, maxDelayMs: 10_000 });
+  merged.add(batchOf({ x: 1 }), done(1, 1));
+  merged.add(batchOf({ x: 2 }), done(2, 2));
+  // Three more do not fit beside two: the first frame goes out, the group starts the next.
+  merged.addAll(batchOf({ x: 10, y: 1 }), [done(3, 5), done(4, 6), done(5, 0)]);
+  assert.is(frames.length, 1);
+  assert.equal(frames[0]?.json.batches.map((b) => b[1]), [1, 2]);
+  assert.equal(frames[0]?.json.groups, [{ k: ['x'], m: ['3'] }]);
+  merged.flush();
+  assert.equal(frames[1]?.json.batches.map((b) => b[1]), [5, 6, 0]);
+  assert.equal(frames[1]?.json.groups, [
+    { k: ['x'], m: ['10'] },
+    { k: ['y'], m: ['1'] },
+  ]);
+  merged.addAll(batchOf({ z: 1 }), []);
+  merged.flush();
+  assert.is(frames.length, 2, 'an empty group adds nothing');
+  assert.throws(() => merged.addAll(batchOf({}), [1, 2, 3, 4, 5].map((n) => done(n, 0))), /at most 4/);
+});
+
 t('discard drops the pending batches and their groups; nothing is sent later', async () => {
   const { merged, frames } = setup(100, { maxDelayMs: 5 });
   merged.add(batchOf({ x: 1 }), done(1, 1));

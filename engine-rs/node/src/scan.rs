@@ -17,6 +17,7 @@ use crate::schema::unbox;
 use crate::util::throw_coded;
 
 mod aggregate;
+mod summary_group;
 mod top;
 
 /// The boxed state behind a `ScanFilterHandle`.

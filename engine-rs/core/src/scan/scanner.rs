@@ -16,6 +16,7 @@ use crate::hash::ChainState;
 use crate::segment::{SegmentError, SegmentReader, MAX_READ_BYTES};
 
 mod fold;
+mod summaries;
 use fold::Fold;
 
 /// Most record bytes one step reads (more than one block only while under this).

@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use hd_engine_core::scan::aggregate::{AggregateAccumulator, AggregatePlan};
+use hd_engine_core::scan::aggregate::{AggregateAccumulator, AggregatePlan, MergeError};
 use neon::prelude::*;
 
 use super::{throw_query, unbox_scanner};
@@ -32,7 +32,7 @@ fn scan_aggregate_compile<'cx>(
     }
 }
 
-fn unbox_plan<'cx, C: Context<'cx>>(
+pub(super) fn unbox_plan<'cx, C: Context<'cx>>(
     cx: &mut C,
     h: Handle<'cx, JsValue>,
 ) -> NeonResult<Arc<AggregatePlan>> {
@@ -92,7 +92,7 @@ fn scan_set_aggregate_fold<'cx>(
 
 /// The boxed state behind an `AggregateAccumulatorHandle`. Only the JS thread uses it; the
 /// Mutex is there because a box hands out shared references and the accumulator changes.
-pub struct AccumulatorBox(Mutex<AggregateAccumulator>);
+pub struct AccumulatorBox(pub(super) Mutex<AggregateAccumulator>);
 impl Finalize for AccumulatorBox {}
 
 /// Runs `f` on the accumulator behind `h`.
@@ -175,5 +175,39 @@ fn scan_fold_into<'cx>(
     match with_accumulator(cx, acc, |a| s.fold_into(a))? {
         Ok(merged) => Ok(merged),
         Err(e) => throw_coded(cx, e.code(), &e.to_string()),
+    }
+}
+
+/// Moves everything `other` holds into `acc` (both of one plan), on this thread: false, both
+/// unchanged, when `acc` would then hold more groups than `max_groups`.
+#[neon::export(name = "scanAccumulatorAbsorb")]
+fn scan_accumulator_absorb<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    acc: Handle<'cx, JsValue>,
+    other: Handle<'cx, JsValue>,
+) -> NeonResult<bool> {
+    let Ok(from) = other.downcast::<JsBox<AccumulatorBox>, _>(cx) else {
+        return throw_coded(
+            cx,
+            "ERR_SCAN_HANDLE",
+            "expected an AggregateAccumulatorHandle from scanAccumulatorCreate",
+        );
+    };
+    if acc.strict_equals(cx, other) {
+        return throw_coded(cx, "ERR_SCAN_HANDLE", "an accumulator cannot absorb itself");
+    }
+    let Ok(mut from) = from.0.lock() else {
+        return throw_coded(
+            cx,
+            "ERR_SCAN_HANDLE",
+            "the aggregate accumulator was left inconsistent by an earlier failure",
+        );
+    };
+    match with_accumulator(cx, acc, |a| a.absorb(&mut from))? {
+        Ok(merged) => Ok(merged),
+        Err(e @ MergeError::PlanMismatch) => throw_coded(cx, "ERR_SCAN_PLAN", &e.to_string()),
+        Err(e @ MergeError::Overflowed { .. }) => {
+            throw_coded(cx, "ERR_SCAN_TOO_MANY_GROUPS", &e.to_string())
+        }
     }
 }

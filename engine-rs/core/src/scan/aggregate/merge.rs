@@ -213,6 +213,26 @@ impl AggregateAccumulator {
         Ok(true)
     }
 
+    /// Moves everything `other` (an accumulator of the same plan) holds into `self`: its groups
+    /// and its batch count; `other` is left empty. `Ok(false)`, both unchanged, when `self`
+    /// would then hold more groups than the plan's `max_groups` (take, then absorb again).
+    pub fn absorb(&mut self, other: &mut AggregateAccumulator) -> Result<bool, MergeError> {
+        if !self.state.same_plan(&other.state) {
+            return Err(MergeError::PlanMismatch);
+        }
+        if other.batches == 0 {
+            return Ok(true);
+        }
+        if self.state.merged_groups(&other.state) > self.state.plan.max_groups {
+            return Ok(false);
+        }
+        self.state.merge(&other.state)?;
+        self.batches += other.batches;
+        other.state.clear();
+        other.batches = 0;
+        Ok(true)
+    }
+
     /// The merged groups as the JSON array of an aggregate frame's `groups` (`[]` when none),
     /// and the accumulator emptied.
     pub fn take_json(&mut self) -> String {

@@ -15,6 +15,8 @@ mod tests;
 mod tests_fold;
 #[cfg(test)]
 mod tests_merge;
+#[cfg(test)]
+mod tests_summaries;
 mod wide;
 
 pub use merge::{AggregateAccumulator, MergeError};
@@ -25,7 +27,7 @@ pub use spec::{
 };
 pub use state::AggregateState;
 pub(crate) use state::{order_key, visible};
-pub use summary::partial_from_stats;
+pub use summary::{partial_from_stats, SummaryAnswer};
 pub use wide::Wide;
 
 /// The partial of a batch with no matching record.

@@ -93,9 +93,9 @@ fn legacy_partial_from_stats(
     }
 }
 
-struct Scratch(PathBuf);
+pub(super) struct Scratch(pub(super) PathBuf);
 impl Scratch {
-    fn new(tag: &str) -> Scratch {
+    pub(super) fn new(tag: &str) -> Scratch {
         let p = std::env::temp_dir().join(format!("hd-fold-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).expect("scratch");
@@ -108,7 +108,7 @@ impl Drop for Scratch {
     }
 }
 
-fn write(dir: &Path, name: &str, data: &[u8], big: bool) -> PathBuf {
+pub(super) fn write(dir: &Path, name: &str, data: &[u8], big: bool) -> PathBuf {
     let mut w = SegmentWriter::create(SegmentConfig {
         dir: dir.to_path_buf(),
         name: format!("{name}.hdseg"),
@@ -126,7 +126,7 @@ fn write(dir: &Path, name: &str, data: &[u8], big: bool) -> PathBuf {
 
 /// A random aggregate of the shape a summary answers: no key or the enumeration, counts and sums
 /// of integer zone fields, min / max without a key.
-fn summary_plan(r: &mut Rng) -> String {
+pub(super) fn summary_plan(r: &mut Rng) -> String {
     let zone_ints = ["u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64"];
     let keyed = r.below(2) == 0;
     let nm = 1 + r.below(5) as usize;
@@ -201,7 +201,7 @@ fn a_summary_state_writes_the_json_partial_from_stats_wrote() {
 
 /// Scans `path` in fold mode to its end (or not at all when the summary answers); returns the
 /// scanner and whether the summary answered.
-fn fold_scan(
+pub(super) fn fold_scan(
     path: &Path,
     plan: &Arc<AggregatePlan>,
     verify: bool,

@@ -1,0 +1,193 @@
+/**
+ * Summary groups in the scan operator (operators/summaryGroup.ts, operators/queryReads.ts): with
+ * merged partials, the batches a group's summaries answer are folded at once and completed by one
+ * aggregate element, taking one read slot and no open / step / close each; the ones it leaves are
+ * read as usual (a bbn for one that cannot be read); a group that answers none turns grouping off
+ * for the query; verify_hash never groups; a cancel during a group folds nothing of it; a failing
+ * group call falls back to reading each batch. The source is in memory (the native group has its
+ * own tests in test/engine-rs).
+ */
+import { firstValueFrom, Subject, toArray, type Observable } from 'rxjs';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { BatchID } from '../../engine-rs/batchId';
+import type { PartialAccumulator } from '../../operators/mergedPartials';
+import { ReadScheduler } from '../../operators/readScheduler';
+import { scan, type BatchScan, type CompiledQuery, type ScanSource, type SummaryAnswers } from '../../operators/scan';
+import type { Chunk } from '../../stream/chunk';
+import type { QueryResultElement, QuerySpec } from '../../stream/queryElement';
+import { StageCounters } from '../../stream/stageCounters';
+import { idOf, specOf, TestQuery } from '../support/testQuery';
+
+/** Sums of matched record counts, as one global group. */
+class SumAcc implements PartialAccumulator {
+  total = 0;
+  take(): string {
+    const t = this.total;
+    this.total = 0;
+    return `[{"k":[],"m":["${t}"]}]`;
+  }
+}
+
+/** A batch: its records, whether its summary answers it, whether it can be read at all. */
+interface MemBatch {
+  readonly records: number;
+  readonly summary: boolean;
+  readonly unreadable?: boolean;
+}
+
+interface Calls {
+  groups: number[][];
+  opened: number[];
+}
+
+const num = (id: BatchID): number => Number(id.toHex().slice(-8));
+
+function source(batches: Map<number, MemBatch>, calls: Calls, opts: { groupFails?: boolean; groupWaits?: Promise<void> } = {}): ScanSource {
+  return {
+    compile(): Promise<CompiledQuery> {
+      return Promise.resolve({
+        recordSize: 4,
+        aggregate: true,
+        newAccumulator: () => new SumAcc(),
+        fromSummaries: async (ids: readonly BatchID[]): Promise<SummaryAnswers> => {
+          calls.groups.push(ids.map(num));
+          await opts.groupWaits;
+          if (opts.groupFails) throw new Error('group failed');
+          const answered = ids.map((id) => batches.get(num(id))).map((b) => (b && b.summary && !b.unreadable ? b.records : -1));
+          return {
+            records: Float64Array.from(answered),
+            blocks: Float64Array.from(answered.map((n) => (n < 0 ? -1 : 2))),
+            partial: {
+              foldInto: (acc) => {
+                (acc as SumAcc).total += answered.filter((n) => n >= 0).reduce((a, n) => a + n, 0);
+                return true;
+              },
+            },
+          };
+        },
+        open: (batchId: BatchID): Promise<BatchScan | { code: number; message: string }> => {
+          calls.opened.push(num(batchId));
+          const b = batches.get(num(batchId));
+          if (!b || b.unreadable) return Promise.resolve({ code: 13, message: `batch ${num(batchId)} not held` });
+          return Promise.resolve({
+            next: () => Promise.resolve({ records: Buffer.alloc(0), matched: b.records, scanned: b.records, blocksRead: 1, blocksSkipped: 0, done: true }),
+            foldInto: (acc: PartialAccumulator) => {
+              (acc as SumAcc).total += b.records;
+              return true;
+            },
+            close: () => undefined,
+          });
+        },
+      });
+    },
+  };
+}
+
+async function run(src: ScanSource, spec: QuerySpec, opts: { scheduler?: ReadScheduler; onStart?: (q: TestQuery) => void } = {}) {
+  const counters = new StageCounters('records');
+  const scheduler = opts.scheduler ?? new ReadScheduler(2);
+  const input = new Subject<Chunk>();
+  const out = firstValueFrom((input as Observable<Chunk>).pipe(scan({ source: src, scheduler, counters, queryThreads: 3 }), toArray()));
+  const q = new TestQuery(spec, 4);
+  input.next({ kind: 'query', query: q });
+  opts.onStart?.(q);
+  input.complete();
+  return { out: (await out) as QueryResultElement[], q, counters, scheduler };
+}
+
+type Aggregate = Extract<QueryResultElement, { kind: 'aggregate' }>;
+const aggregates = (out: QueryResultElement[]): Aggregate[] => out.filter((e): e is Aggregate => e.kind === 'aggregate');
+const ids = (ns: number[]): BatchID[] => ns.map(idOf);
+const merged = (extra: Partial<QuerySpec> = {}): QuerySpec => specOf(7, ids([1, 2, 3, 4, 5]), { mergeBatches: true, aggregateJson: '{}', ...extra });
+
+const t = suite('scan operator: batches answered from their summaries as a group');
+
+t('one group answers what its summaries answer in one read slot; the rest are read as usual', async () => {
+  const calls: Calls = { groups: [], opened: [] };
+  const batches = new Map<number, MemBatch>([
+    [1, { records: 10, summary: true }],
+    [2, { records: 20, summary: false }],
+    [3, { records: 30, summary: true }],
+    [4, { records: 40, summary: true, unreadable: true }],
+    [5, { records: 50, summary: true }],
+  ]);
+  const { out, counters, scheduler } = await run(source(batches, calls), merged());
+  assert.equal(calls.groups, [[1, 2, 3, 4, 5]], 'one group for all the batches');
+  assert.equal(calls.opened.sort(), [2, 4], 'only the batches the group left are opened');
+  assert.is(scheduler.grants, 2, 'one slot for the group, one for the read batch');
+  const frames = aggregates(out);
+  const completed = frames.flatMap((f) => (f.completes ?? []).map((c) => [num(c.batchId), c.recordCount]));
+  assert.equal(
+    completed.sort((a, b) => (a[0] as number) - (b[0] as number)),
+    [
+      [1, 10],
+      [2, 20],
+      [3, 30],
+      [5, 50],
+    ],
+  );
+  const total = frames.reduce((s, f) => s + Number((JSON.parse(f.json) as { groups: { m: string[] }[] }).groups[0]?.m[0] ?? 0), 0);
+  assert.is(total, 110, 'every answered and read batch counted once');
+  const bbns = out.filter((e) => e.kind === 'bbn');
+  assert.equal(
+    bbns.map((e) => num((e as { batchId: BatchID }).batchId)),
+    [4],
+    'the unreadable batch is a bbn, from its own open',
+  );
+  assert.is(out.filter((e) => e.kind === 'eob').length, 0, 'merged: no eob element');
+  assert.is(counters.received, 110);
+  assert.is(counters.sent, 110);
+});
+
+t('a group that answers none turns grouping off: the batches are read one by one', async () => {
+  const calls: Calls = { groups: [], opened: [] };
+  const batches = new Map<number, MemBatch>([1, 2, 3, 4, 5].map((n) => [n, { records: n, summary: false }]));
+  const { out } = await run(source(batches, calls), specOf(7, ids([1, 2, 3, 4, 5, 6, 7]), { mergeBatches: true, aggregateJson: '{}' }));
+  assert.is(calls.groups.length, 1, 'no second group');
+  assert.equal(
+    calls.opened.sort((a, b) => a - b),
+    [1, 2, 3, 4, 5, 6, 7],
+  );
+  assert.is(aggregates(out).flatMap((f) => f.completes ?? []).length, 5);
+  assert.is(out.filter((e) => e.kind === 'bbn').length, 2, 'batches 6 and 7 are not held');
+});
+
+t('verify_hash, or a query without merged partials, never groups', async () => {
+  const calls: Calls = { groups: [], opened: [] };
+  const batches = new Map<number, MemBatch>([1, 2, 3, 4, 5].map((n) => [n, { records: n, summary: true }]));
+  await run(source(batches, calls), merged({ verifyHash: true }));
+  assert.is(calls.groups.length, 0);
+  assert.is(calls.opened.length, 5);
+});
+
+t('a group call that fails leaves every batch to its own read', async () => {
+  const calls: Calls = { groups: [], opened: [] };
+  const batches = new Map<number, MemBatch>([1, 2, 3, 4, 5].map((n) => [n, { records: n, summary: true }]));
+  const { out } = await run(source(batches, calls, { groupFails: true }), merged());
+  assert.is(calls.groups.length, 1);
+  assert.is(calls.opened.length, 5);
+  assert.is(aggregates(out).flatMap((f) => f.completes ?? []).length, 5);
+});
+
+t('a cancel while a group is read folds nothing of it and completes none of its batches', async () => {
+  const calls: Calls = { groups: [], opened: [] };
+  const batches = new Map<number, MemBatch>([1, 2, 3, 4, 5].map((n) => [n, { records: n, summary: true }]));
+  let release!: () => void;
+  const groupWaits = new Promise<void>((r) => (release = r));
+  const { out } = await run(source(batches, calls, { groupWaits }), merged(), {
+    onStart: (q) => {
+      // Cancelled once the group is in flight, then the native call returns.
+      void (async () => {
+        while (calls.groups.length === 0) await new Promise((r) => setImmediate(r));
+        q.stop({ code: 4, message: 'cancelled' });
+        release();
+      })();
+    },
+  });
+  assert.is(calls.groups.length, 1);
+  assert.is(calls.opened.length, 0, 'no batch is read after the cancel');
+  assert.is(aggregates(out).length, 0, 'no frame: nothing completed');
+});
+
+t.run();
