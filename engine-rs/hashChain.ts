@@ -41,6 +41,26 @@ export interface HashChainResult {
   readonly digest?: Buffer;
 }
 
+/**
+ * Sets how many threads hash records in this process (HASH_THREADS; 0: one per core the process
+ * may use) and returns the count now in force. Record hashes are independent, so an update of
+ * many whole records has them hashed on this pool while its own thread chains the block hashes in
+ * order (the same result as one thread). One pool serves every chain of the process: the SCC's,
+ * the segment writer's, recovery's and `verify_hash`'s. 1: every chain hashes on its own thread.
+ * Throws a RangeError-like coded error (ERR_RANGE) outside 0..1024.
+ *
+ * @example
+ * setHashThreads(0); // one per core, the default
+ */
+export function setHashThreads(threads: number): number {
+  return native.setHashThreads(threads);
+}
+
+/** Threads hashing records in this process (one per core until {@link setHashThreads}). */
+export function hashThreads(): number {
+  return native.hashThreads();
+}
+
 /** Type guard for algorithm names from configuration. */
 export function isHashAlgorithm(name: string): name is HashAlgorithmName {
   return (HASH_ALGORITHMS as readonly string[]).includes(name);

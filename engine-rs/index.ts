@@ -15,7 +15,7 @@ export { encodeColumnar, readColumnar, ColumnarFrameError } from './columnar';
 export type { ColumnarErrorCode, ColumnarOptions } from './columnar';
 export { encodeArrowBatch, encodeArrowBatchAsync, ArrowEncodeError } from './encodeArrow';
 export type { EncodeArrowOptions, UnknownColumns, ArrowEncodeErrorCode } from './encodeArrow';
-export { HashChain, BatchDigest, HASH_ALGORITHMS, DEFAULT_HASH_CHAIN_BLOCK_SIZE, DEFAULT_HASH_RECORD_SIZE, isHashAlgorithm } from './hashChain';
+export { HashChain, BatchDigest, HASH_ALGORITHMS, DEFAULT_HASH_CHAIN_BLOCK_SIZE, DEFAULT_HASH_RECORD_SIZE, isHashAlgorithm, setHashThreads, hashThreads } from './hashChain';
 export type { HashAlgorithmName, HashChainOptions, HashChainResult } from './hashChain';
 export { SegmentWriter, segmentFileName, verifySegment, recoverSegments, SEGMENT_EXT } from './segment';
 export type { SegmentWriterOptions, SegmentSummary, SegmentVerification, SegmentRecovery } from './segment';

@@ -194,6 +194,10 @@ export interface Native {
   chainUpdate(handle: ChainHandle, buf: Uint8Array): Promise<void>;
   /** Closes the chain; throws ERR_HASH_CHAIN_BUSY while an update is still hashing. */
   chainFinish(handle: ChainHandle): { closingHash: Buffer; blocks: number; records: number; tailBytes: number; blockHashes: Buffer; digest?: Buffer };
+  /** Sets the threads hashing records in this process (0: one per core); returns the count in force. */
+  setHashThreads(threads: number): number;
+  /** Threads hashing records in this process. */
+  hashThreads(): number;
 
   // --- segment.rs ----------------------------------------------------------------------------
   /** Creates `<dir>/<name>.partial` and writes the header; `fields` has 4 numbers per zone field. */

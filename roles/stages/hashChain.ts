@@ -2,12 +2,14 @@ import type { HashAlgorithmName } from '../../engine-rs/hashChain';
 import { hashChain } from '../../operators/hashChain';
 import { defineOperator } from '../../pipelines/registry';
 import { usesSccNode } from '../services/sccNode';
+import { applyHashThreads, hashThreadsSetting } from './hashThreadsSetting';
 import { optionalSccSetting, sccSetting } from './sccSetting';
 
 const settings = {
   hash_algorithm: optionalSccSetting<HashAlgorithmName>('HASH_ALGORITHM', "sha512, sha256 or blake3; empty: the DMS's election, else sha512 — HASH_ALGORITHM"),
   hash_chain_block_size: optionalSccSetting<number>('HASH_CHAIN_BLOCK_SIZE', "record hashes per chain block; empty: the DMS's election, else 64 — HASH_CHAIN_BLOCK_SIZE"),
   max_hash_queue_bytes: sccSetting<number>('MAX_HASH_QUEUE_BYTES'),
+  hash_threads: hashThreadsSetting(),
 };
 
 /**
@@ -20,7 +22,7 @@ const settings = {
 export const hashChainStage = defineOperator({
   name: 'hashChain',
   kind: 'operator',
-  doc: "Hash-chains every batch natively (HASH_ALGORITHM, HASH_CHAIN_BLOCK_SIZE) with its dataset's record size and at most MAX_HASH_QUEUE_BYTES queued; puts the closing hash into the eob.",
+  doc: "Hash-chains every batch natively (HASH_ALGORITHM, HASH_CHAIN_BLOCK_SIZE) with its dataset's record size on HASH_THREADS threads and at most MAX_HASH_QUEUE_BYTES queued; puts the closing hash into the eob.",
   unit: 'records',
   input: 'batched-records',
   output: 'batched-records',
@@ -29,6 +31,7 @@ export const hashChainStage = defineOperator({
   create: (c, ctx) => {
     const scc = ctx.services.scc;
     const e = scc.election.settle({ algorithm: c.hash_algorithm, chainBlockSize: c.hash_chain_block_size });
+    applyHashThreads(c.hash_threads, scc.node.observability);
     return hashChain({
       algorithm: e.algorithm,
       recordSize: scc.recordSize,

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 
 use hd_engine_core::batch_id::BATCH_ID_LEN;
-use hd_engine_core::hash::{BatchDigest, ChainState, HashAlgorithm};
+use hd_engine_core::hash::{self as core_hash, BatchDigest, ChainState, HashAlgorithm};
 use neon::prelude::*;
 use neon::types::buffer::TypedArray;
 
@@ -26,13 +26,24 @@ pub struct Hashers {
     digest: Option<BatchDigest>,
 }
 
+/// Chunk bytes from which a chain's batch digest is computed on the hashing pool beside the chain
+/// rather than after it (below, handing it out costs about what it saves).
+const DIGEST_BESIDE_BYTES: usize = 64 << 10;
+
 impl Hashers {
     fn update(&mut self, bytes: &[u8]) {
-        if let Some(c) = self.chain.as_mut() {
-            c.update(bytes);
-        }
-        if let Some(d) = self.digest.as_mut() {
-            d.update(bytes);
+        match (self.chain.as_mut(), self.digest.as_mut()) {
+            (Some(c), Some(d)) if bytes.len() >= DIGEST_BESIDE_BYTES => {
+                core_hash::run_beside(|| c.update(bytes), || d.update(bytes));
+            }
+            (c, d) => {
+                if let Some(c) = c {
+                    c.update(bytes);
+                }
+                if let Some(d) = d {
+                    d.update(bytes);
+                }
+            }
         }
     }
 }
@@ -276,4 +287,21 @@ fn chain_finish<'cx>(
         obj.set(cx, "digest", d)?;
     }
     Ok(obj)
+}
+
+/// Sets how many threads hash records in this process (HASH_THREADS; 0: one per core it may
+/// use); returns the count now in force. Chains hashing now finish on the pool they started with.
+#[neon::export(name = "setHashThreads")]
+fn set_hash_threads<'cx>(cx: &mut FunctionContext<'cx>, threads: f64) -> JsResult<'cx, JsNumber> {
+    let n = whole_u32(cx, threads, "hash threads")?;
+    match core_hash::set_hash_threads(n as usize) {
+        Ok(t) => Ok(cx.number(t as f64)),
+        Err(e) => throw_coded(cx, e.code(), &e.to_string()),
+    }
+}
+
+/// Threads hashing records in this process (one per core it may use until `setHashThreads`).
+#[neon::export(name = "hashThreads")]
+fn hash_threads<'cx>(cx: &mut FunctionContext<'cx>) -> JsResult<'cx, JsNumber> {
+    Ok(cx.number(core_hash::hash_threads() as f64))
 }

@@ -11,11 +11,20 @@
 //! - the closing hash is the last block hash, or `H(batch_id)` when the batch has no records.
 //!
 //! [`ChainState`] is fed chunks of any size (a record may span chunks) and never buffers record
-//! bytes: a split record goes through a streaming hasher.
+//! bytes: a split record goes through a streaming hasher. An update holding many whole records
+//! has their hashes computed on the process's hashing pool while the calling thread chains them
+//! (super::parallel); the result is the same as hashing them one after the other.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+#[cfg(test)]
+use std::sync::Arc;
 
 use thiserror::Error;
 
 use super::algorithm::{ChainHasher, Digest, HashAlgorithm, Sha512};
+use super::parallel::{self, Claims, Plan};
 use crate::batch_id::BATCH_ID_LEN;
 
 /// Largest record size a chain accepts (16 MiB).
@@ -72,6 +81,18 @@ struct Core<H: ChainHasher> {
     records: u64,
     last: Digest,
     block_hashes: Vec<u8>,
+    /// Tests only: a pool and piece size of their own instead of the process's pool.
+    #[cfg(test)]
+    pool: Option<(Arc<rayon::ThreadPool>, usize, usize, bool)>,
+}
+
+/// The hashes of `piece`'s whole records, one after the other.
+fn hash_records<H: ChainHasher>(piece: &[u8], record_size: usize, digest_len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(piece.len() / record_size * digest_len);
+    for rec in piece.chunks_exact(record_size) {
+        out.extend_from_slice(H::one_shot(rec).as_bytes());
+    }
+    out
 }
 
 impl<H: ChainHasher> Core<H> {
@@ -91,6 +112,8 @@ impl<H: ChainHasher> Core<H> {
             records: 0,
             last,
             block_hashes: Vec::new(),
+            #[cfg(test)]
+            pool: None,
         }
     }
 
@@ -101,6 +124,22 @@ impl<H: ChainHasher> Core<H> {
         self.records += 1;
         if self.in_block == self.block_size {
             self.close_block();
+        }
+    }
+
+    /// Chains a run of record hashes (`digest_len` bytes each), a block's worth per feed.
+    fn push_hashes(&mut self, mut hashes: &[u8]) {
+        let dl = self.last.as_bytes().len();
+        while !hashes.is_empty() {
+            let take = ((self.block_size - self.in_block) * dl).min(hashes.len());
+            self.block.feed(&hashes[..take]);
+            let n = take / dl;
+            self.in_block += n;
+            self.records += n as u64;
+            hashes = &hashes[take..];
+            if self.in_block == self.block_size {
+                self.close_block();
+            }
         }
     }
 
@@ -125,14 +164,128 @@ impl<H: ChainHasher> Core<H> {
             self.record_fill = 0;
             self.push(d);
         }
-        let mut whole = data.chunks_exact(self.record_size);
-        for rec in &mut whole {
-            self.push(H::one_shot(rec));
+        let (whole, rest) = data.split_at(data.len() - data.len() % self.record_size);
+        match self.plan(whole.len()) {
+            Some(plan) => self.hash_on_pool(whole, &plan),
+            None => {
+                for rec in whole.chunks_exact(self.record_size) {
+                    self.push(H::one_shot(rec));
+                }
+            }
         }
-        let rest = whole.remainder();
         if !rest.is_empty() {
             self.record.feed(rest);
             self.record_fill = rest.len();
+        }
+    }
+
+    #[cfg(not(test))]
+    fn plan(&self, whole_bytes: usize) -> Option<Plan> {
+        parallel::plan(whole_bytes, self.record_size)
+    }
+
+    #[cfg(test)]
+    fn plan(&self, whole_bytes: usize) -> Option<Plan> {
+        match &self.pool {
+            Some((pool, threads, piece_bytes, caller_hashes)) => {
+                (whole_bytes >= 2 * self.record_size).then(|| Plan {
+                    caller_hashes: *caller_hashes,
+                    ..parallel::plan_on(
+                        Arc::clone(pool),
+                        *threads,
+                        whole_bytes,
+                        self.record_size,
+                        *piece_bytes,
+                    )
+                })
+            }
+            None => parallel::plan(whole_bytes, self.record_size),
+        }
+    }
+
+    /// Hashes `whole` (whole records only) in pieces on the pool and chains the pieces' hashes in
+    /// order on this thread as they finish. Pieces are claimed in order by whichever thread is
+    /// free (super::parallel::Claims): the pool's tasks and, while the next piece is not finished,
+    /// this thread too rather than wait. At most `plan.window` pieces are claimed past the last
+    /// one chained, so the hashes waiting to be chained stay bounded whatever the update's size.
+    fn hash_on_pool(&mut self, whole: &[u8], plan: &Plan) {
+        let (r, dl) = (self.record_size, self.last.as_bytes().len());
+        let pieces: Vec<&[u8]> = whole.chunks(plan.piece_records * r).collect();
+        let n = pieces.len();
+        let claims = Claims::new(n, plan.window);
+        let workers = plan.pool.current_num_threads();
+        let mut ready: Vec<Option<Vec<u8>>> = vec![None; n];
+        let (tx, rx) = mpsc::channel::<(usize, Option<Vec<u8>>)>();
+        let mut next = 0;
+        plan.pool.in_place_scope(|s| {
+            let (pieces, claims) = (&pieces, &claims);
+            // Pool tasks up to one per pool thread while pieces can be claimed; each claims
+            // pieces until none can, then ends.
+            let start_tasks = || {
+                while claims.live.load(Ordering::Acquire) < workers && claims.has_work() {
+                    claims.live.fetch_add(1, Ordering::AcqRel);
+                    let tx = tx.clone();
+                    s.spawn(move |_| {
+                        while let Some(i) = claims.take() {
+                            // A piece whose hashing panicked is hashed again below, on this thread.
+                            let out = catch_unwind(AssertUnwindSafe(|| {
+                                hash_records::<H>(pieces[i], r, dl)
+                            }));
+                            #[cfg(test)]
+                            parallel::POOL_PIECES.fetch_add(1, Ordering::Relaxed);
+                            let _ = tx.send((i, out.ok()));
+                        }
+                        claims.live.fetch_sub(1, Ordering::AcqRel);
+                    });
+                }
+            };
+            let received = |ready: &mut [Option<Vec<u8>>], (i, out): (usize, Option<Vec<u8>>)| {
+                ready[i] = Some(out.unwrap_or_else(|| hash_records::<H>(pieces[i], r, dl)));
+            };
+            start_tasks();
+            while next < n {
+                if let Some(hashes) = ready[next].take() {
+                    self.push_hashes(&hashes);
+                    next += 1;
+                    claims.chained(next);
+                    start_tasks();
+                    continue;
+                }
+                match rx.try_recv() {
+                    Ok(done) => received(&mut ready, done),
+                    Err(mpsc::TryRecvError::Disconnected) => break,
+                    Err(mpsc::TryRecvError::Empty) => {
+                        // Claim a piece and hash it here; when none can be claimed, the next
+                        // piece is being hashed by a pool task (this thread hashes what it claims
+                        // at once), so wait for it.
+                        let mine = if plan.caller_hashes {
+                            claims.take()
+                        } else {
+                            None
+                        };
+                        match mine {
+                            Some(i) => ready[i] = Some(hash_records::<H>(pieces[i], r, dl)),
+                            None if plan.caller_hashes => match rx.recv() {
+                                Ok(done) => received(&mut ready, done),
+                                Err(_) => break,
+                            },
+                            // Tests only: a task may have ended just as room opened; start another.
+                            None => match rx.recv_timeout(std::time::Duration::from_millis(1)) {
+                                Ok(done) => received(&mut ready, done),
+                                Err(mpsc::RecvTimeoutError::Timeout) => start_tasks(),
+                                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                            },
+                        }
+                    }
+                }
+            }
+        });
+        // Only when the channel failed: the rest on this thread, in order.
+        for (i, piece) in pieces.iter().enumerate().skip(next) {
+            let hashes = ready[i]
+                .take()
+                .unwrap_or_else(|| hash_records::<H>(piece, r, dl));
+            self.push_hashes(&hashes);
         }
     }
 
@@ -223,7 +376,28 @@ impl ChainState {
         }
     }
 
-    /// Feeds the next bytes of the batch.
+    /// Tests only: hash on `pool` (`threads` threads) in pieces of about `piece_bytes`, whatever
+    /// the update's size, instead of on the process's pool; with `caller_hashes` false, the pool
+    /// hashes every piece.
+    #[cfg(test)]
+    pub(crate) fn with_pool(
+        mut self,
+        pool: Arc<rayon::ThreadPool>,
+        threads: usize,
+        piece_bytes: usize,
+        caller_hashes: bool,
+    ) -> Self {
+        let p = Some((pool, threads, piece_bytes, caller_hashes));
+        match &mut self.inner {
+            Inner::Sha512(c) => c.pool = p,
+            Inner::Sha256(c) => c.pool = p,
+            Inner::Blake3(c) => c.pool = p,
+        }
+        self
+    }
+
+    /// Feeds the next bytes of the batch. Many whole records at once are hashed on the process's
+    /// hashing pool (super::parallel), the same result as one by one.
     pub fn update(&mut self, data: &[u8]) {
         match &mut self.inner {
             Inner::Sha512(c) => c.update(data),

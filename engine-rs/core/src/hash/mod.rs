@@ -6,12 +6,19 @@
 mod algorithm;
 mod chain;
 mod digest;
+mod parallel;
+#[cfg(test)]
+mod parallel_tests;
 #[cfg(test)]
 mod tests;
 
 pub use algorithm::{Digest, HashAlgorithm, MAX_DIGEST_LEN};
 pub use chain::{ChainError, ChainResult, ChainState, MAX_BLOCK_SIZE, MAX_RECORD_SIZE};
 pub use digest::{BatchDigest, BATCH_DIGEST_LEN};
+pub use parallel::{
+    available_threads, hash_threads, run_beside, set_hash_threads, HashThreadsError,
+    MAX_HASH_THREADS,
+};
 
 /// Default number of record hashes per chain block (the reference's HASH_CHAIN_BLOCK_SIZE).
 pub const DEFAULT_BLOCK_SIZE: u32 = 64;
