@@ -50,12 +50,12 @@ function table(results: SystemResult[], n: number): void {
     ['1 durable ingest (records/s)', (r) => (r.ingestMs === undefined ? undefined : r.ingestMs), true],
     ['1b bulk load of the CSV file, native (records/s)', (r) => r.ingestFileMs ?? (r.system === 'chDB' || r.system === 'PostgreSQL' ? r.ingestMs : undefined), true],
     ['2 filtered aggregate, 10% of time, cold', (r) => r.q2ColdMs, false],
-    ['2 filtered aggregate, 10% of time, warm (median of 5)', (r) => r.q2WarmMs, false],
+    ['2 filtered aggregate, 10% of time, warm (median of 21)', (r) => r.q2WarmMs, false],
     ['3 one-batch window, selective, p50 of 200', (r) => r.q3P50Ms, false],
     ['3 one-batch window, selective, p99 of 200', (r) => r.q3P99Ms, false],
-    ['4a GROUP BY enum label, ORDER BY (median of 3)', (r) => r.q4GroupMs, false],
+    ['4a GROUP BY enum label, ORDER BY (median of 11)', (r) => r.q4GroupMs, false],
     ['4b rows to the client (median of 3)', (r) => r.q4RowsMs, false],
-    ['5 count(*) over all the data (median of 5)', (r) => r.q5Ms, false],
+    ['5 count(*) over all the data (median of 21)', (r) => r.q5Ms, false],
   ];
   const shown = [hd, ...peers].filter((r): r is SystemResult => r !== undefined && !r.skipped);
   console.log(`\n| workload | ${shown.map((r) => r.system).join(' | ')} | ${peers.map((p) => `HD / ${p.system}`).join(' | ')} |`);
