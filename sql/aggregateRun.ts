@@ -17,25 +17,32 @@ import { MERGED_TABLE, type AggregatePlan } from './aggregatePushdown';
 import { stringifyBigJson } from './bigJson';
 import type { FetchOutcome } from './datasetFetcher';
 import type { SqlResult } from './engineTypes';
-import type { DatasetRead, Plan } from './planner';
+import { PlanKeyed } from './planKeyed';
+import type { DatasetRead } from './planner';
 import { statementsOf } from './planner';
 import { isNode } from './pushdown';
 import { SqlError } from './sqlError';
 import { answer, beforeLoading, noteFailedBatches, paramsOf, runLimits, type StatementRun } from './statementRun';
 
-/** What the aggregate path keeps per plan. */
+/**
+ * What the aggregate path keeps per plan, or per schema key (sql/planKeyed.ts): none of it depends
+ * on WHERE, which the outer statement drops (pushed whole) and which names and types nothing.
+ */
 export interface AggregateRunCache {
   /** The statement's result schema over the empty dataset table (what the record path answers with). */
-  readonly expected: WeakMap<Plan, arrow.Schema>;
+  readonly expected: PlanKeyed<arrow.Schema>;
   /** The outer statement's SQL text. */
-  readonly outer: WeakMap<Plan, string>;
+  readonly outer: PlanKeyed<string>;
   /** The outer statement's shape when hd_sql evaluates it, or why DuckDB runs it. */
-  readonly shapes: WeakMap<Plan, OuterShape | OuterInDuckDb>;
+  readonly shapes: PlanKeyed<OuterShape | OuterInDuckDb>;
+  /** Forgets what is kept per key (a new catalog). */
+  clear(): void;
 }
 
 /** An empty cache. */
 export function aggregateRunCache(): AggregateRunCache {
-  return { expected: new WeakMap(), outer: new WeakMap(), shapes: new WeakMap() };
+  const c = { expected: new PlanKeyed<arrow.Schema>(), outer: new PlanKeyed<string>(), shapes: new PlanKeyed<OuterShape | OuterInDuckDb>() };
+  return { ...c, clear: () => [c.expected, c.outer, c.shapes].forEach((x) => x.clear()) };
 }
 
 /** The outer statement's answer, and where it was evaluated. */
@@ -59,14 +66,14 @@ export async function runAggregate(r: StatementRun, agg: AggregatePlan, cache: A
     if (r.settings.explainPushdown) r.info.push(`${s.id}: aggregate pushdown fell back to the record path: ${why}`);
     return undefined;
   };
-  let expected = cache.expected.get(r.plan);
+  let expected = cache.expected.get(r.plan, r.schemaKey);
   if (!expected) {
     try {
       expected = (await r.session.query(r.sql, { ...limits, ...paramsOf(r) })).schema;
     } catch {
       return fallback('the statement does not run over the dataset table as written'); // the record path reports DuckDB's error
     }
-    cache.expected.set(r.plan, expected);
+    cache.expected.set(r.plan, r.schemaKey, expected);
   }
   const merger = new AggregateMerger(agg, s);
   let mergeError: Error | undefined;
@@ -106,8 +113,8 @@ export async function runAggregate(r: StatementRun, agg: AggregatePlan, cache: A
 /** The outer statement's shape for hd_sql to evaluate, or why DuckDB runs it (kept per plan). */
 function shapeFor(r: StatementRun, agg: AggregatePlan, cache: AggregateRunCache): OuterShape | OuterInDuckDb {
   if (r.settings.aggregateOuterInHdSql === false) return { reason: 'off in the settings' };
-  let shape = cache.shapes.get(r.plan);
-  if (!shape) cache.shapes.set(r.plan, (shape = outerShapeOf(agg)));
+  let shape = cache.shapes.get(r.plan, r.schemaKey);
+  if (!shape) cache.shapes.set(r.plan, r.schemaKey, (shape = outerShapeOf(agg)));
   return shape;
 }
 
@@ -137,14 +144,14 @@ async function evaluateOuter(r: StatementRun, agg: AggregatePlan, expected: arro
     why = here.reason;
   }
   span.setAttribute('hd.outer', 'duckdb');
-  let outerSql = cache.outer.get(r.plan);
+  let outerSql = cache.outer.get(r.plan, r.schemaKey);
   // The merged table is loaded in the statement's transaction: the pool's rollback discards it.
   await beforeLoading(r);
   try {
     await r.session.register(MERGED_TABLE, merger.table(), { ...limits, dictionaries: merger.keyDictionaries });
     if (outerSql === undefined) {
       outerSql = await outerStatement(r, agg, expected);
-      cache.outer.set(r.plan, outerSql);
+      cache.outer.set(r.plan, r.schemaKey, outerSql);
     }
   } catch (err) {
     return fallback(err instanceof Error ? err.message : String(err));

@@ -52,6 +52,17 @@ export interface SqlEngineSettings {
    * False: DuckDB always runs it (the differential tests compare both).
    */
   readonly aggregateOuterInHdSql?: boolean;
+  /**
+   * A new text of a known shape (the same statement with new literals) gets its parse tree from
+   * the shape's template and shares the result schema with texts that differ only in WHERE
+   * integers (default true; sql/parseTrees.ts). False: every new text asks DuckDB.
+   */
+  readonly shapeTrees?: boolean;
+  /**
+   * SqlEngine.warmUpPlans sends one aggregate of an empty window through the Storage Nodes, so the
+   * first statement's fetch path is not cold (default true). False: warm-up stays local.
+   */
+  readonly warmUpFetch?: boolean;
 }
 
 /** The answer to one statement. */

@@ -8,18 +8,19 @@ import * as arrow from 'apache-arrow';
 import type { FetchOutcome } from './datasetFetcher';
 import type { SqlResult } from './engineTypes';
 import { passthroughTable } from './passthroughTable';
-import type { DatasetRead, Plan } from './planner';
+import type { PlanKeyed } from './planKeyed';
+import type { DatasetRead } from './planner';
 import type { PassthroughPlan } from './rowPassthrough';
 import { projected } from './projectedBatch';
 import { answer, beforeLoading, noteFailedBatches, paramsOf, runLimits, statementText, type StatementRun } from './statementRun';
 
-/** Runs `pass` for `r`'s plan; `expected` keeps each plan's result schema. */
-export async function runPassthrough(r: StatementRun, pass: PassthroughPlan, expected: WeakMap<Plan, arrow.Schema>): Promise<SqlResult> {
+/** Runs `pass` for `r`'s plan; `expected` keeps each plan's (or schema key's) result schema. */
+export async function runPassthrough(r: StatementRun, pass: PassthroughPlan, expected: PlanKeyed<arrow.Schema>): Promise<SqlResult> {
   const read = r.plan.reads[0] as DatasetRead;
   const s = read.schema;
   const limits = runLimits(r);
-  let schema = expected.get(r.plan);
-  if (!schema) expected.set(r.plan, (schema = (await r.session.query(await statementText(r), { ...limits, ...paramsOf(r) })).schema));
+  let schema = expected.get(r.plan, r.schemaKey);
+  if (!schema) expected.set(r.plan, r.schemaKey, (schema = (await r.session.query(await statementText(r), { ...limits, ...paramsOf(r) })).schema));
   const batches: arrow.RecordBatch[] = [];
   let out: FetchOutcome = { batchErrors: [], missingBatches: 0 };
   if (read.startTime <= read.endTime) out = await r.fetcher.fetch(read, async (b) => void batches.push(b), { ...limits, qos: r.settings.qos });

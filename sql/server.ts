@@ -182,6 +182,8 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
       });
     }
     for (const line of startupLines(s, security, out as RunningSqlServer)) s.log(line, 'info');
+    // With the doors open, the first statements' plans, tables and sessions are prepared meanwhile (issue #17).
+    void engine.warmUpPlans().then((ms) => s.log(`prepared the first statements (plans of ${Math.min(engine.catalog.schemas.length, 8)} dataset(s), sessions) in ${ms} ms`, 'debug'));
     // What checkDoorSecurity let through but an operator should know (e.g. an open door on loopback).
     for (const line of warnings) s.log(line, 'warn');
     return { ...(out as RunningSqlServer), close: closeAll };

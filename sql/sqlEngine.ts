@@ -21,8 +21,9 @@ import type { ExecuteOptions, SqlEngineSettings, SqlResult } from './engineTypes
 import { registerCatalogTables } from './pgcatalog/catalogTables';
 import { ensurePgFunctions } from './pgcatalog/pgFunctions';
 import { PgModel } from './pgcatalog/pgModel';
-import { pgSyntax } from './pgcatalog/pgSyntax';
 import { runPassthrough } from './passthroughRun';
+import { ParseTrees } from './parseTrees';
+import { PlanKeyed } from './planKeyed';
 import { planStatement, type DatasetRead, type Plan } from './planner';
 import { inSpan } from '../lib/tracing/spans';
 import { projected } from './projectedBatch';
@@ -40,6 +41,10 @@ const enumLabels = new WeakMap<arrow.Schema, Map<string, arrow.Vector>>();
 
 /** Statement texts whose parse trees are kept. */
 const PARSED_STATEMENTS = 256;
+/** Datasets whose first plan {@link SqlEngine.warmUpPlans} prepares. */
+const WARM_DATASETS = 8;
+/** How long warmUpPlans waits for its empty-window aggregate. */
+const WARM_FETCH_MS = 2000;
 
 /** Plans, fetches and evaluates SQL statements. */
 export class SqlEngine {
@@ -53,6 +58,7 @@ export class SqlEngine {
   ) {
     this.pool = new SessionPool(local);
     this.current = catalog;
+    this.parseTrees = new ParseTrees(PARSED_STATEMENTS, settings.shapeTrees !== false);
   }
 
   /** The datasets served now (sql/catalog.ts); a statement keeps the one it started with. */
@@ -70,18 +76,20 @@ export class SqlEngine {
   setCatalog(next: Catalog): void {
     this.current = next;
     this.plans.clear();
+    this.passSchemas.clear();
+    this.aggregateCache.clear();
   }
 
   /** Sessions reused across statements (sql/sessionPool.ts). */
   private readonly pool: SessionPool;
-  /** Parse trees by statement text (LRU): `json_serialize_sql` is a DuckDB round trip. */
-  private readonly trees = new BoundedMap<string, string>(PARSED_STATEMENTS);
+  /** Parse trees by statement text and by shape (sql/parseTrees.ts): `json_serialize_sql` is a DuckDB round trip. */
+  readonly parseTrees: ParseTrees;
   /** Plans by statement text (LRU), for plans that are not `volatile`. */
   private readonly plans = new BoundedMap<string, Plan>(PARSED_STATEMENTS);
   /** PostgreSQL's result column names by statement text (LRU; sql/resultNames.ts). */
   private readonly namings = new BoundedMap<string, ResultNaming>(PARSED_STATEMENTS);
-  /** The result schema of each passing-through plan (the statement over the empty dataset table). */
-  private readonly passSchemas = new WeakMap<Plan, arrow.Schema>();
+  /** The result schema of each passing-through plan (the statement over the empty dataset table), per schema key where there is one. */
+  private readonly passSchemas = new PlanKeyed<arrow.Schema>();
   /** What the aggregate path keeps per plan (sql/aggregateRun.ts). */
   private readonly aggregateCache = aggregateRunCache();
   /** DuckDB's aggregate functions and macros (lower case), read once: the aggregate pushdown's refusals. */
@@ -99,6 +107,50 @@ export class SqlEngine {
       await ensurePgFunctions(this.local, session);
       await session.query('SELECT 1');
     });
+  }
+
+  /**
+   * Prepares, once the doors are open, what the first statements would otherwise pay for (issue
+   * #17: `hd up`'s first statements took up to 0.7 s): per dataset (the first
+   * {@link WARM_DATASETS}), a time-bounded `count(*)` planned (DuckDB's parser and its aggregate
+   * functions read, the planner's code run, the statement's shape learned: sql/parseTrees.ts), its
+   * table registered and the statement run over it empty (its result schema kept, as the aggregate
+   * path keeps it); `sessions` pooled sessions open; and (unless `warmUpFetch` is false) one
+   * aggregate of an empty window sent through the Storage Nodes (the second 0 of the first dataset:
+   * nothing is read), so the fetch path is not cold either.
+   * Resolves with what it took (ms); never rejects (a first statement then pays as before).
+   */
+  async warmUpPlans(sessions = 2): Promise<number> {
+    const started = Date.now();
+    try {
+      const catalog = this.catalog;
+      await this.withSession(async (session) => {
+        for (const s of catalog.schemas.slice(0, WARM_DATASETS)) {
+          // Written as people write it (a shape is text: sql/statementShape.ts), so their first count(*) fills from it.
+          const sql = `SELECT count(*) FROM ${identifier(s.id)} WHERE ${identifier(s.timeField)} >= 0 AND ${identifier(s.timeField)} < 1`;
+          const plan = await this.planIn(session, sql, [], catalog);
+          await this.namingOf(session, sql);
+          for (const read of plan.reads) await this.registerRead(session, read.schema, this.settings.projectColumns === false ? undefined : read.columns);
+          const schema = (await session.query(sql)).schema;
+          if (plan.aggregate && catalog === this.current) this.aggregateCache.expected.set(plan, this.parseTrees.known(sql)?.schemaKey, schema);
+          await this.deserialize(session, plan.aggregate?.outerTree ?? (await this.parseTrees.parse(sql, (t) => serialize(session, t))).tree);
+        }
+      });
+      // One aggregate of an empty window (the second 0) through the Storage Nodes: the fetch path's
+      // connections and code are ready for the first statement; nothing is read.
+      const first = catalog.schemas[0];
+      const plan = first && this.plans.touch(`SELECT count(*) FROM ${identifier(first.id)} WHERE ${identifier(first.timeField)} >= 0 AND ${identifier(first.timeField)} < 1`);
+      const read = plan?.reads[0];
+      if (this.settings.warmUpFetch !== false && plan?.aggregate && read && this.fetcher.fetchAggregate) {
+        await this.fetcher.fetchAggregate(read, plan.aggregate.spec, () => undefined, { deadline: Date.now() + WARM_FETCH_MS, qos: this.settings.qos }).catch(() => undefined);
+      }
+      // Sessions the first concurrent statements take instead of opening them.
+      const open = await Promise.all(Array.from({ length: Math.max(0, sessions - this.pool.idleCount) }, () => this.pool.take()));
+      await Promise.all(open.map((x) => this.pool.release(x)));
+    } catch {
+      // Best effort: whatever failed here, the first statement does again (and reports).
+    }
+    return Date.now() - started;
   }
 
   /** Plans `sql` without running it (parsing needs DuckDB). */
@@ -165,9 +217,7 @@ export class SqlEngine {
     const known = this.namings.touch(sql);
     if (known) return known;
     // The text DuckDB parsed (PostgreSQL spellings rewritten, as planAfresh does): the tree's locations point into it.
-    const text = pgSyntax(sql).text;
-    let tree = this.trees.touch(sql);
-    tree ??= String((await session.query(`SELECT json_serialize_sql('${text.replace(/'/g, "''")}')::VARCHAR AS tree`)).getChildAt(0)?.get(0));
+    const { tree, text } = await this.parseTrees.parse(sql, (t) => serialize(session, t));
     const naming = resultNamingOf(tree, text);
     this.namings.set(sql, naming);
     return naming;
@@ -184,7 +234,9 @@ export class SqlEngine {
     const notices = [...plan.notices];
     if (plan.usesCatalog) await registerCatalogTables(session, PgModel.of(catalog), plan.catalogRelations, plan.showTables);
     for (const read of plan.reads) await this.registerRead(session, read.schema, read.columns);
-    const run: StatementRun = { session, sql, plan, opts, deadline, settings: this.settings, fetcher: this.fetcher, notices, info: [], deserialize: (tree) => this.deserialize(session, tree) };
+    // Statements whose texts differ only in WHERE integers share what the paths keep (sql/planKeyed.ts); bound parameters can type the result.
+    const schemaKey = (opts.params ?? []).length > 0 || catalog !== this.current ? undefined : this.parseTrees.known(sql)?.schemaKey;
+    const run: StatementRun = { session, sql, plan, opts, deadline, settings: this.settings, fetcher: this.fetcher, notices, info: [], deserialize: (tree) => this.deserialize(session, tree), ...(schemaKey !== undefined ? { schemaKey } : {}) };
     if (this.settings.explainPushdown) run.info.push(...plan.reads.map(pushdownNotice));
     if (plan.aggregate && this.fetcher.fetchAggregate) {
       const pushed = await runAggregate(run, plan.aggregate, this.aggregateCache);
@@ -220,22 +272,13 @@ export class SqlEngine {
   }
 
   private async planAfresh(session: LocalSqlSession, sql: string, params: readonly unknown[], catalog: Catalog): Promise<Plan> {
-    let tree = this.trees.touch(sql);
-    // PostgreSQL spellings DuckDB cannot parse (`OPERATOR(pg_catalog.~)`) are rewritten first (sql/pgcatalog/pgSyntax.ts).
-    const text = pgSyntax(sql);
-    if (tree === undefined) {
-      try {
-        const t = await session.query(`SELECT json_serialize_sql('${text.text.replace(/'/g, "''")}')::VARCHAR AS tree`);
-        tree = String(t.getChildAt(0)?.get(0));
-      } catch (err) {
-        throw new SqlError('invalid_statement', `cannot parse the statement: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-      }
-      this.trees.set(sql, tree);
-    }
+    // PostgreSQL spellings DuckDB cannot parse (`OPERATOR(pg_catalog.~)`) are rewritten first (sql/pgcatalog/pgSyntax.ts);
+    // a new text of a known shape gets its tree from the shape's template, without DuckDB (sql/parseTrees.ts).
+    const { tree, changed } = await this.parseTrees.parse(sql, (t) => serialize(session, t));
     // planStatement parses the text afresh each time (it rewrites its own copy), so a cached tree is never shared.
     const aggregateFunctions = this.settings.aggregatePushdown === false || !this.fetcher.fetchAggregate ? undefined : await this.aggregateFunctions(session);
     // Rewritten select items keep DuckDB's names for them as written (sql/addressPins.ts).
-    return withPinnedNames(planStatement(tree, catalog, { now: this.now(), lookbackSec: this.settings.lookbackSec, params, textRewritten: text.changed, rowPassthrough: this.settings.rowPassthrough !== false, topPushdown: this.settings.topPushdown !== false, ...(aggregateFunctions ? { aggregateFunctions } : {}) }), session);
+    return withPinnedNames(planStatement(tree, catalog, { now: this.now(), lookbackSec: this.settings.lookbackSec, params, textRewritten: changed, rowPassthrough: this.settings.rowPassthrough !== false, topPushdown: this.settings.topPushdown !== false, ...(aggregateFunctions ? { aggregateFunctions } : {}) }), session);
   }
 
   /** DuckDB's aggregate functions and macros, read once per engine (the chess macros included). */
@@ -260,6 +303,21 @@ export class SqlEngine {
   private async deserialize(session: LocalSqlSession, tree: string): Promise<string> {
     const t = await session.query(`SELECT json_deserialize_sql('${tree.replace(/'/g, "''")}'::JSON) AS sql`);
     return String(t.getChildAt(0)?.get(0));
+  }
+}
+
+/** `name` as an SQL identifier: bare when it can be, else quoted. */
+function identifier(name: string): string {
+  return /^[a-z_][a-z0-9_]*$/.test(name) ? name : `"${name.replace(/"/g, '""')}"`;
+}
+
+/** DuckDB's parse tree of `text` (`json_serialize_sql`). @throws SqlError when DuckDB fails it */
+async function serialize(session: LocalSqlSession, text: string): Promise<string> {
+  try {
+    const t = await session.query(`SELECT json_serialize_sql('${text.replace(/'/g, "''")}')::VARCHAR AS tree`);
+    return String(t.getChildAt(0)?.get(0));
+  } catch (err) {
+    throw new SqlError('invalid_statement', `cannot parse the statement: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
 }
 

@@ -28,6 +28,11 @@ export interface StatementRun {
   readonly info: string[];
   /** `json_deserialize_sql` of a tree. */
   deserialize(tree: string): Promise<string>;
+  /**
+   * The statement's schema key (sql/parseTrees.ts): what a path keeps per plan it keeps per key
+   * instead, shared by the texts that differ only in WHERE integers (sql/planKeyed.ts).
+   */
+  readonly schemaKey?: string;
 }
 
 /** The deadline and cancel signal, as DuckDB and the fetcher take them. */
