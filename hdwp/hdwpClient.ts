@@ -10,7 +10,7 @@ import { encodeFrame, encodeRecords } from '../engine-rs/hdwp';
 import { FrameDecoder } from '../engine-rs/hdwpDecoder';
 import { HdwpError } from '../engine-rs/hdwpError';
 import { clipUtf8, HDWP_DEFAULT_MAX_PAYLOAD, HDWP_EOBS_ENTRY_LEN, HDWP_HEADER_LEN, HDWP_MAX_EOBS_BATCHES, HDWP_VERSION } from '../engine-rs/hdwpFrame';
-import type { BatchEnd, BbnFrame, EobFrame, EobsFrame, Frame, HelloFrame, TraceContextFrame } from '../engine-rs/hdwpFrame';
+import type { BatchEnd, BbnFrame, EobFrame, EobsFrame, Frame, HelloFrame, QueryAuth, TraceContextFrame } from '../engine-rs/hdwpFrame';
 import { AckWaiters } from './hdwpAcks';
 import { DEFAULT_CLIENT_FRAME_BYTES, DEFAULT_CONNECT_TIMEOUT_MS, openSocket } from './hdwpClientOptions';
 import type { HdwpClientOptions, HdwpClientStats } from './hdwpClientOptions';
@@ -54,15 +54,21 @@ export class HdwpClient {
   private sentFrames = 0;
   private waitingDrain = false;
   private frameBytes = 0;
-  private failure: Error | undefined;
+  /** The stream is over (closed or failed): calls reject, with {@link failure}. */
+  private over = false;
+  /** Why the stream is over; a function until something asks, so a normal close builds no Error (nobody is told). */
+  private cause: Error | (() => Error) | undefined;
   private handshake: { resolve(): void; reject(err: Error): void } | undefined;
+  /** A {@link rebind} waits for the server's hello (no credit frame follows it). */
+  private rebinding = false;
   private readonly acks = new AckWaiters();
   /** Serialises the send calls so their frames enter the queue in call order. */
   private order: Promise<unknown> = Promise.resolve();
 
   private constructor(
     private readonly socket: net.Socket,
-    private readonly opts: HdwpClientOptions,
+    /** The options, with the hello of the stream's current query ({@link rebind} replaces it). */
+    private opts: HdwpClientOptions,
   ) {
     this.decoder = new FrameDecoder({ maxPayload: opts.maxPayload ?? HDWP_DEFAULT_MAX_PAYLOAD });
     this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
@@ -72,8 +78,8 @@ export class HdwpClient {
       this.waitingDrain = false;
       this.pump();
     });
-    socket.on('error', (err) => this.fail(new HdwpStreamError('ERR_HDWP_DISCONNECTED', `${this.where}: ${err.message}`, { cause: err })));
-    socket.on('close', () => this.fail(new HdwpStreamError('ERR_HDWP_DISCONNECTED', `${this.where}: connection closed by the server`)));
+    socket.on('error', (err) => this.fail(() => new HdwpStreamError('ERR_HDWP_DISCONNECTED', `${this.where}: ${err.message}`, { cause: err })));
+    socket.on('close', () => this.fail(() => new HdwpStreamError('ERR_HDWP_DISCONNECTED', `${this.where}: connection closed by the server`)));
   }
 
   /** Connects, sends hello and waits for the server's hello and initial credit. */
@@ -89,22 +95,63 @@ export class HdwpClient {
       return Promise.reject(err);
     }
     const client = new HdwpClient(openSocket(opts), opts);
-    return new Promise<HdwpClient>((resolve, reject) => {
+    return client.awaitHello(hello, timeoutMs).then(() => client);
+  }
+
+  /** Writes `hello` and resolves once the server's answer completed the handshake (or fails the stream after `timeoutMs`). */
+  private awaitHello(hello: Buffer, timeoutMs: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
-        client.fail(new HdwpStreamError('ERR_HDWP_TIMEOUT', `${client.where}: no HDWP handshake within ${timeoutMs} ms`));
+        this.fail(new HdwpStreamError('ERR_HDWP_TIMEOUT', `${this.where}: no HDWP handshake within ${timeoutMs} ms`));
       }, timeoutMs);
-      client.handshake = {
+      this.handshake = {
         resolve: () => {
           clearTimeout(timer);
-          resolve(client);
+          resolve();
         },
         reject: (err) => {
           clearTimeout(timer);
           reject(err);
         },
       };
-      client.socket.write(hello);
+      this.socket.write(hello);
     });
+  }
+
+  /**
+   * True when the server said it takes a later hello on this stream (a result listener's hello
+   * answer carrying the query block, docs/hdwp.md "Reused result streams"); an older listener's does not.
+   */
+  get reusable(): boolean {
+    return this.serverHello?.auth !== undefined && this.opts.auth !== undefined;
+  }
+
+  /** True while the stream is open with nothing queued or in a handshake: it may be handed to the next query. */
+  get idle(): boolean {
+    return !this.over && !this.handshake && this.outgoing.length === 0 && this.socket.writable && !this.socket.destroyed;
+  }
+
+  /**
+   * Starts the next query's results on this idle, {@link reusable} stream: sends that query's hello
+   * and resolves once the server answered with its hello (the previous query's stream ended there;
+   * credit goes on). Every frame sent after it carries `next.auth`. Rejects, and the stream is over,
+   * when the server refuses (an error frame: the query is not open there, code 3), closes, or does
+   * not answer within `timeoutMs`; nothing but the hello was sent then, so the caller may try a new connection.
+   */
+  rebind(next: { readonly auth: QueryAuth; readonly datasetId: string; readonly recordSize: number }, timeoutMs = DEFAULT_CONNECT_TIMEOUT_MS): Promise<void> {
+    if (this.over) return Promise.reject(this.failure);
+    if (!this.reusable || !this.idle) return Promise.reject(new HdwpStreamError('ERR_HDWP_REFUSED', `${this.where}: the stream is not idle and reusable`));
+    let hello: Buffer;
+    try {
+      hello = encodeFrame({ kind: 'hello', version: HDWP_VERSION, role: this.opts.role, datasetId: next.datasetId, recordSize: next.recordSize, auth: next.auth });
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const oneRecord = HDWP_HEADER_LEN + 20 + 70 + next.recordSize;
+    if (this.frameBytes < oneRecord) return Promise.reject(new HdwpStreamError('ERR_HDWP_REFUSED', `${this.where}: frames of ${this.frameBytes} bytes cannot hold one ${next.recordSize}-byte record`));
+    this.opts = { ...this.opts, auth: next.auth, datasetId: next.datasetId, recordSize: next.recordSize };
+    this.rebinding = true;
+    return this.awaitHello(hello, timeoutMs);
   }
 
   /** Credit left: records frame bytes the client may still write before the server grants more. */
@@ -127,7 +174,7 @@ export class HdwpClient {
     if (records.length % size !== 0) {
       return Promise.reject(new RangeError(`records must be whole ${size}-byte records, got ${records.length} bytes`));
     }
-    if (records.length === 0) return this.failure ? Promise.reject(this.failure) : Promise.resolve();
+    if (records.length === 0) return this.over ? Promise.reject(this.failure) : Promise.resolve();
     const step = Math.max(size, Math.floor(SLICE_BYTES / size) * size);
     return this.serial(async () => {
       let last: Promise<void> = Promise.resolve();
@@ -147,7 +194,7 @@ export class HdwpClient {
    * handed to the socket; rejects when the stream fails first.
    */
   sendColumns(batchId: BatchID, rows: number, body: Uint8Array): Promise<void> {
-    if (rows === 0) return this.failure ? Promise.reject(this.failure) : Promise.resolve();
+    if (rows === 0) return this.over ? Promise.reject(this.failure) : Promise.resolve();
     return this.serial(async () => ({ done: this.enqueueFrames(encodeFrame({ kind: 'columns', batchId, rows, body, auth: this.opts.auth })) }));
   }
 
@@ -185,7 +232,7 @@ export class HdwpClient {
    * one entry is refused before anything is sent. No batches: nothing is sent.
    */
   sendEobs(batches: readonly BatchEnd[]): Promise<void> {
-    if (batches.length === 0) return this.failure ? Promise.reject(this.failure) : Promise.resolve();
+    if (batches.length === 0) return this.over ? Promise.reject(this.failure) : Promise.resolve();
     const seen = new Set<string>();
     for (const b of batches) {
       const hex = b.batchId.toHex();
@@ -239,7 +286,7 @@ export class HdwpClient {
    * calls rejected. Resolves once closed.
    */
   async abort(code: number, message: string): Promise<void> {
-    if (!this.failure && this.socket.writable) this.socket.write(encodeFrame({ kind: 'error', code, message: clipUtf8(message), auth: this.opts.auth }));
+    if (!this.over && this.socket.writable) this.socket.write(encodeFrame({ kind: 'error', code, message: clipUtf8(message), auth: this.opts.auth }));
     await this.close();
   }
 
@@ -248,10 +295,14 @@ export class HdwpClient {
    * (for credit, for an acknowledgement) is rejected with ERR_HDWP_CLOSED. Resolves once closed.
    */
   async close(): Promise<void> {
-    if (!this.failure) {
-      this.fail(new HdwpStreamError('ERR_HDWP_CLOSED', `${this.where}: closed by the client`), true);
-    }
+    if (!this.over) this.fail(() => new HdwpStreamError('ERR_HDWP_CLOSED', `${this.where}: closed by the client`), true);
     await this.closed;
+  }
+
+  /** Why the stream is over (built on first use); undefined while it is open. */
+  private get failure(): Error | undefined {
+    if (typeof this.cause === 'function') this.cause = this.cause();
+    return this.cause;
   }
 
   private get where(): string {
@@ -260,9 +311,9 @@ export class HdwpClient {
 
   /** Runs `fn` after the previous send call has queued its frames; resolves with what it waits for. */
   private serial<T>(fn: () => Promise<{ done: Promise<T> }>): Promise<T> {
-    if (this.failure) return Promise.reject(this.failure);
+    if (this.over) return Promise.reject(this.failure);
     const queued = this.order.then(() => {
-      if (this.failure) throw this.failure;
+      if (this.over) throw this.failure;
       return fn();
     });
     this.order = queued.catch(() => undefined);
@@ -288,7 +339,7 @@ export class HdwpClient {
   }
 
   private enqueue(o: Outgoing): void {
-    if (this.failure) {
+    if (this.over) {
       o.done?.(this.failure);
       return;
     }
@@ -298,8 +349,8 @@ export class HdwpClient {
 
   /** Writes queued frames while credit and the socket allow. */
   private pump(): void {
-    if (!this.failure && !this.waitingDrain && this.outgoing.length > 0) corkForTick(this.socket);
-    while (!this.failure && !this.waitingDrain && this.outgoing.length > 0) {
+    if (!this.over && !this.waitingDrain && this.outgoing.length > 0) corkForTick(this.socket);
+    while (!this.over && !this.waitingDrain && this.outgoing.length > 0) {
       const o = this.outgoing[0];
       if (o.cost > this.credit) return;
       this.outgoing.shift();
@@ -317,7 +368,7 @@ export class HdwpClient {
   }
 
   private onData(chunk: Buffer): void {
-    if (this.failure) return;
+    if (this.over) return;
     let frames: Frame[];
     try {
       frames = this.decoder.push(chunk);
@@ -328,12 +379,25 @@ export class HdwpClient {
       return;
     }
     for (const f of frames) {
-      if (this.failure) return;
+      if (this.over) return;
       this.onFrame(f);
     }
   }
 
   private onFrame(f: Frame): void {
+    if (this.rebinding && f.kind === 'hello') {
+      const auth = this.opts.auth;
+      if (f.datasetId !== this.opts.datasetId || f.recordSize !== this.opts.recordSize || f.auth?.queryId !== auth?.queryId) {
+        this.fail(new HdwpStreamError('ERR_HDWP_REFUSED', `${this.where}: expected hello for query ${auth?.queryId ?? '?'} of '${this.opts.datasetId}' (${this.opts.recordSize}-byte records), got query ${f.auth?.queryId ?? 'none'} of '${f.datasetId}' (${f.recordSize}-byte records)`));
+        return;
+      }
+      this.serverHello = f;
+      this.rebinding = false;
+      const h = this.handshake;
+      this.handshake = undefined;
+      h?.resolve();
+      return;
+    }
     if (this.handshake && !this.serverHello) {
       if (f.kind === 'error') {
         this.fail(new HdwpStreamError('ERR_HDWP_PEER_ERROR', `${this.where}: refused: error ${f.code}: ${f.message}`, { frameCode: f.code }));
@@ -349,7 +413,7 @@ export class HdwpClient {
       case 'credit':
         this.credit += f.bytes;
         this.granted += f.bytes;
-        if (this.handshake) this.finishHandshake(f.bytes);
+        if (this.handshake && !this.rebinding) this.finishHandshake(f.bytes);
         this.pump();
         return;
       case 'eob':
@@ -382,14 +446,21 @@ export class HdwpClient {
     h?.resolve();
   }
 
-  /** Fails the stream once: everything pending is rejected with `err`; `graceful` ends rather than destroys the socket. */
-  private fail(err: Error, graceful = false): void {
-    if (this.failure) return;
-    this.failure = err;
-    this.handshake?.reject(err);
+  /**
+   * Ends the stream once: everything pending is rejected with `err`; `graceful` ends rather than
+   * destroys the socket. `err` may be a function that builds it: then it is built only when
+   * someone is told (a graceful close with nothing pending builds no Error, nor its stack).
+   */
+  private fail(err: Error | (() => Error), graceful = false): void {
+    if (this.over) return;
+    this.over = true;
+    this.cause = err;
+    const h = this.handshake;
     this.handshake = undefined;
-    for (const o of this.outgoing.splice(0)) o.done?.(err);
-    this.acks.rejectAll(err);
+    if (h) h.reject(this.failure as Error);
+    for (const o of this.outgoing.splice(0)) o.done?.(this.failure);
+    // Without acks (result streams) nobody waits for an echo.
+    if (this.opts.acks !== false) this.acks.rejectAll(this.failure as Error);
     if (graceful) {
       this.socket.end();
       // The server closes its side on our FIN; if it never does, stop waiting.
@@ -399,8 +470,7 @@ export class HdwpClient {
     } else {
       this.socket.destroy();
     }
-    const outcome = graceful ? undefined : err;
-    if (this.socket.destroyed) this.resolveClosed(outcome);
-    else this.socket.once('close', () => this.resolveClosed(outcome));
+    if (this.socket.destroyed) this.resolveClosed(graceful ? undefined : this.failure);
+    else this.socket.once('close', () => this.resolveClosed(graceful ? undefined : this.failure));
   }
 }

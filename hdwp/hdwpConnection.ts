@@ -43,6 +43,12 @@ export interface ConnectionSettings {
   readonly idleTimeoutMs: number;
   /** Query and cancel frames go to the handler (a Storage Node's query listener); otherwise they break the stream. */
   readonly acceptsQueries?: boolean;
+  /**
+   * A result listener's reusable streams (docs/hdwp.md, "Reused result streams"): the hello reply
+   * carries the opener's query block, which tells the opener that a later hello on the same stream
+   * starts the next query's results there (the previous query's stream ends, as on a clean close).
+   */
+  readonly rebind?: boolean;
   /** Builds the handler once hello is valid; throwing refuses the connection (an HdwpStreamError's frame code is sent). */
   onConnection(conn: HdwpConnection): ConnectionHandler;
   /** Told of every connection that ends with an error, whether or not its hello was accepted. */
@@ -71,8 +77,10 @@ export function aggregateFrameCost(f: AggregateFrame): number {
 
 /** Server side of one HDWP ingest connection. */
 export class HdwpConnection {
-  /** Hello the peer opened the stream with (set before the server's `onConnection` runs). */
+  /** Hello the peer opened the stream with, or the latest one on a reused result stream (set before the server's `onConnection` runs). */
   hello!: HelloFrame;
+  /** Record size of the latest hello admitted (records frames decoded after it must use it; `hello` moves only once it is handled). */
+  private recordSize = 0;
   private readonly decoder: FrameDecoder;
   private handler: ConnectionHandler | undefined;
   private readonly queue: Frame[] = [];
@@ -220,8 +228,8 @@ export class HdwpConnection {
     if (this.state === 'hello') return this.onHello(f);
     switch (f.kind) {
       case 'records': {
-        if (f.recordSize !== this.hello.recordSize) {
-          return this.refuse(STREAM_ERROR_CODES.protocol, `records of ${f.recordSize} bytes on a stream opened for ${this.hello.recordSize}-byte records`);
+        if (f.recordSize !== this.recordSize) {
+          return this.refuse(STREAM_ERROR_CODES.protocol, `records of ${f.recordSize} bytes on a stream opened for ${this.recordSize}-byte records`);
         }
         return this.charge(f, recordsFrameCost(f));
       }
@@ -251,6 +259,15 @@ export class HdwpConnection {
         if (!this.settings.acceptsQueries) return this.refuse(STREAM_ERROR_CODES.protocol, `unexpected ${f.kind} frame on an ingest stream`);
         this.queue.push(f);
         return true;
+      case 'hello':
+        // A reused result stream: the next query's hello, handled in order after the previous query's frames.
+        if (!this.settings.rebind) return this.refuse(STREAM_ERROR_CODES.protocol, 'unexpected hello frame on an open stream');
+        if (!this.settings.roles.includes(f.role)) {
+          return this.refuse(STREAM_ERROR_CODES.unsupported, `role ${f.role} is not accepted by this ${this.settings.role} (accepted: ${this.settings.roles.join(', ')})`);
+        }
+        this.recordSize = f.recordSize;
+        this.queue.push(f);
+        return true;
       case 'error': {
         // The peer gives up on the stream: nothing after this is trusted; frames before it are handled.
         this.breakWith(new HdwpStreamError('ERR_HDWP_PEER_ERROR', `peer ${this.remote} sent error ${f.code}: ${f.message}`, { frameCode: f.code }));
@@ -268,6 +285,7 @@ export class HdwpConnection {
     }
     clearTimeout(this.handshakeTimer);
     this.hello = f;
+    this.recordSize = f.recordSize;
     try {
       this.handler = this.settings.onConnection(this);
     } catch (err) {
@@ -275,11 +293,40 @@ export class HdwpConnection {
       return this.refuse(frameCode, err instanceof Error ? err.message : String(err));
     }
     this.state = 'open';
-    const reply: HelloFrame = { kind: 'hello', version: HDWP_VERSION, role: this.settings.role, datasetId: f.datasetId, recordSize: f.recordSize };
     this.granted = this.settings.creditWindow;
-    void this.write(Buffer.concat([encodeFrame(reply), encodeFrame({ kind: 'credit', bytes: this.granted })]));
+    void this.write(Buffer.concat([encodeFrame(this.helloReply(f)), encodeFrame({ kind: 'credit', bytes: this.granted })]));
     this.armIdle();
     return true;
+  }
+
+  /** Our hello answering `f`; on a reusable result stream it carries `f`'s query block (the marker, docs/hdwp.md). */
+  private helloReply(f: HelloFrame): HelloFrame {
+    const reply: HelloFrame = { kind: 'hello', version: HDWP_VERSION, role: this.settings.role, datasetId: f.datasetId, recordSize: f.recordSize };
+    if (this.settings.rebind && f.auth) reply.auth = f.auth;
+    return reply;
+  }
+
+  /**
+   * The next query's hello on a reused result stream, in order after every frame before it: the
+   * previous query's stream ends (its handler is told as on a clean close) and the new one is
+   * accepted or refused like a new connection's hello. Credit goes on across the boundary (what
+   * the previous query still has in flight is granted back as it is handled); the answer is our
+   * hello alone.
+   */
+  private rebindTo(f: HelloFrame): void {
+    const previous = this.handler;
+    this.handler = undefined;
+    previous?.onClose?.(undefined);
+    this.hello = f;
+    try {
+      this.handler = this.settings.onConnection(this);
+    } catch (err) {
+      const frameCode = err instanceof HdwpStreamError && err.frameCode !== undefined ? err.frameCode : STREAM_ERROR_CODES.unsupported;
+      const message = `connection ${this.remote}: ${err instanceof Error ? err.message : String(err)}`;
+      this.finish(new HdwpStreamError('ERR_HDWP_REFUSED', message, { frameCode }), true);
+      return;
+    }
+    void this.write(encodeFrame(this.helloReply(f)));
   }
 
   /** The peer broke the stream: it gets the error frame now; frames before the break are still handled. */
@@ -306,6 +353,13 @@ export class HdwpConnection {
     this.busy = true;
     while (this.queue.length > 0 && this.state === 'open' && this.handler) {
       const f = this.queue.shift() as Frame;
+      if (f.kind === 'hello') {
+        this.rebindTo(f);
+        // What the previous query's last frames freed is granted now, not held until the next frame.
+        if (this.state !== 'open') break;
+        this.grant();
+        continue;
+      }
       const cost = f.kind === 'records' ? recordsFrameCost(f) : f.kind === 'columns' ? columnsFrameCost(f) : f.kind === 'aggregate' ? aggregateFrameCost(f) : 0;
       this.queuedBytes -= cost;
       if (!this.failure && this.socket.isPaused() && this.queuedBytes <= this.settings.creditWindow && this.queue.length <= MAX_QUEUED_FRAMES) this.socket.resume();
@@ -320,18 +374,22 @@ export class HdwpConnection {
       }
       if (this.state !== 'open') break;
       this.toGrant += cost;
-      // Grant in a few large steps rather than one credit frame per records frame; grant all once idle.
-      if (this.toGrant > 0 && (this.toGrant >= this.settings.creditWindow / 4 || this.queue.length === 0) && !this.failure) {
-        this.granted += this.toGrant;
-        const bytes = this.toGrant;
-        this.toGrant = 0;
-        void this.write(encodeFrame({ kind: 'credit', bytes }));
-      }
+      this.grant();
     }
     this.busy = false;
     if (this.state === 'closed' || this.queue.length > 0) return;
     if (this.failure) this.finish(this.failure, false);
     else if (this.ended) this.finish(undefined, false);
+  }
+
+  /** Grants what handled frames freed, in a few large steps rather than one credit frame per records frame; all of it once idle. */
+  private grant(): void {
+    if (this.toGrant > 0 && (this.toGrant >= this.settings.creditWindow / 4 || this.queue.length === 0) && !this.failure) {
+      this.granted += this.toGrant;
+      const bytes = this.toGrant;
+      this.toGrant = 0;
+      void this.write(encodeFrame({ kind: 'credit', bytes }));
+    }
   }
 
   private armIdle(): void {

@@ -51,6 +51,12 @@ export interface HdwpServerOptions {
   readonly idleTimeoutMs?: number;
   /** Hand query and cancel frames to the handler (a Storage Node's query listener); default false: they break the stream. */
   readonly acceptsQueries?: boolean;
+  /**
+   * Result streams may be reused (a result listener, docs/hdwp.md "Reused result streams"): the
+   * hello reply carries the query block and a later hello starts the next query's results on the
+   * same connection; default false (a second hello breaks the stream).
+   */
+  readonly rebind?: boolean;
   /** TLS server options; when given the server speaks TLS (certificates come from the control plane). */
   readonly tls?: tls.TlsOptions;
   /**
@@ -107,6 +113,7 @@ export class HdwpServer {
       handshakeTimeoutMs: checkInt('handshakeTimeoutMs', opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS, 0, 2 ** 31 - 1),
       idleTimeoutMs: checkInt('idleTimeoutMs', opts.idleTimeoutMs ?? 0, 0, 2 ** 31 - 1),
       acceptsQueries: opts.acceptsQueries ?? false,
+      rebind: opts.rebind ?? false,
       onConnection: opts.onConnection,
       onError: opts.onError,
     };

@@ -4,7 +4,9 @@
  * up on — stream a query's results straight to the address the client advertised. A stream is kept
  * only while its hello and every frame carry the query block of an open query with the right token;
  * a batch's records are held until its eob on the same stream, so a stream that breaks mid-batch
- * leaves nothing of that batch behind (the SCC re-routes it to another replica).
+ * leaves nothing of that batch behind (the SCC re-routes it to another replica). A node may start
+ * its next query's stream on the same connection with that query's hello (docs/hdwp.md, "Reused
+ * result streams"): the previous query's stream ends there exactly as on a clean close.
  */
 import type tls from 'node:tls';
 import { BatchID } from '../engine-rs/batchId';
@@ -87,8 +89,10 @@ export interface OpenQuery {
 
 /** Counters of the listener. */
 export interface ResultListenerStats {
-  /** Result streams accepted. */
+  /** Result streams accepted (one per query per connection: a reused connection's streams count each). */
   readonly acceptedStreams: number;
+  /** Of those, streams that began on a connection an earlier query's stream had used (a node's reused connection). */
+  readonly reusedStreams: number;
   /** Streams refused or closed with error 3: no query block, unknown query or wrong token. */
   readonly droppedStreams: number;
   /** Batches completed (first copy). */
@@ -164,7 +168,9 @@ export class ResultListener {
   private readonly server: HdwpServer;
   private readonly queries = new Map<number, QueryState>();
   private readonly maxBatchBytes: number;
-  private counts = { acceptedStreams: 0, droppedStreams: 0, batches: 0, records: 0, partialBatchesDropped: 0, duplicateBatches: 0 };
+  /** Connections that have carried a stream, so a later hello on one counts as reused. */
+  private readonly used = new WeakSet<HdwpConnection>();
+  private counts = { acceptedStreams: 0, reusedStreams: 0, droppedStreams: 0, batches: 0, records: 0, partialBatchesDropped: 0, duplicateBatches: 0 };
 
   /** Validates the options; nothing listens until {@link listen}. */
   constructor(opts: ResultListenerOptions) {
@@ -177,6 +183,8 @@ export class ResultListener {
       creditWindow: opts.creditWindow,
       maxPayload: opts.maxPayload,
       handshakeTimeoutMs: opts.handshakeTimeoutMs,
+      // A node may start its next query's results on the same connection (no connect, no TLS handshake).
+      rebind: true,
       tls: opts.tls,
       ...(opts.acceptPeer && { acceptPeer: opts.acceptPeer }),
       onConnection: (conn) => this.accept(conn),
@@ -239,11 +247,14 @@ export class ResultListener {
       throw new HdwpStreamError('ERR_HDWP_REFUSED', what, { frameCode: HDWP_ERROR_FRAME_CODES.unknownQuery });
     }
     this.counts.acceptedStreams++;
+    if (this.used.has(conn)) this.counts.reusedStreams++;
+    else this.used.add(conn);
     const held = new Map<string, HeldBatch>();
     const recordSize = conn.hello.recordSize;
     let dropped = false;
     // The node's scan span, when it sent one (HDWP trace_context): this stream's transfer is its child.
-    let transfer: { span: Span; frames: number; bytes: number } | undefined;
+    // `last`: when its last frame came, the span's end (a reused connection's stream ends at the next hello, later).
+    let transfer: { span: Span; frames: number; bytes: number; last: number } | undefined;
     const drop = (message: string): void => {
       dropped = true;
       this.counts.droppedStreams++;
@@ -254,11 +265,12 @@ export class ResultListener {
         if (f.kind === 'traceContext' && !dropped && transfer === undefined) {
           const tc = traceContextFromJson(f.json);
           const span = tc && startSpan('hd.results.stream', { parent: contextFromTraceContext(tc), kind: SpanKind.CONSUMER, attributes: { 'hd.node': conn.remote, 'hd.dataset': conn.hello.datasetId } });
-          if (span?.isRecording()) transfer = { span, frames: 0, bytes: 0 };
+          if (span?.isRecording()) transfer = { span, frames: 0, bytes: 0, last: Date.now() };
           return;
         }
         if (dropped || (f.kind !== 'records' && f.kind !== 'columns' && f.kind !== 'aggregate' && f.kind !== 'eob' && f.kind !== 'eobs' && f.kind !== 'bbn')) return;
         if (transfer) {
+          transfer.last = Date.now();
           transfer.frames++;
           if (f.kind === 'records') transfer.bytes += f.payload.byteLength;
           else if (f.kind === 'columns') transfer.bytes += f.body.byteLength;
@@ -338,7 +350,7 @@ export class ResultListener {
         if (transfer) {
           transfer.span.setAttributes({ 'hd.frames': transfer.frames, 'hd.bytes': transfer.bytes, 'hd.batches_held_at_close': held.size });
           if (err) failSpan(transfer.span, err);
-          transfer.span.end();
+          transfer.span.end(err ? undefined : transfer.last);
         }
         this.counts.partialBatchesDropped += held.size;
         held.clear();

@@ -1,20 +1,26 @@
 /**
  * The `resultStream` sink of a Storage Node's query path (docs/query.md, "Storage Node scan and
- * result streams"): one HDWP connection per query to the query's return address — hello (role
- * Storage Node, with the query block), then per batch its records and one eob or bbn, every frame
- * with the query id and token, within the credit the client's listener grants. Once a batch's end
- * is written, the same eob / bbn goes back to the SCC on the query's control connection (progress).
+ * result streams"): one HDWP stream per query to the query's return address — hello (role Storage
+ * Node, with the query block), then per batch its records and one eob or bbn, every frame with the
+ * query id and token, within the credit the client's listener grants. A listener that takes a later
+ * hello on a connection gets the next query to its address on a connection an earlier query
+ * finished with (sinks/resultConnections.ts; docs/hdwp.md, "Reused result streams"). Once a batch's
+ * end is written, the same eob / bbn goes back to the SCC on the query's control connection
+ * (progress); batches one frame ended together go back as one eobs.
  */
 import type tls from 'node:tls';
 import { Observable } from 'rxjs';
 import { TlsSessionCache } from '../lib/tlsSessions';
-import { HDWP_ERROR_FRAME_CODES as CODES } from '../engine-rs/hdwpFrame';
+import { HDWP_ERROR_FRAME_CODES as CODES, HDWP_MAX_EOBS_BATCHES } from '../engine-rs/hdwpFrame';
 import type { BatchID } from '../engine-rs/batchId';
 import type { Chunk } from '../stream/chunk';
 import { isQueryResult, type QueryResultElement, type QueryResults, type QueryStop } from '../stream/queryElement';
 import { StageCounters } from '../stream/stageCounters';
 import { HdwpStreamError } from '../hdwp/hdwpStreamError';
 import { HdwpClient } from '../hdwp/hdwpClient';
+import { ResultConnectionPool, resultConnectionKey, type ResultConnection } from './resultConnections';
+
+export { DEFAULT_RESULT_IDLE_MS, DEFAULT_RESULT_MAX_AGE_MS } from './resultConnections';
 
 /** Default time to connect to a return address and exchange hello. */
 export const DEFAULT_RESULT_CONNECT_TIMEOUT_MS = 5000;
@@ -41,12 +47,21 @@ export interface ResultStreamOptions {
   readonly tls?: () => tls.ConnectionOptions;
   /** TLS sessions to resume on those streams (one handshake per client listener, not per query); default one cache per sink. */
   readonly tlsSessions?: TlsSessionCache;
+  /**
+   * How long a finished query's connection is kept for the next query to the same return address
+   * (a listener that allows it); default {@link DEFAULT_RESULT_IDLE_MS}; 0: a connection per query.
+   */
+  readonly idleMs?: number;
+  /** Age after which a connection is not reused; default {@link DEFAULT_RESULT_MAX_AGE_MS}. */
+  readonly maxAgeMs?: number;
 }
 
 /** One query's result stream. */
 interface Stream {
   readonly results: QueryResults;
   client?: Promise<HdwpClient>;
+  /** The connection under `client`, once it is ready: handed back to the pool when the query ends well. */
+  conn?: ResultConnection;
   /** Writes of this query, in order. */
   chain: Promise<void>;
   /** Batch ends (eob / bbn) written. */
@@ -68,10 +83,12 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
   const counters = opts.counters ?? new StageCounters('records');
   const report = opts.report ?? (() => undefined);
   const tlsSessions = opts.tlsSessions ?? new TlsSessionCache();
+  const connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_RESULT_CONNECT_TIMEOUT_MS;
   const where = opts.nodeName ? ` from node '${opts.nodeName}'` : '';
   return (input) =>
     new Observable<never>((subscriber) => {
       const streams = new Map<QueryResults, Stream>();
+      const pool = new ResultConnectionPool({ idleMs: opts.idleMs, maxAgeMs: opts.maxAgeMs });
       let inputDone = false;
 
       const settle = (): void => {
@@ -89,7 +106,8 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
 
       /** Closes a stream that stopped: the client is told why (error frame), the SCC too when the fault is the stream's. */
       const stop = (s: Stream, why: QueryStop, tellScc: boolean): void => {
-        if (s.stopped) return;
+        // A query that ended has handed its connection on: nothing of it is left to stop.
+        if (s.stopped || s.done) return;
         s.stopped = why;
         const q = s.results.query;
         if (tellScc) q.reply({ kind: 'error', code: why.code, message: why.message });
@@ -107,24 +125,45 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
         if (wantsTls && !opts.tls) {
           return Promise.reject(new StreamFailure(`query ${q.spec.queryId} asks for a mutual-TLS result stream (return_address.tls), and node '${opts.nodeName ?? '?'}' has no certificate: register it with the DMS (DMS_URL)`, undefined));
         }
-        s.client ??= HdwpClient.connect({
-          host,
-          port,
-          role: 'storageNode',
-          datasetId: q.spec.dataset,
-          recordSize: s.results.recordSize,
-          auth: q.auth,
-          acks: false,
-          connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_RESULT_CONNECT_TIMEOUT_MS,
-          maxFrameBytes: opts.maxFrameBytes,
-          ...(wantsTls && opts.tls && { tls: opts.tls(), tlsSessions }),
-        }).then(async (c) => {
+        if (s.client) return s.client;
+        const link = wantsTls && opts.tls ? opts.tls() : undefined;
+        const key = resultConnectionKey(q.spec.returnAddress, link);
+        const fresh = (): Promise<ResultConnection> =>
+          HdwpClient.connect({
+            host,
+            port,
+            role: 'storageNode',
+            datasetId: q.spec.dataset,
+            recordSize: s.results.recordSize,
+            auth: q.auth,
+            acks: false,
+            connectTimeoutMs,
+            maxFrameBytes: opts.maxFrameBytes,
+            ...(link && { tls: link, tlsSessions }),
+          }).then((client) => ({ client, key, openedAt: Date.now() }));
+        const pooled = pool.take(key);
+        // A reused connection that fails before the listener answered the hello carried nothing
+        // else of this query: it is tried once on a new connection (a listener that refused the
+        // query refuses it there too, and that is what the query reports).
+        const ready = pooled ? pooled.client.rebind({ auth: q.auth, datasetId: q.spec.dataset, recordSize: s.results.recordSize }, connectTimeoutMs).then(() => pooled, fresh) : fresh();
+        s.client = ready.then(async (c) => {
+          s.conn = c;
           // A traced query: the client's transfer span becomes a child of this node's scan span.
           const tc = s.results.traceContext;
-          if (tc) await c.sendTraceContext(JSON.stringify(tc));
-          return c;
+          if (tc) await c.client.sendTraceContext(JSON.stringify(tc));
+          return c.client;
         });
         return s.client;
+      };
+
+      /**
+       * The query ended with every batch's end written: its connection goes back to the pool (or
+       * closes). A query stopped meanwhile is aborting it (the error frame carries this query's
+       * block), so that one never goes back.
+       */
+      const release = (s: Stream, client: HdwpClient): void => {
+        if (s.conn && s.conn.client === client && !s.stopped) pool.give(s.conn);
+        else void client.close();
       };
 
       const write = async (s: Stream, el: QueryResultElement): Promise<void> => {
@@ -168,12 +207,12 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
           case 'aggregate':
             await client.sendAggregate(el.batchId, el.json);
             // A merged partial completes its batches.
-            if (el.completes !== undefined) await endMany(s, client, el.completes);
+            if (el.completes !== undefined) endMany(s, client, el.completes);
             return;
           case 'eobs':
             // Merged rows: one frame ends the batches.
             await client.sendEobs(el.completes);
-            await endMany(s, client, el.completes);
+            endMany(s, client, el.completes);
             return;
           case 'eob':
             await client.sendEob(el.batchId, el.recordCount);
@@ -189,20 +228,30 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
             break;
         }
         if (++s.ended >= s.results.batches) {
-          await client.close();
+          release(s, client);
           finish(s);
         }
       };
 
-      /** Batches a frame just handed on ended: each one's eob goes to the SCC; the stream closes after the last. */
-      const endMany = async (s: Stream, client: HdwpClient, completes: readonly { readonly batchId: BatchID; readonly recordCount: number }[]): Promise<void> => {
-        for (const c of completes) {
-          counters.controls++;
-          s.results.query.reply({ kind: 'eob', batchId: c.batchId, recordCount: c.recordCount, closingHash: new Uint8Array(0) });
+      /**
+       * Batches a frame just handed on ended: they go to the SCC as one eobs (one eob for a single
+       * batch), each batch once, exactly as their eobs would; the stream is done after the last.
+       */
+      const endMany = (s: Stream, client: HdwpClient, completes: readonly { readonly batchId: BatchID; readonly recordCount: number }[]): void => {
+        const q = s.results.query;
+        counters.controls += completes.length;
+        if (completes.length === 1) {
+          const c = completes[0] as (typeof completes)[number];
+          q.reply({ kind: 'eob', batchId: c.batchId, recordCount: c.recordCount, closingHash: new Uint8Array(0) });
+        } else {
+          for (let at = 0; at < completes.length; at += HDWP_MAX_EOBS_BATCHES) {
+            const part = completes.slice(at, at + HDWP_MAX_EOBS_BATCHES).map((c) => ({ batchId: c.batchId, recordCount: c.recordCount }));
+            q.reply({ kind: 'eobs', batches: part });
+          }
         }
         s.ended += completes.length;
         if (s.ended >= s.results.batches) {
-          await client.close();
+          release(s, client);
           finish(s);
         }
       };
@@ -256,6 +305,7 @@ export function resultStream(opts: ResultStreamOptions = {}): (input: Observable
           stop(s, { code: CODES.shuttingDown, message: 'the storage node is shutting down' }, false);
           if (s.closing) closing.push(s.closing);
         }
+        closing.push(pool.close());
         opts.trackTeardown?.(Promise.all(closing));
       };
     });

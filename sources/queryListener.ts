@@ -9,7 +9,7 @@ import type { TLSSocket } from 'node:tls';
 import { Observable } from 'rxjs';
 import type { ServerLink } from '../net/nodeLinks';
 import { clipUtf8, HDWP_ERROR_FRAME_CODES as CODES } from '../engine-rs/hdwpFrame';
-import type { BbnFrame, CancelFrame, EobFrame, ErrorFrame, HdwpRole, QueryAuth, QueryFrame } from '../engine-rs/hdwpFrame';
+import type { BbnFrame, CancelFrame, EobFrame, EobsFrame, ErrorFrame, HdwpRole, QueryAuth, QueryFrame } from '../engine-rs/hdwpFrame';
 import { querySpecOf } from '../stream/querySpec';
 import type { QueryElement, QuerySpec, RunningQuery } from '../stream/queryElement';
 import { QueryLifecycle } from '../operators/queryLifecycle';
@@ -184,7 +184,7 @@ class ControlQuery extends QueryLifecycle implements RunningQuery {
     this.from = conn.remote;
   }
 
-  reply(frame: EobFrame | BbnFrame | ErrorFrame): void {
+  reply(frame: EobFrame | EobsFrame | BbnFrame | ErrorFrame): void {
     // After a stop only the error that says why goes out: progress of a stopped query would mislead.
     if (this.ended || (frame.kind !== 'error' && this.signal.aborted)) return;
     const f = frame.kind === 'error' ? { ...frame, message: clipUtf8(frame.message) } : frame;

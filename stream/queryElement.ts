@@ -5,7 +5,7 @@
  * or bbn per batch) that the `resultStream` sink writes to the query's return address.
  */
 import type { BatchID } from '../engine-rs/batchId';
-import type { BbnFrame, EobFrame, ErrorFrame, QueryAuth } from '../engine-rs/hdwpFrame';
+import type { BbnFrame, EobFrame, EobsFrame, ErrorFrame, QueryAuth } from '../engine-rs/hdwpFrame';
 import type { ReturnAddress, TopSpec } from '../query/hdQuery';
 import type { BatchedRecordChunk, BbnElement, Chunk, EobElement } from './chunk';
 import type { Flow } from './flow';
@@ -66,10 +66,11 @@ export interface RunningQuery {
   /** Stops the query (idempotent; the first reason wins). */
   stop(reason: QueryStop): void;
   /**
-   * Tells the SCC on the query's control connection: the per-batch eob / bbn echoes (progress) and
-   * a query-level error. The query block is added here; calls after {@link end} are dropped.
+   * Tells the SCC on the query's control connection: the per-batch eob / bbn echoes (progress; one
+   * eobs for batches that ended together) and a query-level error. The query block is added here;
+   * calls after {@link end} are dropped.
    */
-  reply(frame: EobFrame | BbnFrame | ErrorFrame): void;
+  reply(frame: EobFrame | EobsFrame | BbnFrame | ErrorFrame): void;
   /** The query is over on this node (its result stream closed, or it failed before one opened); idempotent. */
   end(): void;
   /** True once {@link end} was called. */
@@ -122,7 +123,7 @@ export interface QueryAggregateElement {
   readonly json: string;
   /**
    * A merged partial (v2): the batches it completes, each with its matching records. The sink sends
-   * no eob frame for them; it tells the SCC each batch's eob once the frame is handed to the socket.
+   * no eob frame for them; once the frame is handed to the socket it tells the SCC their ends in one eobs.
    */
   readonly completes?: readonly { readonly batchId: BatchID; readonly recordCount: number }[];
   readonly results: QueryResults;

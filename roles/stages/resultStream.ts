@@ -7,6 +7,7 @@ import { usesStorageNode } from '../services/storageNode';
 
 const settings = {
   connect_timeout_ms: int({ doc: "time to connect to a query's return address and exchange hello", default: DEFAULT_RESULT_CONNECT_TIMEOUT_MS, min: 100, max: 600_000 }),
+  idle_ms: int({ doc: "how long a finished query's result connection to a return address is kept for the next query to it — RESULT_STREAM_IDLE_MS (ours); 0: a connection per query", default: 10_000, min: 0, max: 600_000 }),
   max_frame_bytes: byteSize({ doc: 'largest records frame written to a client, header included', default: 1024 * 1024, min: 4096, max: 16 * 1024 * 1024 }),
 };
 
@@ -23,6 +24,7 @@ export const resultStreamStage = defineSink({
     const id = ctx.services.identity;
     return resultStream({
       connectTimeoutMs: c.connect_timeout_ms,
+      idleMs: c.idle_ms,
       maxFrameBytes: c.max_frame_bytes,
       // The node's name, in messages.
       nodeName: ctx.services.node.config.nodeName,

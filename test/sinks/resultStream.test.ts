@@ -80,7 +80,7 @@ sink('records, eob and bbn reach the listener with the query block; each batch e
   await s.completed;
   assert.ok(q.ended);
   assert.equal(
-    q.replies.map((f) => (f.kind === 'eob' ? `eob ${f.recordCount}` : f.kind === 'bbn' ? `bbn ${f.reason}` : `error ${f.code}`)),
+    q.replies.map((f) => (f.kind === 'eob' ? `eob ${f.recordCount}` : f.kind === 'bbn' ? `bbn ${f.reason}` : f.kind === 'error' ? `error ${f.code}` : `eobs ${f.batches.length}`)),
     ['eob 150', 'bbn 12 hash mismatch: chain differs', 'eob 0'],
   );
   await until(() => got.length === 3);

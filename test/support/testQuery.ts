@@ -3,7 +3,7 @@
  * what the listener would make of a query frame, with the replies to the SCC recorded.
  */
 import { BatchID } from '../../engine-rs/batchId';
-import type { BbnFrame, EobFrame, ErrorFrame, QueryAuth } from '../../engine-rs/hdwpFrame';
+import type { BbnFrame, EobFrame, EobsFrame, ErrorFrame, QueryAuth } from '../../engine-rs/hdwpFrame';
 import type { QuerySpec, RunningQuery } from '../../stream/queryElement';
 import { QueryLifecycle } from '../../operators/queryLifecycle';
 import { newQueryToken } from '../../query/token';
@@ -13,7 +13,7 @@ export class TestQuery extends QueryLifecycle implements RunningQuery {
   readonly auth: QueryAuth;
   readonly helloRecordSize: number;
   readonly from = 'test';
-  readonly replies: (EobFrame | BbnFrame | ErrorFrame)[] = [];
+  readonly replies: (EobFrame | EobsFrame | BbnFrame | ErrorFrame)[] = [];
 
   /** @param spec what to run; `helloRecordSize` the SCC hello's record size */
   constructor(
@@ -25,7 +25,7 @@ export class TestQuery extends QueryLifecycle implements RunningQuery {
     this.helloRecordSize = helloRecordSize;
   }
 
-  reply(frame: EobFrame | BbnFrame | ErrorFrame): void {
+  reply(frame: EobFrame | EobsFrame | BbnFrame | ErrorFrame): void {
     if (!this.ended) this.replies.push(frame);
   }
 }
