@@ -25,6 +25,6 @@ export type { SegmentErrorCode } from './segmentError';
 export { zoneKeyValue } from './segmentZones';
 export type { ZoneField, ZoneKind, Zone, ZoneValue } from './segmentZones';
 export { AggregateAccumulator, AggregatePlan, ScanFilter, SegmentScanner, TopPlan, evaluateFilter, zoneFieldsOf, memoryReadBaseline, DEFAULT_SCAN_BLOCKS } from './scan';
-export type { ScanStep, SegmentScanOptions, SummaryGroup, TopSpec } from './scan';
+export type { GroupScanBudget, ScanStep, SegmentScanOptions, SummaryGroup, TopSpec } from './scan';
 export { QueryError, ScanError, SCAN_ERROR_CODES } from './scanError';
 export type { ScanErrorCode } from './scanError';

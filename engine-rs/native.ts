@@ -260,8 +260,17 @@ export interface Native {
   scanFoldInto(handle: SegmentScannerHandle, acc: AggregateAccumulatorHandle): boolean;
   /** Moves everything `other` holds into `acc` (this thread); false, both unchanged, past max_groups. */
   scanAccumulatorAbsorb(acc: AggregateAccumulatorHandle, other: AggregateAccumulatorHandle): boolean;
-  /** Folds the segments their summaries answer into a fresh accumulator (off the event loop); per path records and blocks, -1 when not folded. */
-  scanSummaryGroup(paths: string[], filter: ScanFilterHandle, plan: AggregatePlanHandle): Promise<{ records: Float64Array; blocks: Float64Array; acc: AggregateAccumulatorHandle }>;
+  /**
+   * Folds the segments their summaries answer, and small ones scanned (at most `batchBytes` record bytes each, `groupBytes` in all),
+   * into a fresh accumulator (off the event loop); per path records (-1 not folded, -2 not tried), blocks, matched, scanned, skipped blocks.
+   */
+  scanSummaryGroup(
+    paths: string[],
+    filter: ScanFilterHandle,
+    plan: AggregatePlanHandle,
+    batchBytes: number,
+    groupBytes: number,
+  ): Promise<{ records: Float64Array; blocks: Float64Array; matched: Float64Array; scanned: Float64Array; skipped: Float64Array; acc: AggregateAccumulatorHandle }>;
   /** Compiles a `top` (best `k` by `field`, largest first when `desc`) against a schema and a field mask (one record, or null); throws ERR_QUERY with path. */
   scanTopCompile(schema: SchemaHandle, field: string, k: number, desc: boolean, fieldMask: Uint8Array | null): TopPlanHandle;
   /** The records of `records` (whole records) within the plan's best k, ties with the k-th kept, in order (this thread); RangeError when not whole records. */

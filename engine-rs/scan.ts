@@ -6,13 +6,13 @@
  */
 import { BatchID } from './batchId';
 import { native, type SegmentScannerHandle, type TopPlanHandle } from './native';
-import { AggregateAccumulator, AggregatePlan, type SummaryGroup } from './scanAggregate';
+import { AggregateAccumulator, AggregatePlan, type GroupScanBudget, type SummaryGroup } from './scanAggregate';
 import { evaluateFilter, ScanFilter } from './scanFilter';
 import type { Schema } from './schema';
 import { ScanError, toScanError } from './scanError';
 import { decodeZoneFields, type ZoneField } from './segmentZones';
 
-export { AggregateAccumulator, AggregatePlan, evaluateFilter, ScanFilter, type SummaryGroup };
+export { AggregateAccumulator, AggregatePlan, evaluateFilter, ScanFilter, type GroupScanBudget, type SummaryGroup };
 
 /** Blocks a `SegmentScanner.next()` covers by default (64-record blocks of 150 bytes: 2.4 MB). */
 export const DEFAULT_SCAN_BLOCKS = 256;

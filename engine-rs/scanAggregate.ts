@@ -100,31 +100,50 @@ export class AggregateAccumulator {
   }
 
   /**
-   * Answers the batches of `paths` that their segment summaries answer, in one native call off the
-   * event loop (instead of an open, a step and a close per batch): each segment is opened through
-   * the footer cache (a footer not cached is read and validated), and a batch whose filter the
-   * batch's zones prove for every record and whose summary answers `plan` is folded into a fresh
-   * accumulator. No hash is verified (a query with verify_hash reads its batches).
-   * @returns per path, the batch's records (and blocks) when folded, -1 for a batch the caller reads
-   *   as usual (not answered, not openable — its own open says why —, or past `max_groups`), and the
-   *   accumulator of the folded batches (for {@link AggregateAccumulator.absorb}).
+   * Answers the batches of `paths` that one native call can answer, off the event loop (instead of
+   * an open, a step and a close per batch): each segment is opened through the footer cache (a
+   * footer not cached is read and validated); a batch whose filter the batch's zones prove for
+   * every record and whose summary answers `plan` is folded into a fresh accumulator without
+   * reading a record, and with `scan`, a batch of at most `scan.batchBytes` record bytes is scanned
+   * to its end with `filter` and `plan` (zone maps, the kernel, the field mask compiled into
+   * `plan`: exactly as its own scan) and folded, while the group's scanned bytes stay within
+   * `scan.groupBytes` (the first batch scanned always fits). No hash is verified (a query with
+   * verify_hash reads its batches).
+   * @returns per path, the batch's counts when folded; records -1 for a batch the caller reads as
+   *   usual (not answered, too large, not openable or not read cleanly — its own read says why —,
+   *   or past `max_groups`), -2 for one not tried within `scan.groupBytes`; and the accumulator of
+   *   the folded batches (for {@link AggregateAccumulator.absorb}).
    */
-  static async fromSummaries(paths: readonly string[], filter: ScanFilter, plan: AggregatePlan): Promise<SummaryGroup> {
+  static async fromSummaries(paths: readonly string[], filter: ScanFilter, plan: AggregatePlan, scan?: GroupScanBudget): Promise<SummaryGroup> {
     try {
-      const r = await native.scanSummaryGroup([...paths], filter.handle, plan.handle);
-      return { records: r.records, blocks: r.blocks, acc: new AggregateAccumulator(r.acc) };
+      const r = await native.scanSummaryGroup([...paths], filter.handle, plan.handle, scan?.batchBytes ?? 0, scan?.groupBytes ?? 0);
+      return { records: r.records, blocks: r.blocks, matched: r.matched, scanned: r.scanned, skipped: r.skipped, acc: new AggregateAccumulator(r.acc) };
     } catch (err) {
       throw toScanError(err);
     }
   }
 }
 
+/** How much of a group {@link AggregateAccumulator.fromSummaries} scans. */
+export interface GroupScanBudget {
+  /** Record bytes of one batch scanned at most (a larger batch is left to its own read). */
+  readonly batchBytes: number;
+  /** Record bytes scanned for the whole group at most (batches past it are not tried). */
+  readonly groupBytes: number;
+}
+
 /** What {@link AggregateAccumulator.fromSummaries} answered. */
 export interface SummaryGroup {
-  /** Per path: the batch's records when its summary answered it, else -1. */
+  /** Per path: the batch's records when folded; -1 when left to its own read, -2 when not tried within the budget. */
   readonly records: Float64Array;
-  /** Per path: the batch's blocks when its summary answered it, else -1. */
+  /** Per path: the batch's blocks when folded, else -1. */
   readonly blocks: Float64Array;
-  /** The answered batches' merged partial. */
+  /** Per path: the batch's matching records when folded (all of them when its summary answered), else -1. */
+  readonly matched: Float64Array;
+  /** Per path: records the kernel evaluated when folded (none when its summary answered), else -1. */
+  readonly scanned: Float64Array;
+  /** Per path: blocks not read when folded (ruled out by zones; all when its summary answered), else -1. */
+  readonly skipped: Float64Array;
+  /** The folded batches' merged partial. */
   readonly acc: AggregateAccumulator;
 }

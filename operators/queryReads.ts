@@ -2,9 +2,10 @@
  * One query's reads on a Storage Node (the `scan` operator's worker loop, docs/query.md "Storage
  * Node scan and result streams"): up to `queryThreads` workers take the query's batches in order,
  * each batch read a step at a time (operators/batchRead.ts), or, with merged partials, a group of
- * batches answered from their summaries in one call (operators/summaryGroup.ts). Frames of different
- * batches interleave on the result stream; each worker waits on the query's flow before every read,
- * so the client's pace bounds what is in flight. What a query emits and counts goes through here.
+ * batches answered from their summaries or scanned whole when small, in one call
+ * (operators/summaryGroup.ts). Frames of different batches interleave on the result stream; each
+ * worker waits on the query's flow before every read, so the client's pace bounds what is in
+ * flight. What a query emits and counts goes through here.
  */
 import type { BatchID } from '../engine-rs/batchId';
 import { applyFieldMask } from '../engine-rs/policy';
@@ -17,7 +18,7 @@ import { MergedPartials } from './mergedPartials';
 import { MergedRows } from './mergedRows';
 import type { ReadQueue } from './readScheduler';
 import type { ScanSpan } from './scanSpan';
-import { readSummaryGroup, SUMMARY_GROUP_BATCHES } from './summaryGroup';
+import { readSummaryGroup, SUMMARY_GROUP_BATCHES, type GroupLeft } from './summaryGroup';
 import type { QueryReadContext, QueryReadState } from './queryReadState';
 import type { CompiledQuery } from './scanTypes';
 
@@ -36,10 +37,12 @@ export class QueryReads implements QueryReadState {
   private next = 0;
   /** Batches a summary group left to be read as usual, taken before the next ones. */
   private readonly returned: BatchID[] = [];
+  /** Batches a group did not try (its scan budget was spent): the next group takes them first. */
+  private readonly regroup: BatchID[] = [];
   /** Summary groups in flight: a worker with nothing to take waits for what they leave. */
   private groupsInFlight = 0;
   private wake: (() => void)[] = [];
-  /** Whether groups are still tried: merged partials over a filter, no verify_hash, and the last group answered some. */
+  /** Whether groups are still tried: merged partials over a filter, no verify_hash nor limit, and the last group folded some. */
   private grouping: boolean;
 
   constructor(
@@ -159,23 +162,27 @@ export class QueryReads implements QueryReadState {
     const ids = this.q.spec.batchIds;
     for (;;) {
       if (this.q.signal.aborted) return;
-      if (this.grouping && this.returned.length === 0 && ids.length - this.next >= 2) {
-        const group = ids.slice(this.next, this.next + SUMMARY_GROUP_BATCHES);
-        this.next += group.length;
+      if (this.grouping && this.returned.length === 0 && this.regroup.length + ids.length - this.next >= 2) {
+        const group = this.regroup.splice(0, SUMMARY_GROUP_BATCHES);
+        const more = ids.slice(this.next, this.next + SUMMARY_GROUP_BATCHES - group.length);
+        this.next += more.length;
+        for (const b of more) group.push(b);
         this.groupsInFlight++;
-        let left: readonly BatchID[] = [];
+        let left: GroupLeft = { read: [], again: [] };
         try {
           left = await readSummaryGroup(this, group);
-          // None answered: this query's batches are read one by one from here on.
-          if (left.length === group.length) this.grouping = false;
+          // None folded: this query's batches are read one by one from here on.
+          if (left.read.length + left.again.length === group.length) this.grouping = false;
         } finally {
           this.groupsInFlight--;
-          for (const b of left) this.returned.push(b);
+          for (const b of left.read) this.returned.push(b);
+          // Before the batches of later groups (a group started meanwhile takes its own first).
+          this.regroup.unshift(...left.again);
           for (const w of this.wake.splice(0)) w();
         }
         continue;
       }
-      const batchId = this.returned.shift() ?? (this.next < ids.length ? ids[this.next++] : undefined);
+      const batchId = this.returned.shift() ?? this.regroup.shift() ?? (this.next < ids.length ? ids[this.next++] : undefined);
       if (batchId === undefined) {
         if (this.groupsInFlight === 0) return;
         await new Promise<void>((resolve) => this.wake.push(resolve));

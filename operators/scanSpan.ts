@@ -57,14 +57,6 @@ export class ScanSpan {
     if (s.scanned === 0 && s.blocksRead === 0 && s.matched > 0) this.fromSummary++;
   }
 
-  /** `batches` batches answered from their summaries at once: `matched` records, `blocks` blocks none of which was read. */
-  fromSummaries(batches: number, matched: number, blocks: number): void {
-    if (!this.span) return;
-    this.matched += matched;
-    this.blocksSkipped += blocks;
-    this.fromSummary += batches;
-  }
-
   /** A batch ended: `eob`, or a bbn. */
   batch(outcome: 'eob' | 'bbn'): void {
     if (!this.span) return;

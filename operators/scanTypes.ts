@@ -73,10 +73,11 @@ export interface CompiledQuery {
    */
   readonly selectTop?: (records: Buffer) => Buffer;
   /**
-   * With merged partials over a filter that can hold for whole batches: answers those of `batchIds`
-   * that their segment summaries answer, in one call for the group (no open, step and close per
-   * batch). The others are read as usual with {@link CompiledQuery.open}, which says why one cannot
-   * be read. Never with verify_hash (every block is then read).
+   * With merged partials over a filter: answers, in one call for the group (no open, step and
+   * close per batch), those of `batchIds` that their segment summaries answer and the small ones
+   * it scans whole with the query's filter and aggregate (exactly as their own reads would). The
+   * others are read as usual with {@link CompiledQuery.open}, which says why one cannot be read.
+   * Never with verify_hash or `limit` (every block is then read, or a batch at a time).
    */
   readonly fromSummaries?: (batchIds: readonly BatchID[]) => Promise<SummaryAnswers>;
   /** Opens one batch for reading, or says why it cannot be read. */
@@ -85,11 +86,20 @@ export interface CompiledQuery {
 
 /** What {@link CompiledQuery.fromSummaries} answered for a group of batches. */
 export interface SummaryAnswers {
-  /** Per batch of the group: its records when its summary answered it (all of them match), else -1. */
+  /**
+   * Per batch of the group: its records when folded; -1 for one to read as usual, -2 for one the
+   * call did not try (its scan budget was spent: the batch may join another group).
+   */
   readonly records: Float64Array;
-  /** Per batch of the group: its blocks when answered (none was read), else -1. */
+  /** Per batch of the group: its blocks when folded, else -1. */
   readonly blocks: Float64Array;
-  /** The answered batches' merged partial, folded into the query's accumulator at once. */
+  /** Per batch: its matching records when folded (all of them when its summary answered), else -1. */
+  readonly matched: Float64Array;
+  /** Per batch: records the kernel evaluated when folded (none when its summary answered), else -1. */
+  readonly scanned: Float64Array;
+  /** Per batch: blocks not read when folded (ruled out by zone maps; all when its summary answered), else -1. */
+  readonly skipped: Float64Array;
+  /** The folded batches' merged partial, folded into the query's accumulator at once. */
   readonly partial: FoldableBatch;
 }
 

@@ -19,6 +19,13 @@ import { CompiledPlans } from './compiledPlans';
 /** Default record bytes one read step covers: large enough that the native call is cheap beside the scan, small enough that a cancel lands within about a millisecond. */
 export const DEFAULT_STEP_BYTES = 2 * 1024 * 1024;
 
+/**
+ * Default record bytes of a batch scanned within a group (merged partials): a one-minute batch of
+ * the demo's chess positions or flows is far below it, and a batch above it costs enough kernel
+ * work that its own open, steps and close are cheap beside it.
+ */
+export const DEFAULT_GROUP_BATCH_BYTES = 256 * 1024;
+
 /** Options of {@link nodeScanSource}. */
 export interface NodeScanSourceOptions {
   readonly node: StorageNode;
@@ -27,6 +34,8 @@ export interface NodeScanSourceOptions {
   readonly blockSize: number;
   /** Record bytes per read step (default {@link DEFAULT_STEP_BYTES}; at most 16 MiB, the kernel's step cap). */
   readonly stepBytes?: number;
+  /** Record bytes of a batch small enough to be scanned within a group of batches in one native call (default {@link DEFAULT_GROUP_BATCH_BYTES}; 0: groups only answer from summaries). */
+  readonly groupBatchBytes?: number;
   /** Where compiled filters, aggregates, tops and column encoders are kept per query shape (default: one cache of this source's own). */
   readonly plans?: CompiledPlans;
 }
@@ -41,6 +50,7 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
   const node = opts.node;
   const name = node.config.nodeName;
   const stepBytes = opts.stepBytes ?? DEFAULT_STEP_BYTES;
+  const groupBatchBytes = Math.min(opts.groupBatchBytes ?? DEFAULT_GROUP_BATCH_BYTES, stepBytes);
   // A repeated statement (new query id, same shape) compiles nothing again.
   const plans = opts.plans ?? new CompiledPlans();
   const maskKey = (mask: Buffer | undefined): string => (mask === undefined ? '' : mask.toString('hex'));
@@ -75,8 +85,10 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
       // Merged partials (`aggregate.merge_batches`): batches fold into one accumulator natively.
       const fold = aggregate !== undefined && spec.mergeBatches === true;
       /**
-       * The batches of `batchIds` their summaries answer, folded in one native call off the event
-       * loop; one not held here, or not answered, is left to `open` (which says why it cannot be read).
+       * The batches of `batchIds` their summaries answer, and the small ones scanned whole with the
+       * same filter and aggregate as `open` uses, folded in one native call off the event loop; one
+       * not held here, too large, or not read cleanly, is left to `open` (which says why it cannot
+       * be read).
        */
       const fromSummaries = async (batchIds: readonly BatchID[], f: ScanFilter, plan: AggregatePlan): Promise<SummaryAnswers> => {
         const paths: string[] = [];
@@ -87,14 +99,15 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
           paths.push(loc.path);
           at.push(i);
         }
-        const records = new Float64Array(batchIds.length).fill(-1);
-        const blocks = new Float64Array(batchIds.length).fill(-1);
-        const g = await AggregateAccumulator.fromSummaries(paths, f, plan);
+        const out = { records: new Float64Array(batchIds.length), blocks: new Float64Array(batchIds.length), matched: new Float64Array(batchIds.length), scanned: new Float64Array(batchIds.length), skipped: new Float64Array(batchIds.length) };
+        for (const a of Object.values(out)) a.fill(-1);
+        // A group scans about one read step's bytes: a cancel or a fairer query waits as little as for a step.
+        const g = await AggregateAccumulator.fromSummaries(paths, f, plan, { batchBytes: groupBatchBytes, groupBytes: stepBytes });
         for (let j = 0; j < at.length; j++) {
-          records[at[j] as number] = g.records[j] as number;
-          blocks[at[j] as number] = g.blocks[j] as number;
+          const i = at[j] as number;
+          for (const k of ['records', 'blocks', 'matched', 'scanned', 'skipped'] as const) out[k][i] = g[k][j] as number;
         }
-        return { records, blocks, partial: { foldInto: (acc: PartialAccumulator) => (acc as AggregateAccumulator).absorb(g.acc) } };
+        return { ...out, partial: { foldInto: (acc: PartialAccumulator) => (acc as AggregateAccumulator).absorb(g.acc) } };
       };
       return {
         recordSize,

@@ -3,7 +3,10 @@
  * batches of a group whose summaries answer the aggregate (the filter proven for every record by
  * the batch's zones), with exactly the partial that folding them one by one gives; a batch its
  * summary cannot answer, a damaged footer, a missing file or a batch past max_groups is left
- * unanswered (-1); absorb moves a whole accumulator and refuses past max_groups or another plan.
+ * unanswered (-1); with a scan budget, small batches are scanned whole and folded with exactly the
+ * counts and partial of their own scans (a field mask applying the same), a damaged block is never
+ * folded, a batch past the group's budget is not tried (-2); absorb moves a whole accumulator and
+ * refuses past max_groups or another plan.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -129,6 +132,85 @@ t('a damaged footer, a missing file and a batch past max_groups are left to be r
   const small = await write(dir, 9, records(5000, 2));
   const g2 = await AggregateAccumulator.fromSummaries([files[0] as string, small], all, two);
   assert.equal([...g2.records], [-1, 2]);
+});
+
+/** A copy of `file` with one record byte of its first block changed (its CRC no longer holds). */
+function damagedBlock(file: string, to: string): string {
+  const bytes = readFileSync(file);
+  // The first block follows the header; the header of these segments is well under 512 bytes.
+  const at = bytes.indexOf(records(1000, 1).subarray(0, 8));
+  assert.ok(at > 0, 'first record found');
+  bytes[at + 9] ^= 0x5a;
+  writeFileSync(to, bytes);
+  return to;
+}
+
+t('with a scan budget, small batches are scanned in the group exactly as their own scans, masks included', async () => {
+  const mask = Buffer.alloc(R, 0xff).fill(0, 12, 16);
+  const plans = [
+    AggregatePlan.compile(schema, JSON.stringify({ version: 1, group_by: [{ field: 'proto' }], measures: [{ fn: 'count' }, { fn: 'sum', field: 'amount' }] })),
+    // amount hidden: its sums read zeros, on both paths.
+    AggregatePlan.compile(schema, JSON.stringify({ version: 1, group_by: [{ field: 'proto' }], measures: [{ fn: 'sum', field: 'amount' }, { fn: 'max', field: 'port' }] }), mask),
+  ];
+  const bad = damagedBlock(files[0] as string, path.join(dir, 'badblock.hdseg'));
+  let badFails = 0;
+  const filters = ['[]', '[{"filters":[{"field":"port","op":"eq","value":"37"}]}]', '[{"filters":[{"field":"port","op":"gt","value":"65535"}]}]', '[{"filters":[{"field":"port","op":"le","value":"65535"}]}]'];
+  for (const json of filters) {
+    const filter = ScanFilter.compile(schema, json);
+    for (const plan of plans) {
+      const g = await AggregateAccumulator.fromSummaries([...files, bad], filter, plan, { batchBytes: 200 * R, groupBytes: 1 << 20 });
+      // Batch 4 (250 records) is larger than a batch the group scans; the damaged one is read on its own (it fails there).
+      for (let i = 0; i < files.length; i++) {
+        const s = await SegmentScanner.open(files[i] as string, filter);
+        const fromSummary = s.setAggregateFold(plan);
+        let matched = fromSummary ? s.records : 0;
+        let scanned = 0;
+        let skipped = fromSummary ? s.blocks : 0;
+        if (!fromSummary) {
+          for (;;) {
+            const st = await s.next(1);
+            matched += st.matched;
+            scanned += st.scanned;
+            skipped += st.blocksSkipped;
+            if (st.done) break;
+          }
+        }
+        s.close();
+        // Folded: from its summary, small, or ruled out whole by the batch's zones (nothing to read).
+        const ruledOut = scanned === 0 && s.blocks > 0 && skipped === s.blocks;
+        const want = fromSummary || ruledOut || (sizes[i] as number) <= 200 ? [s.records, s.blocks, matched, scanned, skipped] : [-1, -1, -1, -1, -1];
+        assert.equal([g.records[i], g.blocks[i], g.matched[i], g.scanned[i], g.skipped[i]], want, `${json} batch ${i}`);
+      }
+      const last = files.length;
+      const badOwn = await SegmentScanner.open(bad, filter).then(async (s) => {
+        try {
+          if (s.setAggregateFold(plan)) return 'summary';
+          for (let st = await s.next(4); !st.done; st = await s.next(4));
+          return 'read';
+        } catch {
+          return 'fails';
+        } finally {
+          s.close();
+        }
+      });
+      // Folded only where its own read does not fail either (a summary, or zones ruling the damaged block out).
+      assert.is(g.records[last] === -1, badOwn === 'fails', `${json}: damaged block ${badOwn}`);
+      if (badOwn === 'fails') badFails++;
+      const acc = AggregateAccumulator.create(plan);
+      assert.ok(acc.absorb(g.acc));
+      const folded = [...files, bad].filter((_, i) => (g.records[i] as number) >= 0);
+      assert.is(acc.take(), await oneByOne(folded, filter, plan), json);
+    }
+  }
+  assert.ok(badFails >= 2, 'the damaged block was read and refused');
+  // The group's budget: the first batch scanned always fits, the next past it is not tried.
+  const port = ScanFilter.compile(schema, '[{"filters":[{"field":"port","op":"eq","value":"37"}]}]');
+  const g = await AggregateAccumulator.fromSummaries(files, port, plans[0] as AggregatePlan, { batchBytes: 1 << 20, groupBytes: 120 * R });
+  assert.equal([...g.records], [100, -2, 0, -2]);
+  await AggregateAccumulator.fromSummaries(files, port, plans[0] as AggregatePlan, { batchBytes: -1, groupBytes: 0 }).then(
+    () => assert.unreachable('a negative budget is refused'),
+    (e: unknown) => assert.instance(e, RangeError),
+  );
 });
 
 t('absorb refuses past max_groups, another plan and itself', async () => {

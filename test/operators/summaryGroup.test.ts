@@ -13,7 +13,7 @@ import * as assert from 'uvu/assert';
 import type { BatchID } from '../../engine-rs/batchId';
 import type { PartialAccumulator } from '../../operators/mergedPartials';
 import { ReadScheduler } from '../../operators/readScheduler';
-import { scan, type BatchScan, type CompiledQuery, type ScanSource, type SummaryAnswers } from '../../operators/scan';
+import { scan, type BatchScan, type BatchScanStep, type CompiledQuery, type ScanMeter, type ScanSource, type SummaryAnswers } from '../../operators/scan';
 import type { Chunk } from '../../stream/chunk';
 import type { QueryResultElement, QuerySpec } from '../../stream/queryElement';
 import { StageCounters } from '../../stream/stageCounters';
@@ -29,11 +29,12 @@ class SumAcc implements PartialAccumulator {
   }
 }
 
-/** A batch: its records, whether its summary answers it, whether it can be read at all. */
+/** A batch: its records, whether its summary answers it, whether it can be read at all; `small`: a group scans it, `matched` of its records matching. */
 interface MemBatch {
   readonly records: number;
   readonly summary: boolean;
   readonly unreadable?: boolean;
+  readonly small?: { readonly matched: number };
 }
 
 interface Calls {
@@ -43,37 +44,57 @@ interface Calls {
 
 const num = (id: BatchID): number => Number(id.toHex().slice(-8));
 
-function source(batches: Map<number, MemBatch>, calls: Calls, opts: { groupFails?: boolean; groupWaits?: Promise<void> } = {}): ScanSource {
+/** What a group answers for one batch: [records, blocks, matched, scanned, skipped]; records -1 read as usual, -2 not tried. */
+type Answer = [number, number, number, number, number];
+
+/**
+ * `groupScans`: small batches one group scans at most (those after are not tried); `noGroups`: the
+ * source has no group call (every batch read on its own).
+ */
+function source(batches: Map<number, MemBatch>, calls: Calls, opts: { groupFails?: boolean; groupWaits?: Promise<void>; groupScans?: number; noGroups?: boolean } = {}): ScanSource {
+  const fromSummaries = async (ids: readonly BatchID[]): Promise<SummaryAnswers> => {
+    calls.groups.push(ids.map(num));
+    await opts.groupWaits;
+    if (opts.groupFails) throw new Error('group failed');
+    let scans = opts.groupScans ?? 0;
+    const answers = ids.map((id): Answer => {
+      const b = batches.get(num(id));
+      if (!b || b.unreadable) return [-1, -1, -1, -1, -1];
+      if (b.summary) return [b.records, 2, b.records, 0, 2];
+      if (!b.small) return [-1, -1, -1, -1, -1];
+      if (scans-- <= 0) return [-2, -1, -1, -1, -1];
+      return [b.records, 2, b.small.matched, b.records, 0];
+    });
+    const col = (k: number): Float64Array => Float64Array.from(answers.map((a) => a[k] as number));
+    return {
+      records: col(0),
+      blocks: col(1),
+      matched: col(2),
+      scanned: col(3),
+      skipped: col(4),
+      partial: {
+        foldInto: (acc) => {
+          (acc as SumAcc).total += answers.filter((a) => a[0] >= 0).reduce((t, a) => t + a[2], 0);
+          return true;
+        },
+      },
+    };
+  };
   return {
     compile(): Promise<CompiledQuery> {
       return Promise.resolve({
         recordSize: 4,
         aggregate: true,
         newAccumulator: () => new SumAcc(),
-        fromSummaries: async (ids: readonly BatchID[]): Promise<SummaryAnswers> => {
-          calls.groups.push(ids.map(num));
-          await opts.groupWaits;
-          if (opts.groupFails) throw new Error('group failed');
-          const answered = ids.map((id) => batches.get(num(id))).map((b) => (b && b.summary && !b.unreadable ? b.records : -1));
-          return {
-            records: Float64Array.from(answered),
-            blocks: Float64Array.from(answered.map((n) => (n < 0 ? -1 : 2))),
-            partial: {
-              foldInto: (acc) => {
-                (acc as SumAcc).total += answered.filter((n) => n >= 0).reduce((a, n) => a + n, 0);
-                return true;
-              },
-            },
-          };
-        },
+        ...(!opts.noGroups && { fromSummaries }),
         open: (batchId: BatchID): Promise<BatchScan | { code: number; message: string }> => {
           calls.opened.push(num(batchId));
           const b = batches.get(num(batchId));
           if (!b || b.unreadable) return Promise.resolve({ code: 13, message: `batch ${num(batchId)} not held` });
           return Promise.resolve({
-            next: () => Promise.resolve({ records: Buffer.alloc(0), matched: b.records, scanned: b.records, blocksRead: 1, blocksSkipped: 0, done: true }),
+            next: () => Promise.resolve(b.summary ? { records: Buffer.alloc(0), matched: b.records, scanned: 0, blocksRead: 0, blocksSkipped: 2, done: true } : { records: Buffer.alloc(0), matched: b.small?.matched ?? b.records, scanned: b.records, blocksRead: 2, blocksSkipped: 0, done: true }),
             foldInto: (acc: PartialAccumulator) => {
-              (acc as SumAcc).total += b.records;
+              (acc as SumAcc).total += b.small?.matched ?? b.records;
               return true;
             },
             close: () => undefined,
@@ -84,16 +105,30 @@ function source(batches: Map<number, MemBatch>, calls: Calls, opts: { groupFails
   };
 }
 
+/** Sums of what a scan's meter was told. */
+class SumMeter implements ScanMeter {
+  readonly sums = { matched: 0, scanned: 0, blocksRead: 0, blocksSkipped: 0 };
+  readonly batches: (string | number)[] = [];
+  step(s: BatchScanStep): void {
+    for (const k of Object.keys(this.sums) as (keyof SumMeter['sums'])[]) this.sums[k] += s[k];
+  }
+  batch(outcome: 'eob' | number): void {
+    this.batches.push(outcome);
+  }
+  active(): void {}
+}
+
 async function run(src: ScanSource, spec: QuerySpec, opts: { scheduler?: ReadScheduler; onStart?: (q: TestQuery) => void } = {}) {
   const counters = new StageCounters('records');
+  const meter = new SumMeter();
   const scheduler = opts.scheduler ?? new ReadScheduler(2);
   const input = new Subject<Chunk>();
-  const out = firstValueFrom((input as Observable<Chunk>).pipe(scan({ source: src, scheduler, counters, queryThreads: 3 }), toArray()));
+  const out = firstValueFrom((input as Observable<Chunk>).pipe(scan({ source: src, scheduler, counters, meter, queryThreads: 3 }), toArray()));
   const q = new TestQuery(spec, 4);
   input.next({ kind: 'query', query: q });
   opts.onStart?.(q);
   input.complete();
-  return { out: (await out) as QueryResultElement[], q, counters, scheduler };
+  return { out: (await out) as QueryResultElement[], q, counters, scheduler, meter };
 }
 
 type Aggregate = Extract<QueryResultElement, { kind: 'aggregate' }>;
@@ -138,6 +173,45 @@ t('one group answers what its summaries answer in one read slot; the rest are re
   assert.is(out.filter((e) => e.kind === 'eob').length, 0, 'merged: no eob element');
   assert.is(counters.received, 110);
   assert.is(counters.sent, 110);
+});
+
+t('small batches are scanned in the group, counted exactly as their own reads; those past its budget join the next group', async () => {
+  const batches = new Map<number, MemBatch>([
+    [1, { records: 10, summary: true }],
+    [2, { records: 20, summary: false, small: { matched: 5 } }],
+    [3, { records: 30, summary: false, small: { matched: 0 } }],
+    [4, { records: 40, summary: false }],
+    [5, { records: 50, summary: false, small: { matched: 7 } }],
+    [6, { records: 60, summary: false, small: { matched: 60 } }],
+    [7, { records: 70, summary: true, unreadable: true }],
+  ]);
+  const spec = specOf(7, ids([1, 2, 3, 4, 5, 6, 7]), { mergeBatches: true, aggregateJson: '{}' });
+  const calls: Calls = { groups: [], opened: [] };
+  const grouped = await run(source(batches, calls, { groupScans: 2 }), spec);
+  assert.equal(calls.groups, [[1, 2, 3, 4, 5, 6, 7], [5, 6]], 'the batches not tried form the next group');
+  assert.equal(calls.opened.sort(), [4, 7], 'only the large and the unreadable batch are opened');
+  // The same query read batch by batch: the same answer, counters, meter and batch ends.
+  const alone = await run(source(batches, { groups: [], opened: [] }, { noGroups: true }), spec);
+  const completed = (out: QueryResultElement[]) =>
+    aggregates(out)
+      .flatMap((f) => (f.completes ?? []).map((c) => [num(c.batchId), c.recordCount]))
+      .sort((a, b) => (a[0] as number) - (b[0] as number));
+  assert.equal(completed(grouped.out), [
+    [1, 10],
+    [2, 5],
+    [3, 0],
+    [4, 40],
+    [5, 7],
+    [6, 60],
+  ]);
+  assert.equal(completed(grouped.out), completed(alone.out));
+  const total = (out: QueryResultElement[]) => aggregates(out).reduce((s, f) => s + Number((JSON.parse(f.json) as { groups: { m: string[] }[] }).groups[0]?.m[0] ?? 0), 0);
+  assert.is(total(grouped.out), 122);
+  assert.is(total(alone.out), 122);
+  for (const k of ['received', 'sent', 'dropped', 'controls', 'errors'] as const) assert.is(grouped.counters[k], alone.counters[k], k);
+  assert.equal(grouped.meter.sums, alone.meter.sums);
+  assert.equal(grouped.meter.sums, { matched: 122, scanned: 200, blocksRead: 10, blocksSkipped: 2 });
+  assert.equal(grouped.meter.batches.sort(), alone.meter.batches.sort());
 });
 
 t('a group that answers none turns grouping off: the batches are read one by one', async () => {

@@ -134,4 +134,41 @@ t('a summary group answers the batches held here; one not held is left to its ow
   assert.is((await src.compile(spec({ aggregateJson: undefined }), R)).fromSummaries, undefined);
 });
 
+t('a group scans small batches with the filter and the field-masked aggregate their own reads use', async () => {
+  // amount's low bytes hidden: the aggregate reads the masked value on both paths; the filter reads the stored one.
+  const fieldMask = Buffer.alloc(R, 0xff).fill(0, 12, 14);
+  const filtered = spec({ subQueriesJson: '[{"filters":[{"field":"amount","op":"gt","value":"10"}]}]', fieldMask });
+  const src = nodeScanSource({ node, schemas: schemas(schema), blockSize: 16 });
+  const compiled = await src.compile(filtered, R);
+  assert.ok(compiled.fromSummaries && compiled.newAccumulator);
+  const a = await compiled.fromSummaries(ids);
+  assert.equal([...a.records], [40, 40, -1], 'both held batches scanned in the group');
+  const acc = compiled.newAccumulator();
+  assert.ok(a.partial.foldInto(acc));
+  const one = compiled.newAccumulator();
+  const counts: number[][] = [];
+  for (const id of ids.slice(0, 2)) {
+    const b = await compiled.open(id, false);
+    assert.ok('foldInto' in b && b.foldInto);
+    let matched = 0;
+    let scanned = 0;
+    for (;;) {
+      const st = await b.next();
+      matched += st.matched;
+      scanned += st.scanned;
+      if (st.done) break;
+    }
+    counts.push([matched, scanned]);
+    assert.ok(b.foldInto(one));
+    b.close();
+  }
+  assert.equal(counts, [0, 1].map((i) => [a.matched[i], a.scanned[i]]), 'counted as their own reads');
+  assert.ok((a.matched[1] as number) > 0 && (a.matched[1] as number) < 40, 'the filter matches some');
+  assert.is((acc as AggregateAccumulator).take(), (one as AggregateAccumulator).take());
+  // Without a group scan budget only summaries answer: this filter leaves both to their own reads.
+  const summariesOnly = nodeScanSource({ node, schemas: schemas(schema), blockSize: 16, groupBatchBytes: 0 });
+  const b = await (await summariesOnly.compile(filtered, R)).fromSummaries?.(ids);
+  assert.equal([...(b?.records ?? [])], [-1, -1, -1]);
+});
+
 t.run();

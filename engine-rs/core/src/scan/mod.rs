@@ -34,6 +34,8 @@ pub use json::{parse_sub_queries, FilterSpec};
 pub use kernel::{read_baseline, CHUNK};
 pub use op::FilterOp;
 pub use pred::{CompiledFilter, Pred, ZoneCheck, ZoneHint};
-pub use scanner::{ScanError, ScanStep, SegmentScanner, MAX_STEP_BYTES};
+pub use scanner::{
+    GroupAnswer, GroupBudget, GroupFold, ScanError, ScanStep, SegmentScanner, MAX_STEP_BYTES,
+};
 pub use top::{TopLengthError, TopPlan, MAX_TOP_K};
 pub use zones::ZonePlan;

@@ -18,6 +18,7 @@ use crate::segment::{SegmentError, SegmentReader, MAX_READ_BYTES};
 mod fold;
 mod summaries;
 use fold::Fold;
+pub use summaries::{GroupAnswer, GroupBudget, GroupFold};
 
 /// Most record bytes one step reads (more than one block only while under this).
 pub const MAX_STEP_BYTES: u64 = 16 << 20;

@@ -14,6 +14,8 @@ mod tests;
 #[cfg(test)]
 mod tests_fold;
 #[cfg(test)]
+mod tests_group;
+#[cfg(test)]
 mod tests_merge;
 #[cfg(test)]
 mod tests_summaries;
@@ -27,7 +29,7 @@ pub use spec::{
 };
 pub use state::AggregateState;
 pub(crate) use state::{order_key, visible};
-pub use summary::{partial_from_stats, SummaryAnswer};
+pub use summary::partial_from_stats;
 pub use wide::Wide;
 
 /// The partial of a batch with no matching record.

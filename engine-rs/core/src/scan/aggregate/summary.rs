@@ -11,16 +11,6 @@ use super::state::{Acc, AggregateState, Keys};
 use crate::scan::key::{Load64, K256};
 use crate::segment::{BatchStats, Zone, ZoneField, ZoneKind};
 
-/// A batch answered from its summary (`SegmentScanner::fold_summaries`): every record counted,
-/// none read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SummaryAnswer {
-    /// Records of the batch (all of them match).
-    pub records: u64,
-    /// Blocks of the batch (none was read).
-    pub blocks: u64,
-}
-
 /// The zone field `r` reads, if it is an integer zone field of the same layout.
 pub(super) fn zone_of(r: &Read, fields: &[ZoneField]) -> Option<usize> {
     if !r.visible() {

@@ -159,7 +159,7 @@ pub(super) fn random_plan(r: &mut Rng, max_groups: Option<usize>) -> String {
 }
 
 /// A mask hiding some bits now and then (`None` mostly).
-fn random_mask(r: &mut Rng) -> Option<Vec<u8>> {
+pub(super) fn random_mask(r: &mut Rng) -> Option<Vec<u8>> {
     if r.below(4) != 0 {
         return None;
     }

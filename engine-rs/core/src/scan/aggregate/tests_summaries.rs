@@ -1,6 +1,6 @@
-//! A group of batches answered from their summaries in one call (`fold_summaries`) and the
-//! accumulators merged whole (`absorb`): the same answer as folding batch by batch, never an
-//! answer from a damaged or missing segment, and `max_groups` kept.
+//! A group of batches answered from their summaries in one call (`fold_group` without a scan
+//! budget) and the accumulators merged whole (`absorb`): the same answer as folding batch by
+//! batch, never an answer from a damaged or missing segment, and `max_groups` kept.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,10 +8,29 @@ use std::sync::Arc;
 use super::tests_fold::{summary_plan, write, Scratch};
 use super::tests_merge::{cuts, records, schema, state_over, Rng, RS};
 use super::*;
-use crate::scan::{ScanFilter, SegmentScanner};
+use crate::scan::{GroupBudget, GroupFold, ScanFilter, SegmentScanner};
+
+/// `fold_group` answering from summaries only: per path, the folded batch's (records, blocks).
+fn fold_summaries(
+    paths: &[PathBuf],
+    filter: &Arc<ScanFilter>,
+    acc: &mut AggregateAccumulator,
+) -> Vec<Option<(u64, u64)>> {
+    SegmentScanner::fold_group(paths, filter, acc, GroupBudget::SUMMARIES_ONLY)
+        .into_iter()
+        .map(|f| match f {
+            GroupFold::Folded(a) => {
+                assert!(a.from_summary && a.scanned == 0 && a.matched == a.records);
+                Some((a.records, a.blocks))
+            }
+            GroupFold::Read => None,
+            GroupFold::Untried => panic!("nothing is scanned, so nothing is left untried"),
+        })
+        .collect()
+}
 
 /// Scans `path` with `filter` in fold mode to its end (unless its summary answers) and folds it.
-fn scan_fold(path: &Path, filter: &Arc<ScanFilter>, acc: &mut AggregateAccumulator) {
+pub(super) fn scan_fold(path: &Path, filter: &Arc<ScanFilter>, acc: &mut AggregateAccumulator) {
     let mut sc = SegmentScanner::open(path, Arc::clone(filter), false).expect("open");
     if !sc.set_aggregate_fold(Arc::clone(acc.plan())) {
         while !sc.next(4).expect("step").done {}
@@ -20,7 +39,7 @@ fn scan_fold(path: &Path, filter: &Arc<ScanFilter>, acc: &mut AggregateAccumulat
 }
 
 /// A copy of `path` with one footer byte changed (its checksum no longer holds).
-fn damaged_copy(path: &Path, to: PathBuf) -> PathBuf {
+pub(super) fn damaged_copy(path: &Path, to: PathBuf) -> PathBuf {
     let mut bytes = std::fs::read(path).expect("read");
     let at = bytes.len() - 40;
     bytes[at] ^= 0x5a;
@@ -63,7 +82,7 @@ fn fold_summaries_answers_exactly_the_batches_one_by_one_folds_would() {
                 let json = summary_plan(&mut r);
                 let plan = Arc::new(AggregatePlan::compile(&s, &json, None).expect("plan"));
                 let mut acc = AggregateAccumulator::new(Arc::clone(&plan));
-                let answers = SegmentScanner::fold_summaries(&paths, &filter, &mut acc);
+                let answers = fold_summaries(&paths, &filter, &mut acc);
                 assert_eq!(answers.len(), paths.len());
                 assert_eq!(answers[good], None, "damaged footer: {json}");
                 assert_eq!(answers[good + 1], None, "missing file: {json}");
@@ -80,7 +99,7 @@ fn fold_summaries_answers_exactly_the_batches_one_by_one_folds_would() {
                     match a {
                         Some(a) => {
                             let rd = one.reader();
-                            assert_eq!((a.records, a.blocks), (rd.records(), rd.blocks()));
+                            assert_eq!(*a, (rd.records(), rd.blocks()));
                             kinds.0 += 1;
                         }
                         // The caller reads it as usual, into the same accumulator.
@@ -125,13 +144,13 @@ fn fold_summaries_leaves_out_batches_past_max_groups() {
     };
     // Each batch alone has more codes than one group: none is folded, the accumulator stays empty.
     let mut acc = AggregateAccumulator::new(plan(1));
-    assert!(SegmentScanner::fold_summaries(&paths, &all, &mut acc)
+    assert!(fold_summaries(&paths, &all, &mut acc)
         .iter()
         .all(Option::is_none));
     assert!(acc.is_empty());
     // Room for every code: all folded, as one accumulator over all of them.
     let mut acc = AggregateAccumulator::new(plan(64));
-    let answers = SegmentScanner::fold_summaries(&paths, &all, &mut acc);
+    let answers = fold_summaries(&paths, &all, &mut acc);
     assert!(answers.iter().all(Option::is_some));
     assert_eq!(acc.batches(), 3);
 }

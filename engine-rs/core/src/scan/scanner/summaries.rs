@@ -1,46 +1,142 @@
-//! A group of batches answered from their summaries in one call: a Storage Node asking for a
-//! query's batches one by one pays an open, a step and a close each (and a thread hand-off for
-//! every one of them); for batches whose summary answers the aggregate there is nothing to read,
-//! so one call folds them all into an accumulator. Each footer comes from the footer cache, or is
-//! read and validated as on any open: a damaged footer is never answered from.
+//! A group of small batches in one call: a Storage Node asking for a query's batches one by one
+//! pays an open, a step and a close each (and a thread hand-off for every one of them), which for
+//! a batch of a few hundred records costs far more than its kernel work. One call folds every
+//! batch of the group into an accumulator: a batch its summary answers without reading a record,
+//! and, within a byte budget, a small batch by scanning it with the same filter and plan (zone
+//! maps, the kernel, the aggregate fold) as its own scan would. Each footer comes from the footer
+//! cache, or is read and validated as on any open: a damaged segment is never folded.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use super::SegmentScanner;
-use crate::scan::aggregate::{AggregateAccumulator, SummaryAnswer};
+use crate::scan::aggregate::AggregateAccumulator;
 use crate::scan::filter::ScanFilter;
 use crate::segment::SegmentReader;
 
+/// How much of a group is scanned (batches their summaries answer cost nothing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupBudget {
+    /// Record bytes of one batch scanned here at most; a larger batch is read as usual.
+    pub batch_bytes: u64,
+    /// Record bytes scanned for the whole group at most: a batch that would pass it is not
+    /// tried ([`GroupFold::Untried`]), so the call stays as short as a read step.
+    pub group_bytes: u64,
+}
+
+impl GroupBudget {
+    /// Only batches their summaries answer are folded (none is scanned, not even one the zones
+    /// rule out whole).
+    pub const SUMMARIES_ONLY: GroupBudget = GroupBudget {
+        batch_bytes: 0,
+        group_bytes: 0,
+    };
+}
+
+/// A batch folded by [`SegmentScanner::fold_group`], counted as its own scan would count it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupAnswer {
+    /// Records of the batch.
+    pub records: u64,
+    /// Blocks of the batch.
+    pub blocks: u64,
+    /// Records that matched (every record when the summary answered).
+    pub matched: u64,
+    /// Records the kernel evaluated (none when the summary answered).
+    pub scanned: u64,
+    /// Blocks not read: ruled out by the zone maps, or every block when the summary answered.
+    pub blocks_skipped: u64,
+    /// The batch's summary answered it (no block was read).
+    pub from_summary: bool,
+}
+
+/// What [`SegmentScanner::fold_group`] did with one batch of the group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupFold {
+    /// Folded into the accumulator.
+    Folded(GroupAnswer),
+    /// Not folded; the caller reads it as usual (its own read says why it cannot be read, if so).
+    Read,
+    /// Not tried: the group's scan budget was spent before it (the caller may group it again).
+    Untried,
+}
+
 impl SegmentScanner {
-    /// Folds into `acc` every segment of `paths` whose summary answers `acc`'s plan with
-    /// `filter` (the filter holds for every record, as [`Self::set_aggregate_fold`] decides; no
-    /// hash is verified here). Returns, per path in order, the answer of each folded batch, or
-    /// `None` for one the caller reads as usual: its summary cannot answer, it cannot be opened
-    /// (the caller's own open then says why), or folding it would pass `max_groups` (or it has
-    /// more groups than that itself). Batches not folded leave `acc` unchanged.
-    pub fn fold_summaries<P: AsRef<Path>>(
+    /// Folds into `acc` the batches of `paths` (in order) that one call can answer with `filter`
+    /// and `acc`'s plan, no hash verified: those their summary answers (the filter holds for
+    /// every record, as [`Self::set_aggregate_fold`] decides), and those of at most
+    /// `budget.batch_bytes` record bytes, scanned to their end, while the group's scanned bytes
+    /// stay within `budget.group_bytes` (the first batch scanned always fits). A batch that
+    /// cannot be opened or read cleanly, whose groups alone pass `max_groups`, or whose fold
+    /// would take `acc` past `max_groups`, is [`GroupFold::Read`]; a batch not folded leaves
+    /// `acc` unchanged.
+    pub fn fold_group<P: AsRef<Path>>(
         paths: &[P],
         filter: &Arc<ScanFilter>,
         acc: &mut AggregateAccumulator,
-    ) -> Vec<Option<SummaryAnswer>> {
+        budget: GroupBudget,
+    ) -> Vec<GroupFold> {
         let plan = Arc::clone(acc.plan());
+        let mut spent = 0u64;
+        let mut scanned_any = false;
         paths
             .iter()
             .map(|p| {
-                let reader = SegmentReader::open_cached(p.as_ref()).ok()?;
-                let mut sc = Self::over(reader, Arc::clone(filter), false).ok()?;
+                let Ok(reader) = SegmentReader::open_cached(p.as_ref()) else {
+                    return GroupFold::Read;
+                };
+                let Ok(mut sc) = Self::over(reader, Arc::clone(filter), false) else {
+                    return GroupFold::Read;
+                };
+                let records = sc.reader.records();
+                let blocks = sc.reader.blocks();
+                let mut answer = GroupAnswer {
+                    records,
+                    blocks,
+                    matched: records,
+                    scanned: 0,
+                    blocks_skipped: blocks,
+                    from_summary: true,
+                };
                 if !sc.set_aggregate_fold(Arc::clone(&plan)) {
-                    return None;
+                    // Zones that rule the whole batch out read nothing: no budget spent.
+                    let bytes = if sc.skip_all {
+                        0
+                    } else {
+                        records.saturating_mul(u64::from(sc.reader.header().record_size))
+                    };
+                    if budget.batch_bytes == 0 || bytes > budget.batch_bytes {
+                        return GroupFold::Read;
+                    }
+                    if scanned_any && spent.saturating_add(bytes) > budget.group_bytes {
+                        return GroupFold::Untried;
+                    }
+                    spent = spent.saturating_add(bytes);
+                    scanned_any |= bytes > 0;
+                    answer = GroupAnswer {
+                        matched: 0,
+                        blocks_skipped: 0,
+                        from_summary: false,
+                        ..answer
+                    };
+                    loop {
+                        // Any error (a block checksum, I/O, too many groups): read as usual.
+                        let Ok(step) = sc.next(u64::MAX) else {
+                            return GroupFold::Read;
+                        };
+                        answer.matched += step.matched;
+                        answer.scanned += step.scanned;
+                        answer.blocks_skipped += step.blocks_skipped;
+                        if step.done {
+                            break;
+                        }
+                    }
                 }
                 // Ok(false): the accumulator is full; Err: the batch alone has too many groups.
                 if !sc.fold_into(acc).unwrap_or(false) {
-                    return None;
+                    return GroupFold::Read;
                 }
-                Some(SummaryAnswer {
-                    records: sc.reader.records(),
-                    blocks: sc.reader.blocks(),
-                })
+                GroupFold::Folded(answer)
             })
             .collect()
     }
