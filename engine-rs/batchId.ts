@@ -29,9 +29,13 @@ export class BatchID {
     return new BatchID(Buffer.from(hex, 'hex'));
   }
 
-  /** Lower-case hex of the 64 bytes. */
+  /** The hex form, once asked for (ids key maps on every node, so the same id is asked often); an ES private field, so deep equality of ids is unchanged. */
+  #hex: string | undefined;
+
+  /** Lower-case hex of the 64 bytes (an id never changes: its bytes are its own copy). */
   toHex(): string {
-    return Buffer.from(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength).toString('hex');
+    this.#hex ??= Buffer.from(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength).toString('hex');
+    return this.#hex;
   }
 
   /** Start of the window of a time-form id (bytes 48..56, big-endian signed). */
