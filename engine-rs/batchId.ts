@@ -91,10 +91,7 @@ export function generateBatchIdTime(startTime: number, endTime: number, interval
  * rounded end, so the list covers the range and typically extends one interval past it.
  */
 export function generateBatchIdsTime(startTime: number, endTime: number, intervalOverride = 0): BatchID[] {
-  checkTime('startTime', startTime);
-  checkTime('endTime', endTime);
-  checkTime('intervalOverride', intervalOverride);
-  const all = native.batchIdsTime(startTime, endTime, intervalOverride);
+  const all = batchIdBytesTime(startTime, endTime, intervalOverride);
   const out: BatchID[] = [];
   for (let off = 0; off < all.length; off += BATCH_ID_LEN) out.push(new BatchID(all.subarray(off, off + BATCH_ID_LEN)));
   return out;
@@ -105,12 +102,17 @@ export function generateBatchIdsTime(startTime: number, endTime: number, interva
  * names them (an HDQuery's `batch_ids`): one hex conversion of them all, no BatchID per id.
  */
 export function generateBatchIdHexesTime(startTime: number, endTime: number, intervalOverride = 0): string[] {
-  checkTime('startTime', startTime);
-  checkTime('endTime', endTime);
-  checkTime('intervalOverride', intervalOverride);
-  const all = native.batchIdsTime(startTime, endTime, intervalOverride);
+  const all = batchIdBytesTime(startTime, endTime, intervalOverride);
   const hex = Buffer.from(all.buffer, all.byteOffset, all.byteLength).toString('hex');
   const out: string[] = new Array<string>(all.length / BATCH_ID_LEN);
   for (let i = 0; i < out.length; i++) out[i] = hex.slice(i * BATCH_ID_LEN * 2, (i + 1) * BATCH_ID_LEN * 2);
   return out;
+}
+
+/** The 64-byte ids of {@link generateBatchIdsTime}, end to end, from one native call (arguments checked first). */
+function batchIdBytesTime(startTime: number, endTime: number, intervalOverride: number): Uint8Array {
+  checkTime('startTime', startTime);
+  checkTime('endTime', endTime);
+  checkTime('intervalOverride', intervalOverride);
+  return native.batchIdsTime(startTime, endTime, intervalOverride);
 }
