@@ -14,3 +14,6 @@ pub mod scan;
 pub mod schema;
 pub mod segment;
 pub mod types;
+
+#[cfg(test)]
+mod test_rng;

@@ -8,31 +8,13 @@ use sha2::{Digest as _, Sha512};
 
 use super::parallel::{MIN_PARALLEL_BYTES, POOL_PIECES};
 use super::*;
+use crate::test_rng::Rng;
 
 const ALGORITHMS: [HashAlgorithm; 3] = [
     HashAlgorithm::Sha512,
     HashAlgorithm::Sha256,
     HashAlgorithm::Blake3,
 ];
-
-/// xorshift64*: reproducible random numbers without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    /// Uniform in `lo..=hi`.
-    fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + (self.next() % (hi - lo + 1) as u64) as usize
-    }
-    fn bytes(&mut self, len: usize) -> Vec<u8> {
-        (0..len).map(|_| self.next() as u8).collect()
-    }
-}
 
 fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
     Arc::new(

@@ -1,28 +1,13 @@
 //! A naive reference for the tests: values parsed from the texts the records were written from,
-//! compared with plain Rust operators (no order keys, no masks), and a tiny seeded generator.
+//! compared with plain Rust operators (no order keys, no masks); the seeded generator is the crate's
+//! (`crate::test_rng`).
 
 use std::cmp::Ordering;
 
 use crate::scan::FilterOp;
 use crate::types::ints::parse_magnitude;
 
-/// xorshift64*: deterministic, seedable.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    pub fn pick<'a>(&mut self, xs: &'a [String]) -> &'a str {
-        &xs[self.below(xs.len())]
-    }
-}
+pub use crate::test_rng::Rng;
 
 /// A value as the reference sees it.
 #[derive(Clone, Debug)]
