@@ -15,8 +15,13 @@ import { idOf, specOf, TestQuery } from '../support/testQuery';
 
 const RS = 8;
 
+/** Waits for `cond`, failing after 10 s rather than hanging the run. */
 async function until(cond: () => boolean): Promise<void> {
-  while (!cond()) await new Promise((r) => setTimeout(r, 2));
+  const deadline = Date.now() + 10_000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${cond.toString()}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
 }
 
 /** A node's resultStream sink fed by hand. */
@@ -176,6 +181,8 @@ reuse('a reused connection whose hello is refused: the query goes once more on a
   await oneBatch(n, fake.port, 1, 3);
   const q2 = await oneBatch(n, fake.port, 2, 5);
   assert.equal(q2.replies.map((f) => f.kind), ['eob'], JSON.stringify(q2.replies));
+  // The node ends a query once the SCC has its eob, which can be before the listener reads the frames: wait for query 2's eob there, sent after its records on one connection.
+  await until(() => fake.frames.some((f) => f.kind === 'eob' && f.auth?.queryId === 2));
   assert.is(fake.conns.length, 2);
   assert.is(fake.hellos, 3, 'first, the refused later hello, the new connection');
   const recordsOf2 = fake.frames.filter((f) => f.kind === 'records' && f.auth?.queryId === 2);
