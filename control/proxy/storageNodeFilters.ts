@@ -8,7 +8,14 @@
  *
  * A node that fails, times out or answers something malformed only leaves its batches unknown:
  * an unknown batch is never excluded, so a failure can make the verdict `partial` or `off` but
- * never wrong.
+ * never wrong. What a node answered before still counts when it fails later (a durable batch's
+ * ranges do not change): a failure never narrows a joined range.
+ *
+ * Two caches keep the work of a statement over many durable batches to a lookup per batch: each
+ * node's answer per batch (so a node is asked only for batches it has not answered), and, once
+ * every node of the topology has answered for a batch, its joined, named filter
+ * (namedFilterCache.ts), kept per dataset, schema layout, hidden ranges and topology, so a changed
+ * schema, other hidden ranges or another set of nodes never reads an entry made for another.
  *
  * The nodes serve batch filters only over mutual TLS to the `proxy` role (docs/storage-node.md):
  * the Proxy calls them with its DMS-CA certificate (connections kept between queries, remade when
@@ -25,6 +32,7 @@ import type { MtlsIdentity } from '../../net/mtls';
 import type { StorageNodeAddress } from './dmsLink';
 import { overlapsAny, type ByteRange } from './rewrite';
 import type { BatchFilter, BatchFilterSource } from './verdict';
+import { NamedFilterCache, viewKey, type FilterView, type NamedFilter } from './namedFilterCache';
 import type { LogFn } from '../../lib/logging';
 
 /** Ids per request (the Storage Node takes at most 64: they travel in the URL). */
@@ -33,7 +41,11 @@ export const FILTER_IDS_PER_CALL = 64;
 export const DEFAULT_FILTER_TIMEOUT_MS = 1000;
 /** Requests in flight per node. */
 const PER_NODE_CONCURRENCY = 4;
-/** Batch filters kept (per node, dataset, hidden ranges and batch): a durable batch's ranges never change. */
+/**
+ * Batch filters kept, in each of two caches: the ranges each node answered (per node, dataset,
+ * hidden ranges and batch) and the joined, named filters (namedFilterCache.ts). A durable batch's
+ * ranges never change.
+ */
 export const FILTER_CACHE_ENTRIES = 200_000;
 
 /** Options of {@link StorageNodeFilters}. */
@@ -52,6 +64,8 @@ export interface StorageNodeFiltersOptions {
    * refuses it).
    */
   readonly identity?: MtlsIdentity;
+  /** Batch filters kept, per cache (default {@link FILTER_CACHE_ENTRIES}; tests make it small). */
+  readonly cacheEntries?: number;
 }
 
 /** `hidden=` of a request: the hidden byte ranges as `offset:size`, comma-separated. */
@@ -103,9 +117,10 @@ function toBatchFilter(schema: Schema, ranges: readonly WireRange[], hidden: rea
     const kind = kindOf(f);
     // Multi-byte values are read in the schema's byte order; a range kept in another one is not this field's.
     const r = kind && ranges.find((x) => x.offset === f.offset && x.size === f.size && x.kind === kind && (f.size === 1 || x.big_endian === big));
-    if (r) out[f.name] = { min: String(r.min), max: String(r.max) };
+    if (r) out[f.name] = Object.freeze({ min: String(r.min), max: String(r.max) });
   }
-  return Object.keys(out).length > 0 ? out : undefined;
+  // Frozen: kept filters are shared by every later query.
+  return Object.keys(out).length > 0 ? Object.freeze(out) : undefined;
 }
 
 /** Joins the ranges two replicas gave for one batch: the union of each layout's range. */
@@ -134,8 +149,16 @@ export class StorageNodeFilters implements BatchFilterSource {
   /** Kept-alive mutual-TLS connections to the nodes, and the material they were made with. */
   private agent: { agent: https.Agent; certPem: string; crlPem: string | undefined } | undefined;
 
+  /** Entries kept by each of the two caches. */
+  private readonly capacity: number;
+  /** The joined, named filters per view and batch: a query's hits cost one lookup each. */
+  private readonly named: NamedFilterCache;
+
   /** @param opts the nodes, the schemas, the deadline, the Proxy's identity */
-  constructor(private readonly opts: StorageNodeFiltersOptions) {}
+  constructor(private readonly opts: StorageNodeFiltersOptions) {
+    this.capacity = Math.max(2, opts.cacheEntries ?? FILTER_CACHE_ENTRIES);
+    this.named = new NamedFilterCache(this.capacity);
+  }
 
   /** Closes the kept connections. */
   close(): void {
@@ -162,23 +185,56 @@ export class StorageNodeFilters implements BatchFilterSource {
     const nodes = this.opts.nodes();
     const out = new Map<string, BatchFilter>();
     if (!schema || nodes.length === 0 || batchIds.length === 0) return out;
-    const ids = [...new Set(batchIds.map((b) => b.toLowerCase()))];
-    const signal = AbortSignal.timeout(this.opts.timeoutMs ?? DEFAULT_FILTER_TIMEOUT_MS);
-    const answers = await Promise.all(nodes.map((n) => this.askNode(n, dataset, ids, hidden, signal)));
-    const joined = new Map<string, WireRange[]>();
-    for (const a of answers) {
-      for (const [id, ranges] of a) joined.set(id, join(joined.get(id) ?? [], ranges));
+    // Batches every node of this view answered before come joined and named (namedFilterCache.ts);
+    // only the others are joined here, from what each node answered (kept) or answers now.
+    const view = this.named.view(viewKey(dataset, schema, hidden, nodes));
+    const hits: (NamedFilter | undefined)[] = new Array<NamedFilter | undefined>(batchIds.length);
+    const missing = new Set<string>();
+    for (let i = 0; i < batchIds.length; i++) {
+      const b = batchIds[i] as string;
+      let e = view.get(b);
+      if (e === undefined) {
+        const lower = b.toLowerCase();
+        e = lower === b ? undefined : view.get(lower);
+        if (e === undefined) missing.add(lower);
+      }
+      hits[i] = e;
     }
+    const made = missing.size > 0 ? await this.joinMissing(dataset, schema, nodes, [...missing], hidden, view) : undefined;
     // The caller's spelling of each id is kept (ids are compared in lower case).
-    for (const b of batchIds) {
-      const ranges = joined.get(b.toLowerCase());
-      const bf = ranges && toBatchFilter(schema, ranges, hidden);
+    for (let i = 0; i < batchIds.length; i++) {
+      const b = batchIds[i] as string;
+      const bf = hits[i] ?? made?.get(b.toLowerCase());
       if (bf) out.set(b, bf);
     }
     return out;
   }
 
-  /** One node's ranges by batch id; empty when the node fails (its batches stay unknown). */
+  /**
+   * Joins and names the ranges the nodes give for `ids` (lower case); keeps in `view` those every
+   * node answered for (a batch some node did not answer is asked again next time).
+   */
+  private async joinMissing(dataset: string, schema: Schema, nodes: readonly StorageNodeAddress[], ids: readonly string[], hidden: readonly ByteRange[], view: FilterView): Promise<Map<string, NamedFilter>> {
+    const signal = AbortSignal.timeout(this.opts.timeoutMs ?? DEFAULT_FILTER_TIMEOUT_MS);
+    const answers = await Promise.all(nodes.map((n) => this.askNode(n, dataset, ids, hidden, signal)));
+    const made = new Map<string, NamedFilter>();
+    for (const id of ids) {
+      let joined: WireRange[] | undefined;
+      let all = true;
+      for (const a of answers) {
+        const ranges = a.get(id);
+        if (ranges === undefined) all = false;
+        else joined = join(joined ?? [], ranges);
+      }
+      if (joined === undefined) continue;
+      const bf = toBatchFilter(schema, joined, hidden) ?? null;
+      made.set(id, bf);
+      if (all) view.set(id, bf);
+    }
+    return made;
+  }
+
+  /** One node's ranges by batch id: those it answered before (kept) and those it answers now; a failing node adds none. */
   private async askNode(node: StorageNodeAddress, dataset: string, ids: readonly string[], hidden: readonly ByteRange[], signal: AbortSignal): Promise<Map<string, WireRange[]>> {
     const got = new Map<string, WireRange[]>();
     const prefix = `${node.name}\u0000${node.host}:${node.port}\u0000${dataset}\u0000${hiddenParam(hidden)}\u0000`;
@@ -198,33 +254,35 @@ export class StorageNodeFilters implements BatchFilterSource {
     const chunks: string[][] = [];
     for (let i = 0; i < missing.length; i += FILTER_IDS_PER_CALL) chunks.push(missing.slice(i, i + FILTER_IDS_PER_CALL));
     let next = 0;
+    const fresh = new Map<string, WireRange[]>();
     try {
       const worker = async (): Promise<void> => {
         while (next < chunks.length) {
           const chunk = chunks[next++] as string[];
           for (const [id, r] of await this.call(node, dataset, chunk, hidden, signal)) {
-            got.set(id, r);
+            fresh.set(id, r);
             this.remember(keyOf(id), r);
           }
         }
       };
       await Promise.all(Array.from({ length: Math.min(PER_NODE_CONCURRENCY, chunks.length) }, worker));
       this.failing.delete(node.name);
-      return got;
+      for (const [id, r] of fresh) got.set(id, r);
     } catch (err) {
       if (!this.failing.has(node.name)) {
         this.failing.add(node.name);
         this.opts.log?.(`batch filters of Storage Node '${node.name}' (${node.host}:${node.port}) could not be read: ${(err as Error).message}; its batches are not excluded`, 'warn');
       }
-      return new Map();
     }
+    // Its earlier answers still count: a durable batch's ranges do not change when the node fails.
+    return got;
   }
 
   /** Keeps `ranges` (copied: joins change theirs), dropping the least recently used past the bound. */
   private remember(key: string, ranges: readonly WireRange[]): void {
     this.cache.delete(key);
     this.cache.set(key, ranges.map((r) => ({ ...r })));
-    while (this.cache.size > FILTER_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value as string);
+    while (this.cache.size > this.capacity) this.cache.delete(this.cache.keys().next().value as string);
   }
 
   /**
