@@ -19,6 +19,8 @@ export { HashChain, BatchDigest, HASH_ALGORITHMS, DEFAULT_HASH_CHAIN_BLOCK_SIZE,
 export type { HashAlgorithmName, HashChainOptions, HashChainResult } from './hashChain';
 export { SegmentWriter, segmentFileName, verifySegment, recoverSegments, SEGMENT_EXT } from './segment';
 export type { SegmentWriterOptions, SegmentSummary, SegmentVerification, SegmentRecovery } from './segment';
+export { DEFAULT_RECORD_CACHE_BYTES, setRecordCacheBytes, recordCacheStats } from './recordCache';
+export type { RecordCacheStats } from './recordCache';
 export { SegmentReader, readSegment } from './segmentReader';
 export { SegmentError, SEGMENT_ERROR_CODES } from './segmentError';
 export type { SegmentErrorCode } from './segmentError';

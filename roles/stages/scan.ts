@@ -11,6 +11,7 @@ import { byteSize, int } from '../../pipelines/settings';
 import { followDmsSchemas } from '../../nodes/storageNode/dmsSchemas';
 import { dmsConfigOf, usesIdentity } from '../services/nodeIdentity';
 import { runSettingsOfNode, STORAGE_NODE_DEFAULTS, usesStorageNode } from '../services/storageNode';
+import { recordCacheSetting, applyRecordCache } from './recordCacheSetting';
 import { schemaDirSetting } from './schemaDirSetting';
 import { processLogger } from '../../lib/logging';
 
@@ -21,6 +22,7 @@ const settings = {
   step_bytes: byteSize({ doc: 'record bytes one read step covers (at least one block); a cancel stops reading within one step', default: DEFAULT_STEP_BYTES, min: 4096, max: 16 * 1024 * 1024 }),
   query_threads: int({ doc: "batches of one query scanned at once, each on its own libuv pool thread (QUERY_THREADS); 0: every core this process is given (os.availableParallelism); read_slots is raised to at least this", default: 0, min: 0, max: 1024 }),
   max_pending_chunks: int({ doc: "result chunks of one query waiting for its client before that query's reads pause", default: 4, min: 1, max: 64 }),
+  record_cache_bytes: recordCacheSetting(),
 };
 
 /** Where query filters run; one line at start when the selector asks for what this build lacks. */
@@ -51,6 +53,7 @@ export const scanStage = defineOperator({
     for (const p of schemas.problems) ctx.report(`schema file ${p.file} not loaded: ${p.message}`);
     const line = filterDeviceLine(n.config);
     if (line) processLogger().info(line);
+    applyRecordCache(c.record_cache_bytes, n.observability);
     const queryThreads = c.query_threads > 0 ? c.query_threads : availableParallelism();
     const scheduler = new ReadScheduler(Math.max(c.read_slots, queryThreads));
     return scan({

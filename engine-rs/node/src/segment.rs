@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use hd_engine_core::segment::{
-    recover_dir, verify_segment, RecoverOptions, SegmentConfig, SegmentError, SegmentReader,
-    SegmentWriter, ZoneField, ZoneKind,
+    record_cache_stats, recover_dir, set_record_cache_bytes, verify_segment, RecoverOptions,
+    SegmentConfig, SegmentError, SegmentReader, SegmentWriter, ZoneField, ZoneKind,
 };
 use neon::prelude::*;
 use neon::types::buffer::TypedArray;
@@ -406,4 +406,36 @@ fn segment_recover<'cx>(
             }
             Err(e) => throw_seg(&mut cx, &e),
         }))
+}
+
+/// Sets how many record bytes this process keeps CRC-checked in memory for scans (the record
+/// cache; 0: none). Returns the limit in force.
+#[neon::export(name = "setRecordCacheBytes")]
+fn set_record_cache<'cx>(cx: &mut FunctionContext<'cx>, bytes: f64) -> JsResult<'cx, JsNumber> {
+    if !(bytes.is_finite() && bytes >= 0.0 && bytes.fract() == 0.0 && bytes <= 2f64.powi(53)) {
+        return throw_coded(
+            cx,
+            "ERR_INVALID_ARG",
+            &format!("record cache bytes must be a whole number of bytes, 0 or more, got {bytes}"),
+        );
+    }
+    Ok(cx.number(set_record_cache_bytes(bytes as usize) as f64))
+}
+
+/// The record cache: its limit, what it holds, and the pieces found and read since start.
+#[neon::export(name = "recordCacheStats")]
+fn record_cache<'cx>(cx: &mut FunctionContext<'cx>) -> JsResult<'cx, JsObject> {
+    let s = record_cache_stats();
+    let o = cx.empty_object();
+    for (name, v) in [
+        ("limit", s.limit as f64),
+        ("bytes", s.bytes as f64),
+        ("pieces", s.pieces as f64),
+        ("hits", s.hits as f64),
+        ("misses", s.misses as f64),
+    ] {
+        let n = cx.number(v);
+        o.set(cx, name, n)?;
+    }
+    Ok(o)
 }

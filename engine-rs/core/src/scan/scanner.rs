@@ -16,8 +16,10 @@ use crate::hash::ChainState;
 use crate::segment::{SegmentError, SegmentReader, MAX_READ_BYTES};
 
 mod fold;
+mod pieces;
 mod summaries;
 use fold::Fold;
+use pieces::run_kernel;
 pub use summaries::{GroupAnswer, GroupBudget, GroupFold};
 
 /// Most record bytes one step reads (more than one block only while under this).
@@ -108,6 +110,10 @@ pub struct SegmentScanner {
     fold: Fold,
     /// The aggregate is complete: the summary answered it, or the finishing step ran.
     finished: bool,
+    /// Steps read through the process's record cache (unless verify_hash, or turned off).
+    record_cache: bool,
+    /// Pieces the record cache served.
+    cached_pieces: u64,
 }
 
 impl SegmentScanner {
@@ -171,12 +177,25 @@ impl SegmentScanner {
             summary_partial: None,
             fold: Fold::Json,
             finished: false,
+            record_cache: true,
+            cached_pieces: 0,
         })
     }
 
     /// The open segment (header, counts, closing hash, zones).
     pub fn reader(&self) -> &SegmentReader {
         &self.reader
+    }
+
+    /// Reads this scan's blocks through the record cache (`on`, the default) or always from the
+    /// file. Scans with verify_hash always read the file.
+    pub fn set_record_cache(&mut self, on: bool) {
+        self.record_cache = on;
+    }
+
+    /// Pieces of records the record cache served this scan (read from memory, checked before).
+    pub fn cached_pieces(&self) -> u64 {
+        self.cached_pieces
     }
 
     /// Whether every block has been scanned.
@@ -263,6 +282,10 @@ impl SegmentScanner {
         step.blocks_skipped = wanted.iter().filter(|w| !**w).count() as u64;
         let verify = self.chain.is_some();
         let want = |b: u64| wanted[(b - first) as usize];
+        if !verify && self.record_cache && SegmentReader::record_cache_on() {
+            self.scan_pieces(first, end, &wanted, &mut step)?;
+            return self.end_step(end, step);
+        }
         let mut b = first;
         while b < end {
             if !verify && !want(b) {
@@ -303,19 +326,25 @@ impl SegmentScanner {
                     .map(|x| u64::from(x.records))
                     .sum();
                 let range = at..at + (n * rs) as usize;
-                step.matched += match self.aggregate.as_mut() {
-                    Some(agg) => self
-                        .filter
-                        .select_chunks(&self.buf[range], |c, sel| agg.add(c, sel)),
-                    None => self.filter.filter_into(&self.buf[range], &mut step.records),
-                };
+                step.matched += run_kernel(
+                    &self.filter,
+                    self.aggregate.as_mut(),
+                    &self.buf[range],
+                    &mut step.records,
+                );
                 step.scanned += n;
                 k = j;
             }
             b = e;
         }
+        self.end_step(end, step)
+    }
+
+    /// Records that blocks up to `end` were scanned; the step that reaches the last block
+    /// finishes the chain and the aggregate.
+    fn end_step(&mut self, end: u64, mut step: ScanStep) -> Result<ScanStep, ScanError> {
         self.next_block = end;
-        if end >= total {
+        if end >= self.reader.blocks() {
             self.finish_chain();
             step.done = true;
             step.hash_ok = self.hash_ok;

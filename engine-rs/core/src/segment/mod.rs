@@ -6,6 +6,7 @@ mod error;
 mod footer_cache;
 mod layout;
 mod reader;
+mod record_cache;
 mod recover;
 mod stats;
 #[cfg(test)]
@@ -17,6 +18,10 @@ pub use error::SegmentError;
 pub use footer_cache::FOOTER_CACHE_BYTES;
 pub use layout::{BlockEntry, SegmentHeader, MAGIC, TAIL_LEN, TRAILER_MAGIC, VERSION};
 pub use reader::{SegmentReader, MAX_READ_BYTES};
+pub use record_cache::{
+    record_cache_stats, set_record_cache_bytes, PieceLookup, RecordCacheStats,
+    DEFAULT_RECORD_CACHE_BYTES,
+};
 pub use recover::{
     recover_dir, verify_segment, Quarantined, RecoverOptions, Recovery, Verified, QUARANTINE_DIR,
 };

@@ -14,6 +14,7 @@ use super::layout::{
     block_entry_len, BlockEntry, SegmentHeader, Tail, HEADER_FIXED_LEN, TAIL_CRC_AT, TAIL_LEN,
     TAIL_MAGIC_AT, TRAILER_MAGIC,
 };
+use super::record_cache::{FileKey, PieceKey, PieceLookup, RECORD_CACHE};
 use super::stats::BatchStats;
 use super::writer::segment_file_name;
 use super::zone::{Zone, ZONE_LEN};
@@ -30,6 +31,8 @@ pub struct SegmentReader {
     file: File,
     path: PathBuf,
     meta: Arc<SegmentMeta>,
+    /// The unchanged file this is (pieces of its records in the record cache).
+    key: FileKey,
 }
 
 /// What a segment's header and verified footer say: shared by readers of the same unchanged
@@ -82,12 +85,13 @@ impl SegmentReader {
     /// are checked per block as they are read, and fully by `verify_segment`.
     pub fn open(path: &Path) -> Result<Self, SegmentError> {
         let file = File::open(path).map_err(io("open", path))?;
-        let file_len = file.metadata().map_err(io("stat", path))?.len();
-        let meta = Arc::new(SegmentMeta::read(&file, path, file_len)?);
+        let stat = file.metadata().map_err(io("stat", path))?;
+        let meta = Arc::new(SegmentMeta::read(&file, path, stat.len())?);
         Ok(SegmentReader {
             file,
             path: path.to_path_buf(),
             meta,
+            key: FileKey::of(&stat),
         })
     }
 
@@ -112,6 +116,7 @@ impl SegmentReader {
             file,
             path: path.to_path_buf(),
             meta,
+            key: FileKey::of(&stat),
         })
     }
 
@@ -126,6 +131,7 @@ impl SegmentReader {
                 file,
                 path: path.to_path_buf(),
                 meta,
+                key: FileKey::of(&stat),
             }))
     }
 
@@ -358,6 +364,33 @@ impl SegmentReader {
     /// The batch filter: one zone per field over the whole batch.
     pub fn batch_filter(&self) -> &[Zone] {
         &self.meta.filter
+    }
+
+    /// What the process's record cache holds of blocks `first .. end` of this unchanged file:
+    /// the piece, or whether to keep it once read ([`SegmentReader::keep_piece`]). Callers ask
+    /// for the same pieces each time (a fixed grid of block ranges), so a piece is found again.
+    pub fn find_piece(&self, first: u64, end: u64) -> PieceLookup {
+        RECORD_CACHE.lookup(&PieceKey {
+            file: self.key,
+            first,
+            end,
+        })
+    }
+
+    /// Keeps `records`, blocks `first .. end` of this file whose CRCs the caller checked, in the
+    /// record cache.
+    pub fn keep_piece(&self, first: u64, end: u64, records: Vec<u8>) {
+        let key = PieceKey {
+            file: self.key,
+            first,
+            end,
+        };
+        RECORD_CACHE.put(key, Arc::new(records));
+    }
+
+    /// Whether the record cache is on ([`SegmentReader::find_piece`]).
+    pub fn record_cache_on() -> bool {
+        RECORD_CACHE.enabled()
     }
 
     /// Reads the records of blocks `first .. first + count`, checking each block's CRC-32C.

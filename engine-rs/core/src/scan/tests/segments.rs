@@ -106,7 +106,19 @@ fn scan_all(
     verify: bool,
     step: u64,
 ) -> Result<ScanStep, ScanError> {
+    scan_through(path, f, verify, step, true).map(|(st, _)| st)
+}
+
+/// [`scan_all`] with the record cache on or off; also how many pieces the cache served.
+fn scan_through(
+    path: &Path,
+    f: &Arc<ScanFilter>,
+    verify: bool,
+    step: u64,
+    cache: bool,
+) -> Result<(ScanStep, u64), ScanError> {
     let mut s = SegmentScanner::open(path, Arc::clone(f), verify)?;
+    s.set_record_cache(cache);
     let mut total = ScanStep::default();
     loop {
         let st = s.next(step)?;
@@ -117,7 +129,7 @@ fn scan_all(
         if st.done {
             total.done = true;
             total.hash_ok = st.hash_ok;
-            return Ok(total);
+            return Ok((total, s.cached_pieces()));
         }
         assert!(st.hash_ok.is_none(), "hashOk only on the last step");
     }
@@ -179,16 +191,23 @@ const QUERIES: &[(&str, bool)] = &[
 #[test]
 fn zone_skipping_never_changes_results() {
     let dir = Scratch::new();
-    let data = records(64 * 60 + 17, 3);
+    // 251 blocks of 2 560 bytes: three pieces of the record cache's grid (102 blocks each).
+    let data = records(64 * 250 + 17, 3);
     let path = write(&dir.0, "a.hdseg", &data, true);
     let plain = write(&dir.0, "b.hdseg", &data, false);
     let sc = schema();
     for (q, skips) in QUERIES {
         let f = Arc::new(ScanFilter::compile(&sc, q).expect(q));
         let want = f.filter(&data);
-        for step in [1, 7, 1000] {
-            let got = scan_all(&path, &f, false, step).expect("scan");
-            assert_eq!(got.records, want, "{q} step {step}");
+        for (step, cache) in [
+            (1, true),
+            (7, true),
+            (1000, true),
+            (7, false),
+            (1000, false),
+        ] {
+            let (got, _) = scan_through(&path, &f, false, step, cache).expect("scan");
+            assert_eq!(got.records, want, "{q} step {step} cache {cache}");
             assert_eq!(got.matched as usize * R, want.len());
             assert_eq!(
                 got.blocks_skipped > 0,
@@ -200,6 +219,54 @@ fn zone_skipping_never_changes_results() {
             assert_eq!(without.records, want);
             assert_eq!(without.blocks_skipped, 0, "no zones, no skipping");
         }
+    }
+}
+
+#[test]
+fn the_record_cache_serves_a_file_until_it_changes() {
+    let dir = Scratch::new();
+    let sc = schema();
+    let every = Arc::new(ScanFilter::compile(&sc, "[]").expect("all"));
+    let data = records(64 * 250 + 17, 21);
+    let path = write(&dir.0, "r.hdseg", &data, true);
+    // Read once: remembered; read again: kept; from then on served from memory.
+    let served = |path: &Path, want: &[u8]| {
+        let (st, n) = scan_through(path, &every, false, 1000, true).expect("scan");
+        assert!(st.records == want, "the same records");
+        n
+    };
+    assert_eq!([served(&path, &data), served(&path, &data)], [0, 0]);
+    assert_eq!(
+        served(&path, &data),
+        3,
+        "the three pieces, from the third read"
+    );
+    let (_, off) = scan_through(&path, &every, false, 1000, false).expect("scan");
+    assert_eq!(off, 0, "turned off for this scan: read from the file");
+    let (_, audited) = scan_through(&path, &every, true, 1000, true).expect("scan");
+    assert_eq!(audited, 0, "verify_hash reads the file");
+
+    // The same path written again with other records: another file, read afresh.
+    let other = records(64 * 250 + 17, 22);
+    std::fs::remove_file(&path).expect("remove");
+    let path = write(&dir.0, "r.hdseg", &other, true);
+    assert_eq!(
+        [
+            served(&path, &other),
+            served(&path, &other),
+            served(&path, &other)
+        ],
+        [0, 0, 3]
+    );
+
+    // Changed in place (a flip its block CRC sees): never served from the cache, the batch fails.
+    patch_record_byte(&path, 64 * 150, 3, false);
+    match scan_through(&path, &every, false, 1000, true) {
+        Err(ScanError::Segment(SegmentError::BlockChecksum(150))) => {}
+        other => panic!(
+            "expected a block checksum error, got {:?}",
+            other.map(|r| r.1)
+        ),
     }
 }
 

@@ -1,0 +1,127 @@
+//! Scans through the record cache (`segment::record_cache`): the wanted blocks of a step are read
+//! as pieces on a fixed grid of about `PIECE_BYTES`, so later queries ask for the same pieces
+//! whichever blocks their zones rule out, and each piece is read and CRC-checked once while kept.
+
+use super::{ScanError, ScanStep, SegmentScanner, PIECE_BYTES};
+use crate::scan::aggregate::AggregateState;
+use crate::scan::filter::ScanFilter;
+use std::sync::Arc;
+
+use crate::segment::{PieceLookup, SegmentError};
+
+/// Where a piece's runs of wanted blocks are read from.
+enum Source {
+    /// The record cache's piece.
+    Cached(Arc<Vec<u8>>),
+    /// The whole piece, read into the scanner's buffer (and kept).
+    Buffer,
+    /// Each run from the file, as without the cache.
+    Runs,
+}
+
+impl SegmentScanner {
+    /// Scans the wanted blocks of `first .. end` through the record cache: pieces on a fixed grid
+    /// of about `PIECE_BYTES` (so later queries ask for the same pieces, whichever blocks their
+    /// zones rule out). A piece read for the second time recently is read whole, checked and
+    /// kept; a first read reads only the wanted blocks, as without the cache.
+    pub(super) fn scan_pieces(
+        &mut self,
+        first: u64,
+        end: u64,
+        wanted: &[bool],
+        step: &mut ScanStep,
+    ) -> Result<(), ScanError> {
+        let rs = u64::from(self.reader.header().record_size);
+        let block_bytes = u64::from(self.reader.header().block_size).max(1) * rs;
+        let grid = (PIECE_BYTES / block_bytes.max(1)).max(1);
+        let total = self.reader.blocks();
+        let want = |b: u64| wanted[(b - first) as usize];
+        let mut k = first;
+        while k < end {
+            if !want(k) {
+                k += 1;
+                continue;
+            }
+            let piece_first = k / grid * grid;
+            let piece_end = (piece_first + grid).min(total);
+            let source = match self.reader.find_piece(piece_first, piece_end) {
+                PieceLookup::Hit(p) => {
+                    self.cached_pieces += 1;
+                    Source::Cached(p)
+                }
+                PieceLookup::Admit => match self.read(piece_first, piece_end) {
+                    Ok(len) => {
+                        self.reader
+                            .keep_piece(piece_first, piece_end, self.buf[..len].to_vec());
+                        Source::Buffer
+                    }
+                    // A damaged block the query may not need: only the wanted blocks are read
+                    // (and checked), so the batch fails only if one of them is damaged.
+                    Err(ScanError::Segment(SegmentError::BlockChecksum(_))) => Source::Runs,
+                    Err(e) => return Err(e),
+                },
+                PieceLookup::Miss => Source::Runs,
+            };
+            let stop = piece_end.min(end);
+            while k < stop {
+                if !want(k) {
+                    k += 1;
+                    continue;
+                }
+                let mut j = k;
+                while j < stop && want(j) {
+                    j += 1;
+                }
+                let index = self.reader.block_index();
+                let at = (index[k as usize].offset - index[piece_first as usize].offset) as usize;
+                let len = (index[k as usize..j as usize]
+                    .iter()
+                    .map(|x| u64::from(x.records))
+                    .sum::<u64>()
+                    * rs) as usize;
+                let data = match &source {
+                    Source::Cached(p) => {
+                        // Staged into the scanner's buffer first: one sequential copy brings the
+                        // run into the CPU's cache at full memory bandwidth, where the kernel's
+                        // strided field loads run fast; straight from the kept piece they wait
+                        // on memory (a 4.5 MB batch: 0.47 ms read from the file, 0.55 ms from
+                        // the piece, 0.32 ms staged).
+                        if self.buf.len() < len {
+                            self.buf.resize(len, 0);
+                        }
+                        self.buf[..len].copy_from_slice(&p[at..at + len]);
+                        &self.buf[..len]
+                    }
+                    Source::Buffer => &self.buf[at..at + len],
+                    Source::Runs => {
+                        let n = self.read(k, j)?;
+                        &self.buf[..n]
+                    }
+                };
+                step.matched += run_kernel(
+                    &self.filter,
+                    self.aggregate.as_mut(),
+                    data,
+                    &mut step.records,
+                );
+                step.scanned += len as u64 / rs;
+                k = j;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs the filter over `data` (whole records): matches fold into `aggregate` when the query has
+/// one, else are appended to `records`. Returns how many matched.
+pub(super) fn run_kernel(
+    filter: &ScanFilter,
+    aggregate: Option<&mut AggregateState>,
+    data: &[u8],
+    records: &mut Vec<u8>,
+) -> u64 {
+    match aggregate {
+        Some(agg) => filter.select_chunks(data, |c, sel| agg.add(c, sel)),
+        None => filter.filter_into(data, records),
+    }
+}
