@@ -17,8 +17,8 @@ export { encodeArrowBatch, encodeArrowBatchAsync, ArrowEncodeError } from './enc
 export type { EncodeArrowOptions, UnknownColumns, ArrowEncodeErrorCode } from './encodeArrow';
 export { HashChain, BatchDigest, HASH_ALGORITHMS, DEFAULT_HASH_CHAIN_BLOCK_SIZE, DEFAULT_HASH_RECORD_SIZE, isHashAlgorithm, setHashThreads, hashThreads } from './hashChain';
 export type { HashAlgorithmName, HashChainOptions, HashChainResult } from './hashChain';
-export { SegmentWriter, segmentFileName, verifySegment, recoverSegments, SEGMENT_EXT } from './segment';
-export type { SegmentWriterOptions, SegmentSummary, SegmentVerification, SegmentRecovery } from './segment';
+export { SegmentWriter, segmentFileName, verifySegment, recoverSegments, directIoSupported, SEGMENT_EXT, SEGMENT_IO_MODES } from './segment';
+export type { SegmentWriterOptions, SegmentSummary, SegmentVerification, SegmentRecovery, SegmentIo } from './segment';
 export { DEFAULT_RECORD_CACHE_BYTES, setRecordCacheBytes, recordCacheStats } from './recordCache';
 export type { RecordCacheStats } from './recordCache';
 export { SegmentReader, readSegment } from './segmentReader';

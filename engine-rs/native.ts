@@ -200,8 +200,12 @@ export interface Native {
   hashThreads(): number;
 
   // --- segment.rs ----------------------------------------------------------------------------
-  /** Creates `<dir>/<name>.partial` and writes the header; `fields` has 4 numbers per zone field. */
-  segmentWriterCreate(dir: string, name: string, datasetId: string, batchId: Uint8Array, recordSize: number, blockSize: number, algorithm: string, fields: Uint32Array): SegmentWriterHandle;
+  /** Creates `<dir>/<name>.partial` and writes the header; `fields` has 4 numbers per zone field; `io` is `buffered` or `direct`. */
+  segmentWriterCreate(dir: string, name: string, datasetId: string, batchId: Uint8Array, recordSize: number, blockSize: number, algorithm: string, fields: Uint32Array, io: string): SegmentWriterHandle;
+  /** How the writer writes (`buffered` after a refused `direct`); call before queuing appends. */
+  segmentWriterIo(handle: SegmentWriterHandle): 'direct' | 'buffered';
+  /** Whether files in `dir` take O_DIRECT (creates and removes one probe file). */
+  segmentDirectIoSupported(dir: string): boolean;
   /** Queues a copy of `buf`; resolves once it is hashed and written. */
   segmentWriterAppend(handle: SegmentWriterHandle, buf: Uint8Array): Promise<void>;
   /** Footer, fsync, rename, fsync directory; `expected` is the SCC's closing hash (null: none). */

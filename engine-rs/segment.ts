@@ -8,6 +8,14 @@ import { encodeZoneFields, type ZoneField } from './segmentZones';
 /** Extension of a complete segment file. */
 export const SEGMENT_EXT = '.hdseg';
 
+/**
+ * How a segment's bytes reach its file (docs/segment.md, "Direct I/O"): `buffered` through the page
+ * cache, `direct` with O_DIRECT around it. The file and its durability are the same either way.
+ */
+export type SegmentIo = 'buffered' | 'direct';
+/** Every segment I/O mode, the default first. */
+export const SEGMENT_IO_MODES: readonly SegmentIo[] = ['buffered', 'direct'];
+
 /** Settings of one segment: the batch it holds and how its records are laid out and chained. */
 export interface SegmentWriterOptions {
   /** Directory the segment goes in (must exist). */
@@ -24,6 +32,8 @@ export interface SegmentWriterOptions {
   readonly algorithm?: HashAlgorithmName;
   /** Fields to keep zone maps for (see `zoneFields` in segmentZones.ts); default none. */
   readonly fields?: readonly ZoneField[];
+  /** Default `buffered`; `direct` falls back to `buffered` where the file system refuses O_DIRECT (see `SegmentWriter.io`). */
+  readonly io?: SegmentIo;
 }
 
 /** A finished, durable segment. */
@@ -59,6 +69,8 @@ export class SegmentWriter {
     private readonly handle: SegmentWriterHandle,
     /** Where the complete segment will be. */
     readonly path: string,
+    /** How this segment is written: `buffered` also when `direct` was asked for and refused. */
+    readonly io: SegmentIo,
   ) {}
 
   /** Creates `<dir>/<name>.partial` and writes its header. Throws `SegmentError` (e.g. ERR_SEGMENT_EXISTS). */
@@ -77,8 +89,9 @@ export class SegmentWriter {
         opts.blockSize ?? DEFAULT_HASH_CHAIN_BLOCK_SIZE,
         algorithm,
         encodeZoneFields(opts.fields ?? []),
+        opts.io ?? 'buffered',
       );
-      return new SegmentWriter(handle, path.join(opts.dir, name));
+      return new SegmentWriter(handle, path.join(opts.dir, name), native.segmentWriterIo(handle));
     } catch (err) {
       throw toSegmentError(err);
     }
@@ -104,6 +117,18 @@ export class SegmentWriter {
   abort(): Promise<void> {
     this.closed = true;
     return native.segmentWriterAbort(this.handle);
+  }
+}
+
+/**
+ * Whether files in `dir` take O_DIRECT (creates and removes one hidden probe file). False on file
+ * systems that refuse it (ramfs, some FUSE and overlay file systems, tmpfs before Linux 6.6).
+ */
+export function directIoSupported(dir: string): boolean {
+  try {
+    return native.segmentDirectIoSupported(dir);
+  } catch (err) {
+    throw toSegmentError(err);
   }
 }
 

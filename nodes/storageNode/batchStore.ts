@@ -56,6 +56,8 @@ export interface BatchStoreOptions {
   readonly metrics?: IngestMetrics;
   /** Fields a new segment of `dataset` keeps zone maps for (queries skip blocks by them); default none. */
   readonly zoneFields?: (dataset: string, recordSize: number) => readonly ZoneField[];
+  /** Called once per device when a `direct` device's writer fell back to buffered (the file system refused O_DIRECT). */
+  readonly onDirectIoRefused?: (device: StorageDevice) => void;
 }
 
 interface OpenBatch {
@@ -231,7 +233,8 @@ export class BatchStore {
       const dir = device.datasetDir(dataset);
       await mkdir(dir, { recursive: true });
       const fields = this.opts.zoneFields?.(dataset, recordSize) ?? [];
-      writer = SegmentWriter.create({ dir, datasetId: dataset, batchId, recordSize, blockSize: this.opts.blockSize, algorithm: this.opts.algorithm, fields });
+      writer = SegmentWriter.create({ dir, datasetId: dataset, batchId, recordSize, blockSize: this.opts.blockSize, algorithm: this.opts.algorithm, fields, io: device.ioInEffect });
+      if (device.noteWriterIo(writer.io)) this.opts.onDirectIoRefused?.(device);
     } catch (err) {
       const full = (err as Error).name === 'DevicesFullError';
       failed = { code: full ? BATCH_ERROR_CODES.overloaded : BATCH_ERROR_CODES.internal, message: `cannot open batch ${batchId.toHex()} of '${dataset}': ${(err as Error).message}` };

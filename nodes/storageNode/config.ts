@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { SegmentIo } from '../../engine-rs/segment';
 import { closest } from '../../lib/suggest';
 
 /** How a new batch's device is chosen (docs/storage-node.md, "Drive strategies"). */
@@ -16,6 +17,9 @@ export const DRIVE_STRATEGIES: readonly DriveStrategy[] = ['round_robin', 'fill_
 export type DeviceType = 'nvme' | 'ssd' | 'hdd' | 'dir';
 /** Every device type. */
 export const DEVICE_TYPES: readonly DeviceType[] = ['nvme', 'ssd', 'hdd', 'dir'];
+
+/** A device's `io` values (engine-rs/segment.ts's modes, listed here so validating a config loads no addon), the default first. */
+export const DEVICE_IO_MODES: readonly SegmentIo[] = ['buffered', 'direct'];
 
 /** Where query filtering is offloaded (the reference's values). */
 export type FilterDeviceSelector = 'gpu' | 'cpu' | 'host';
@@ -33,6 +37,8 @@ export interface StorageDeviceConfig {
   /** The directory segments go in (absolute; relative addresses resolve against the config file's directory). */
   readonly address: string;
   readonly type: DeviceType;
+  /** How segments are written on the device (optional key `io`, default `buffered`; docs/storage-node.md, "Direct I/O"). */
+  readonly io?: SegmentIo;
 }
 
 /** A validated `config.json`. */
@@ -115,7 +121,7 @@ const KEYS = [
   'hash_offload_platform',
   'reserve_bytes',
 ];
-const DEVICE_KEYS = ['name', 'address', 'type'];
+const DEVICE_KEYS = ['name', 'address', 'type', 'io'];
 const PCIE = /^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$/i;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
@@ -319,7 +325,7 @@ function devices(v: unknown, listKey: string, baseDir: string, bad: (key: string
     for (const k of Object.keys(e)) {
       if (!DEVICE_KEYS.includes(k)) {
         const hint = closest(k, DEVICE_KEYS);
-        bad(`${at}.${k}`, `unknown key${hint ? ` (did you mean '${hint}'?)` : ''}; a device has name, address and type`);
+        bad(`${at}.${k}`, `unknown key${hint ? ` (did you mean '${hint}'?)` : ''}; a device has name, address, type and io`);
         ok = false;
       }
     }
@@ -335,6 +341,12 @@ function devices(v: unknown, listKey: string, baseDir: string, bad: (key: string
     if (typeof type !== 'string' || !(DEVICE_TYPES as readonly string[]).includes(type)) {
       const hint = typeof type === 'string' ? closest(type, DEVICE_TYPES) : undefined;
       bad(`${at}.type`, `must be one of ${DEVICE_TYPES.map((x) => `'${x}'`).join(', ')}, got ${describe(type)}${hint ? ` (did you mean '${hint}'?)` : ''}`);
+      ok = false;
+    }
+    const io = e.io === undefined ? 'buffered' : e.io;
+    if (typeof io !== 'string' || !(DEVICE_IO_MODES as readonly string[]).includes(io)) {
+      const hint = typeof io === 'string' ? closest(io, DEVICE_IO_MODES) : undefined;
+      bad(`${at}.io`, `must be 'buffered' (through the page cache) or 'direct' (O_DIRECT), got ${describe(io)}${hint ? ` (did you mean '${hint}'?)` : ''}`);
       ok = false;
     }
     const address = e.address;
@@ -355,7 +367,7 @@ function devices(v: unknown, listKey: string, baseDir: string, bad: (key: string
     }
     if (typeof name === 'string') seenNames.add(name);
     if (dir !== '' && typeof name === 'string') seenDirs.set(dir, name);
-    if (ok) out.push({ name: name as string, address: dir, type: type as DeviceType });
+    if (ok) out.push({ name: name as string, address: dir, type: type as DeviceType, io: io as SegmentIo });
   });
   return out;
 }

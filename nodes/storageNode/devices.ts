@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, statfs } from 'node:fs/promises';
 import path from 'node:path';
+import { directIoSupported, type SegmentIo } from '../../engine-rs/index';
 import type { DeviceType, DriveStrategy, StorageDeviceConfig } from './config';
 
 /** Free space of a device's file system in bytes (as an unprivileged process may use it). */
@@ -16,8 +17,11 @@ export const statfsFree: FreeSpace = async (dir) => {
   return s.bavail * s.bsize;
 };
 
-/** One storage device: its name and type from the config and the directory it stores in. */
+/** One storage device: its name, type and I/O mode from the config and the directory it stores in. */
 export class StorageDevice {
+  /** Set once the device's file system refused O_DIRECT (probe at `prepare`, or a writer that fell back). */
+  private directRefused = false;
+
   /** @param freeSpace how free bytes are measured (default statfs; tests pass their own) */
   constructor(
     readonly name: string,
@@ -25,16 +29,43 @@ export class StorageDevice {
     /** Absolute directory of the device. */
     readonly dir: string,
     private readonly freeSpace: FreeSpace = statfsFree,
+    /** How segments are written here, as configured (`direct`: O_DIRECT). */
+    readonly io: SegmentIo = 'buffered',
   ) {}
 
   /** From a validated config entry. */
   static fromConfig(c: StorageDeviceConfig, freeSpace?: FreeSpace): StorageDevice {
-    return new StorageDevice(c.name, c.type, c.address, freeSpace);
+    return new StorageDevice(c.name, c.type, c.address, freeSpace, c.io ?? 'buffered');
   }
 
-  /** Creates the device directory if it is missing. */
+  /** How segments are written here now: `buffered` when configured so or when the file system refused O_DIRECT. */
+  get ioInEffect(): SegmentIo {
+    return this.io === 'direct' && !this.directRefused ? 'direct' : 'buffered';
+  }
+
+  /** Whether `direct` was configured and the file system refused it. */
+  get directIoRefused(): boolean {
+    return this.directRefused;
+  }
+
+  /**
+   * Creates the device directory if it is missing and, for `direct`, checks that its file system
+   * takes O_DIRECT (one probe file); a refusal makes the device write buffered, see {@link directIoRefused}.
+   */
   async prepare(): Promise<void> {
     await mkdir(this.dir, { recursive: true });
+    if (this.io === 'direct') this.directRefused = !directIoSupported(this.dir);
+  }
+
+  /**
+   * Records the mode a new segment writer got here: `buffered` under a `direct` device means the
+   * file system refused O_DIRECT after all (e.g. a dataset directory on another mount). True the
+   * first time, so the caller reports it once.
+   */
+  noteWriterIo(io: SegmentIo): boolean {
+    if (this.io !== 'direct' || io === 'direct' || this.directRefused) return false;
+    this.directRefused = true;
+    return true;
   }
 
   /** Free bytes now. */
@@ -46,6 +77,11 @@ export class StorageDevice {
   datasetDir(dataset: string): string {
     return path.join(this.dir, datasetDirName(dataset));
   }
+}
+
+/** The log line for a `direct` device whose file system refused O_DIRECT (said once per device). */
+export function directRefusedLine(nodeName: string, d: StorageDevice): string {
+  return `storage node '${nodeName}': device '${d.name}' (${d.dir}) is configured for io 'direct' but its file system refuses O_DIRECT; its segments are written buffered (through the page cache)`;
 }
 
 /**

@@ -16,7 +16,7 @@ import { ColdBootSync, type SyncReport } from './coldBootSync';
 import type { SyncPeer } from './peerLink';
 import { segmentRefusal, segmentRoute } from './segmentRoute';
 import type { StorageNodeConfig } from './config';
-import { DevicePool, StorageDevice, type FreeSpace } from './devices';
+import { DevicePool, directRefusedLine, StorageDevice, type FreeSpace } from './devices';
 import { OcfReadCache, type ReadLocation } from './ocf';
 import { formatRecovery, recoverDevices, type RecoverySummary } from './recovery';
 import { logLine, type LogFn } from '../../lib/logging';
@@ -74,7 +74,15 @@ export class StorageNode {
     this.cache = c.useOcf ? new OcfReadCache(pick(c.ocfCacheDevices), c.reserveBytes) : undefined;
     this.observability = new Observability({ role: 'storageNode', nodeName: c.nodeName, host: c.observabilityIp, port: c.observabilityPort, processMetrics: true });
     this.metrics = ingestMetrics(this.observability.registry);
-    this.store = new BatchStore({ pool: this.pool, index: this.index, algorithm: opts.algorithm, blockSize: opts.blockSize, metrics: this.metrics, zoneFields: opts.zoneFields });
+    this.store = new BatchStore({
+      pool: this.pool,
+      index: this.index,
+      algorithm: opts.algorithm,
+      blockSize: opts.blockSize,
+      metrics: this.metrics,
+      zoneFields: opts.zoneFields,
+      onDirectIoRefused: (d) => this.log(directRefusedLine(c.nodeName, d), 'warn'),
+    });
     this.registerHealth();
   }
 
@@ -102,6 +110,7 @@ export class StorageNode {
     }
     // Quarantined segments are a problem an operator must look at; a clean recovery is news only.
     this.log(`storage node '${this.config.nodeName}': ${formatRecovery(this.recovery, this.index.size)}`, this.recovery.quarantined.length > 0 ? 'warn' : 'info');
+    for (const d of this.pool.devices) if (d.directIoRefused) this.log(directRefusedLine(this.config.nodeName, d), 'warn');
     this.observability.setStatus(this.recovery.quarantined.length > 0 ? 'degraded' : 'ok', this.recovery.quarantined.length > 0 ? 'quarantined segments at start-up' : undefined);
     this.log(this.startupLine(), 'info');
     this.markStarted();
@@ -159,7 +168,7 @@ export class StorageNode {
   /** The line saying where the node listens and which devices it uses. */
   startupLine(): string {
     const c = this.config;
-    const devs = this.pool.devices.map((d) => `${d.name} (${d.type}, ${d.dir})`).join(', ');
+    const devs = this.pool.devices.map((d) => `${d.name} (${d.type}, ${d.dir}, ${d.ioInEffect} I/O${d.directIoRefused ? ': O_DIRECT refused' : ''})`).join(', ');
     const cache = this.cache ? `; OCF cache: ${this.cache.devices.map((d) => `${d.name} (${d.type}, ${d.dir})`).join(', ')}` : '';
     const obs = this.observabilityAt ? `http://${this.observabilityAt.host}:${this.observabilityAt.port}` : 'not started';
     return (
@@ -175,9 +184,9 @@ export class StorageNode {
       const list = await Promise.all(
         all.map(async ({ d, use }) => {
           try {
-            return { name: d.name, type: d.type, dir: d.dir, use, free_bytes: await d.freeBytes() };
+            return { name: d.name, type: d.type, dir: d.dir, use, io: d.ioInEffect, io_configured: d.io, free_bytes: await d.freeBytes() };
           } catch (err) {
-            return { name: d.name, type: d.type, dir: d.dir, use, error: (err as Error).message };
+            return { name: d.name, type: d.type, dir: d.dir, use, io: d.ioInEffect, io_configured: d.io, error: (err as Error).message };
           }
         }),
       );

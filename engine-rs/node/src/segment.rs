@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use hd_engine_core::segment::{
-    record_cache_stats, recover_dir, set_record_cache_bytes, verify_segment, RecoverOptions,
-    SegmentConfig, SegmentError, SegmentReader, SegmentWriter, ZoneField, ZoneKind,
+    direct_io_supported, record_cache_stats, recover_dir, set_record_cache_bytes, verify_segment,
+    RecoverOptions, SegmentConfig, SegmentError, SegmentIo, SegmentReader, SegmentWriter,
+    ZoneField, ZoneKind,
 };
 use neon::prelude::*;
 use neon::types::buffer::TypedArray;
@@ -109,7 +110,8 @@ fn zone_fields<'cx>(cx: &mut FunctionContext<'cx>, raw: &[u32]) -> NeonResult<Ve
     Ok(out)
 }
 
-/// Creates `<dir>/<name>.partial` and writes the header (sync: one small write).
+/// Creates `<dir>/<name>.partial` and writes the header (sync: one small write). `io` is
+/// `buffered` or `direct` (O_DIRECT; buffered where the file system refuses it).
 #[neon::export(name = "segmentWriterCreate")]
 #[allow(clippy::too_many_arguments)]
 fn segment_writer_create<'cx>(
@@ -122,7 +124,15 @@ fn segment_writer_create<'cx>(
     block_size: f64,
     algorithm_name: String,
     fields: Handle<'cx, JsTypedArray<u32>>,
+    io_name: String,
 ) -> JsResult<'cx, JsBox<Arc<WriterBox>>> {
+    let Some(io_mode) = SegmentIo::from_name(&io_name) else {
+        return throw_coded(
+            cx,
+            "ERR_SEGMENT_CONFIG",
+            &format!("segment io must be 'buffered' or 'direct', got {io_name:?}"),
+        );
+    };
     let alg = algorithm(cx, &algorithm_name)?;
     let record_size = whole_u32(cx, record_size, "record size")?;
     let block_size = whole_u32(cx, block_size, "block size")?;
@@ -140,13 +150,47 @@ fn segment_writer_create<'cx>(
         algorithm: alg,
         fields,
     };
-    match SegmentWriter::create(cfg) {
+    match SegmentWriter::create_with_io(cfg, io_mode) {
         Ok(w) => Ok(cx.boxed(Arc::new(WriterBox(Mutex::new(WriterSlot {
             writer: Some(w),
             pending: VecDeque::new(),
             failed: None,
         }))))),
         Err(e) => throw_seg(cx, &e),
+    }
+}
+
+/// How a writer writes: `direct` or `buffered` (also after a refused `direct`, and once closed).
+/// Sync: call it before queuing appends, while the handle's lock is free.
+#[neon::export(name = "segmentWriterIo")]
+fn segment_writer_io<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    handle: Handle<'cx, JsValue>,
+) -> JsResult<'cx, JsString> {
+    let slot = unbox_writer(cx, handle)?;
+    let io_mode = match slot.0.lock() {
+        Ok(s) => s
+            .writer
+            .as_ref()
+            .map_or(SegmentIo::Buffered, SegmentWriter::io),
+        Err(_) => SegmentIo::Buffered,
+    };
+    Ok(cx.string(io_mode.name()))
+}
+
+/// Whether files in `dir` take O_DIRECT (sync: creates, switches and removes one probe file).
+#[neon::export(name = "segmentDirectIoSupported")]
+fn segment_direct_io_supported<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    dir: String,
+) -> JsResult<'cx, JsBoolean> {
+    match direct_io_supported(Path::new(&dir)) {
+        Ok(ok) => Ok(cx.boolean(ok)),
+        Err(e) => throw_coded(
+            cx,
+            "ERR_SEGMENT_IO",
+            &format!("cannot probe direct I/O in {dir}: {e}"),
+        ),
     }
 }
 

@@ -2,6 +2,7 @@
 //! maps per block, a batch filter and a footer with the closing hash. docs/segment.md holds the
 //! byte layout, the durability protocol and the recovery rules.
 
+mod direct;
 mod error;
 mod footer_cache;
 mod layout;
@@ -14,6 +15,7 @@ mod tests;
 mod writer;
 mod zone;
 
+pub use direct::{direct_io_supported, SegmentIo, DIRECT_ALIGN, DIRECT_CHUNK};
 pub use error::SegmentError;
 pub use footer_cache::FOOTER_CACHE_BYTES;
 pub use layout::{BlockEntry, SegmentHeader, MAGIC, TAIL_LEN, TRAILER_MAGIC, VERSION};

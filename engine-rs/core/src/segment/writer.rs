@@ -1,11 +1,12 @@
 //! Writes one batch's segment: `<name>.partial` grows as records arrive (hashed on the way by the
 //! batch's chain), and only `finish` — after the closing hash matches the SCC's — writes the footer,
 //! fsyncs, renames to `<name>` and fsyncs the directory. A batch is visible only when complete.
+//! The bytes go through the page cache or around it with O_DIRECT (direct.rs); the file is the same.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use super::direct::{SegmentIo, SegmentOut};
 use super::error::{io, SegmentError};
 use super::layout::{BlockEntry, SegmentHeader, Tail, TAIL_CRC_AT, TRAILER_MAGIC, VERSION};
 use super::stats::StatsBuilder;
@@ -85,7 +86,7 @@ pub struct SegmentWriter {
     cfg: SegmentConfig,
     partial: PathBuf,
     target: PathBuf,
-    out: Option<BufWriter<File>>,
+    out: Option<SegmentOut>,
     chain: Option<ChainState>,
     data_offset: u64,
     /// Bytes of a record split across appends.
@@ -103,9 +104,15 @@ pub struct SegmentWriter {
 }
 
 impl SegmentWriter {
-    /// Creates `<dir>/<name>.partial` and writes the header. Fails if `<name>` or the partial
-    /// already exists (recovery removes stale partials at start-up).
+    /// Creates `<dir>/<name>.partial` and writes the header through the page cache. Fails if
+    /// `<name>` or the partial already exists (recovery removes stale partials at start-up).
     pub fn create(cfg: SegmentConfig) -> Result<Self, SegmentError> {
+        Self::create_with_io(cfg, SegmentIo::Buffered)
+    }
+
+    /// As [`SegmentWriter::create`], writing with `io`. `Direct` falls back to `Buffered` where the
+    /// file system refuses O_DIRECT; [`SegmentWriter::io`] says which is in effect.
+    pub fn create_with_io(cfg: SegmentConfig, io_mode: SegmentIo) -> Result<Self, SegmentError> {
         check_config(&cfg)?;
         let chain = ChainState::new(
             cfg.algorithm,
@@ -130,6 +137,13 @@ impl SegmentWriter {
                     io("create", &partial)(e)
                 }
             })?;
+        let out = match SegmentOut::new(file, io_mode) {
+            Ok(out) => out,
+            Err(e) => {
+                let _ = fs::remove_file(&partial);
+                return Err(io("open for direct I/O", &partial)(e));
+            }
+        };
         let header = SegmentHeader {
             version: VERSION,
             algorithm: cfg.algorithm,
@@ -145,7 +159,7 @@ impl SegmentWriter {
         let mut w = SegmentWriter {
             partial,
             target,
-            out: Some(BufWriter::with_capacity(1 << 20, file)),
+            out: Some(out),
             chain: Some(chain),
             data_offset: header.len() as u64,
             carry: Vec::new(),
@@ -166,6 +180,14 @@ impl SegmentWriter {
     /// Path of the complete segment once finished.
     pub fn path(&self) -> &Path {
         &self.target
+    }
+
+    /// How the segment is being written (`Buffered` after a refused `Direct`); `Buffered` once
+    /// finished or aborted.
+    pub fn io(&self) -> SegmentIo {
+        self.out
+            .as_ref()
+            .map_or(SegmentIo::Buffered, SegmentOut::io)
     }
 
     /// Records appended so far (whole ones).
@@ -272,9 +294,7 @@ impl SegmentWriter {
         let out = self.out.take().ok_or(SegmentError::Closed)?;
         let mut renamed = false;
         let commit = || -> Result<(), SegmentError> {
-            let file = out
-                .into_inner()
-                .map_err(|e| io("write", &self.partial)(e.into_error()))?;
+            let file = out.into_file().map_err(io("write", &self.partial))?;
             file.sync_all().map_err(io("fsync", &self.partial))?;
             drop(file);
             fs::rename(&self.partial, &self.target).map_err(io("rename", &self.partial))?;

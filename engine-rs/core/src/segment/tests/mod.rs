@@ -1,6 +1,7 @@
 //! Segment tests: a scratch directory per test, records with known field values.
 
 mod damage;
+mod direct;
 mod footer_cache;
 mod roundtrip;
 
