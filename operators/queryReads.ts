@@ -44,6 +44,13 @@ export class QueryReads implements QueryReadState {
   private wake: (() => void)[] = [];
   /** Whether groups are still tried: merged partials over a filter, no verify_hash nor limit, and the last group folded some. */
   private grouping: boolean;
+  /**
+   * Batches the next group asks for: {@link SUMMARY_GROUP_BATCHES}, or, once a group's scan budget
+   * left some untried, about as many as it tried. Small batches fill the budget after a few (the
+   * demo's 200 KiB minutes: ten in a 2 MiB step), and a group asked for 64 would open and pass
+   * back the rest each time: 64 lookups and footer opens to fold ten.
+   */
+  private groupSize = SUMMARY_GROUP_BATCHES;
 
   constructor(
     readonly q: RunningQuery,
@@ -163,8 +170,8 @@ export class QueryReads implements QueryReadState {
     for (;;) {
       if (this.q.signal.aborted) return;
       if (this.grouping && this.returned.length === 0 && this.regroup.length + ids.length - this.next >= 2) {
-        const group = this.regroup.splice(0, SUMMARY_GROUP_BATCHES);
-        const more = ids.slice(this.next, this.next + SUMMARY_GROUP_BATCHES - group.length);
+        const group = this.regroup.splice(0, this.groupSize);
+        const more = ids.slice(this.next, this.next + this.groupSize - group.length);
         this.next += more.length;
         for (const b of more) group.push(b);
         this.groupsInFlight++;
@@ -173,6 +180,7 @@ export class QueryReads implements QueryReadState {
           left = await readSummaryGroup(this, group);
           // None folded: this query's batches are read one by one from here on.
           if (left.read.length + left.again.length === group.length) this.grouping = false;
+          this.groupSize = nextGroupSize(this.groupSize, group.length, left.again.length);
         } finally {
           this.groupsInFlight--;
           for (const b of left.read) this.returned.push(b);
@@ -192,6 +200,20 @@ export class QueryReads implements QueryReadState {
     }
   }
 }
+
+/**
+ * The size of the next group after one of `asked` batches left `untried` past its scan budget:
+ * what it tried and a little more (the next batches may be smaller), at least 2; doubling back
+ * towards {@link SUMMARY_GROUP_BATCHES} while full groups try everything they are given.
+ */
+export function nextGroupSize(size: number, asked: number, untried: number): number {
+  if (untried > 0) return Math.max(2, Math.min(SUMMARY_GROUP_BATCHES, asked - untried + GROUP_SIZE_MARGIN));
+  // A group short of `size` (the query's last batches) says nothing of the budget.
+  return asked < size ? size : Math.min(SUMMARY_GROUP_BATCHES, size * 2);
+}
+
+/** Batches a group asks for beyond what the previous one tried. */
+const GROUP_SIZE_MARGIN = 2;
 
 /** `buf` cut at whole records into pieces of at most {@link MAX_CHUNK_BYTES} (views, no copies). */
 function chunksOf(buf: Buffer, recordSize: number): Buffer[] {

@@ -62,6 +62,16 @@ const ceilTo = (t: number, iv: number): number => Math.ceil(t / iv) * iv;
 export function timeFormStart(id: Uint8Array, interval: number): number | undefined {
   if (id.length !== BATCH_ID_LEN) return undefined;
   for (let i = 0; i < 48; i++) if (id[i] !== 0) return undefined;
+  // Called for every held id of a node per window asked: plain numbers, no BigInt. A start beyond
+  // ±(2^53 − 1) is refused, so both halves of each i64 fit a double exactly.
+  const s = i64At(id, 48);
+  const e = i64At(id, 56);
+  if (s === undefined || e === undefined) return timeFormStartBig(id, interval);
+  return s % interval === 0 && e - s === interval ? s : undefined;
+}
+
+/** {@link timeFormStart} of an id with a bound beyond ±(2^53 − 1), in BigInt. */
+function timeFormStartBig(id: Uint8Array, interval: number): number | undefined {
   const dv = new DataView(id.buffer, id.byteOffset, id.byteLength);
   const s = dv.getBigInt64(48);
   const e = dv.getBigInt64(56);
@@ -71,8 +81,35 @@ export function timeFormStart(id: Uint8Array, interval: number): number | undefi
   return Number(s);
 }
 
+/** The big-endian i64 at `at` when |value| ≤ 2^53 − 1; undefined beyond. */
+function i64At(b: Uint8Array, at: number): number | undefined {
+  const hi = ((b[at] as number) << 24) | ((b[at + 1] as number) << 16) | ((b[at + 2] as number) << 8) | (b[at + 3] as number);
+  const lo = (((b[at + 4] as number) << 24) | ((b[at + 5] as number) << 16) | ((b[at + 6] as number) << 8) | (b[at + 7] as number)) >>> 0;
+  // hi is the signed upper half: the value is hi·2^32 + lo, safe while −2^21 ≤ hi < 2^21 (and not −2^53 itself).
+  if (hi >= 0x20_0000 || hi < -0x20_0000) return undefined;
+  const v = hi * 0x1_0000_0000 + lo;
+  return v < -MAX_TIME_SECONDS ? undefined : v;
+}
+
 /** The time-form id `[start, start + interval)` as 128 lower-case hex digits (as `generateBatchIdTime` makes it). */
 export function timeFormHex(start: number, interval: number): string {
+  // Built as text (one per batch of a window, thousands per statement): 96 zero digits, then two
+  // 16-digit two's-complement halves; BigInt only for a window outside ±2^53 (never a real one).
+  const end = start + interval;
+  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end)) return timeFormHexBig(start, interval);
+  return ZERO_PREFIX + i64Hex(start) + i64Hex(end);
+}
+
+const ZERO_PREFIX = '0'.repeat(96);
+
+/** 16 hex digits of a safe integer as a big-endian two's-complement i64. */
+function i64Hex(v: number): string {
+  const hi = Math.floor(v / 0x1_0000_0000);
+  const lo = v - hi * 0x1_0000_0000;
+  return (hi >>> 0).toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
+}
+
+function timeFormHexBig(start: number, interval: number): string {
   const b = Buffer.alloc(BATCH_ID_LEN);
   b.writeBigInt64BE(BigInt(start), 48);
   b.writeBigInt64BE(BigInt(start) + BigInt(interval), 56);
@@ -110,18 +147,44 @@ export function runsOf(starts: readonly number[], interval: number): BatchRun[] 
 /**
  * A node's answer: of the ids it holds (`held`, any forms), the time-form ids of `interval` the
  * enumeration of `r` names, as runs, at most `limit` batches (then `truncated`). One pass over the
- * held ids, a sort of the matches.
+ * held ids and a sort; a reader answering many windows keeps {@link sortedStarts} and calls
+ * {@link heldRunsOf}.
  */
 export function heldRuns(held: Iterable<Uint8Array>, r: TimeRange, interval: number, limit: number): HeldRuns {
-  const { first, last } = windowStarts(r, interval);
+  return heldRunsOf(sortedStarts(held, interval), r, interval, limit);
+}
+
+/** The distinct window starts of the time-form ids of `interval` among `held` (any forms), ascending: what {@link heldRunsOf} answers windows from. */
+export function sortedStarts(held: Iterable<Uint8Array>, interval: number): number[] {
   const starts: number[] = [];
   for (const id of held) {
     const s = timeFormStart(id, interval);
-    if (s !== undefined && s >= first && s <= last) starts.push(s);
+    if (s !== undefined) starts.push(s);
   }
   starts.sort((a, b) => a - b);
-  const truncated = starts.length > limit;
-  const kept = truncated ? starts.slice(0, limit) : starts;
+  // Distinct ids have distinct starts (an id is its window): nothing to drop.
+  return starts;
+}
+
+/** {@link heldRuns} from {@link sortedStarts}: a binary search and the window's batches, not a pass over every held id. */
+export function heldRunsOf(starts: readonly number[], r: TimeRange, interval: number, limit: number): HeldRuns {
+  const { first, last } = windowStarts(r, interval);
+  let lo = 0;
+  let hi = starts.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((starts[mid] as number) < first) lo = mid + 1;
+    else hi = mid;
+  }
+  const kept: number[] = [];
+  let truncated = false;
+  for (let i = lo; i < starts.length && (starts[i] as number) <= last; i++) {
+    if (kept.length === limit) {
+      truncated = true;
+      break;
+    }
+    kept.push(starts[i] as number);
+  }
   return { runs: runsOf(kept, interval), batches: kept.length, truncated };
 }
 

@@ -33,6 +33,12 @@ export interface BatchEntryJson {
 export class BatchIndex {
   private readonly byDataset = new Map<string, Map<string, BatchEntry>>();
   private count = 0;
+  private changes = 0;
+
+  /** Changes so far (each add counts): what is derived from the index is stale once it moved. */
+  get version(): number {
+    return this.changes;
+  }
 
   /** Batches indexed, over all datasets. */
   get size(): number {
@@ -46,6 +52,7 @@ export class BatchIndex {
     const key = e.batchId.toHex();
     const old = m.get(key);
     m.set(key, e);
+    this.changes++;
     if (!old) this.count++;
     return old;
   }

@@ -91,23 +91,28 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
        * be read).
        */
       const fromSummaries = async (batchIds: readonly BatchID[], f: ScanFilter, plan: AggregatePlan): Promise<SummaryAnswers> => {
+        const locations = await node.readLocations(spec.dataset, batchIds);
         const paths: string[] = [];
         const at: number[] = [];
-        for (let i = 0; i < batchIds.length; i++) {
-          const loc = await node.readLocation(spec.dataset, batchIds[i] as BatchID);
+        for (let i = 0; i < locations.length; i++) {
+          const loc = locations[i];
           if (loc === undefined) continue;
           paths.push(loc.path);
           at.push(i);
         }
-        const out = { records: new Float64Array(batchIds.length), blocks: new Float64Array(batchIds.length), matched: new Float64Array(batchIds.length), scanned: new Float64Array(batchIds.length), skipped: new Float64Array(batchIds.length) };
-        for (const a of Object.values(out)) a.fill(-1);
         // A group scans about one read step's bytes: a cancel or a fairer query waits as little as for a step.
         const g = await AggregateAccumulator.fromSummaries(paths, f, plan, { batchBytes: groupBatchBytes, groupBytes: stepBytes });
-        for (let j = 0; j < at.length; j++) {
-          const i = at[j] as number;
-          for (const k of ['records', 'blocks', 'matched', 'scanned', 'skipped'] as const) out[k][i] = g[k][j] as number;
+        const partial = { foldInto: (acc: PartialAccumulator) => (acc as AggregateAccumulator).absorb(g.acc) };
+        // Every batch held here (the usual case): the native answers are already per batch.
+        if (at.length === batchIds.length) return { records: g.records, blocks: g.blocks, matched: g.matched, scanned: g.scanned, skipped: g.skipped, partial };
+        const out = { records: new Float64Array(batchIds.length), blocks: new Float64Array(batchIds.length), matched: new Float64Array(batchIds.length), scanned: new Float64Array(batchIds.length), skipped: new Float64Array(batchIds.length) };
+        for (const k of SUMMARY_COLUMNS) {
+          const to = out[k];
+          const from = g[k];
+          to.fill(-1);
+          for (let j = 0; j < at.length; j++) to[at[j] as number] = from[j] as number;
         }
-        return { ...out, partial: { foldInto: (acc: PartialAccumulator) => (acc as AggregateAccumulator).absorb(g.acc) } };
+        return { ...out, partial };
       };
       return {
         recordSize,
@@ -144,6 +149,9 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
     },
   };
 }
+
+/** The per-batch numbers of a group's answer. */
+const SUMMARY_COLUMNS = ['records', 'blocks', 'matched', 'scanned', 'skipped'] as const;
 
 /** What the kernel compiles; its refusal is a bad query naming the path. */
 function kernelCompiled<T>(compile: () => T): T {

@@ -13,6 +13,8 @@ import * as assert from 'uvu/assert';
 import type { BatchID } from '../../engine-rs/batchId';
 import type { PartialAccumulator } from '../../operators/mergedPartials';
 import { ReadScheduler } from '../../operators/readScheduler';
+import { nextGroupSize } from '../../operators/queryReads';
+import { SUMMARY_GROUP_BATCHES } from '../../operators/summaryGroup';
 import { scan, type BatchScan, type BatchScanStep, type CompiledQuery, type ScanMeter, type ScanSource, type SummaryAnswers } from '../../operators/scan';
 import type { Chunk } from '../../stream/chunk';
 import type { QueryResultElement, QuerySpec } from '../../stream/queryElement';
@@ -214,6 +216,28 @@ t('small batches are scanned in the group, counted exactly as their own reads; t
   assert.equal(grouped.meter.batches.sort(), alone.meter.batches.sort());
 });
 
+t('after a group spends its scan budget, the next ones ask for about as many batches as it tried, not 64 again', async () => {
+  const n = 40;
+  // Ids whose hex digits are all decimal (num() reads them back as these numbers).
+  const ns = Array.from({ length: 120 }, (_, i) => i + 1).filter((k) => /^\d+$/.test(k.toString(16))).slice(0, n);
+  const keys = ns.map((k) => num(idOf(k)));
+  const batches = new Map<number, MemBatch>(keys.map((k): [number, MemBatch] => [k, { records: 10, summary: false, small: { matched: 1 } }]));
+  const calls: Calls = { groups: [], opened: [] };
+  const { out } = await run(source(batches, calls, { groupScans: 3 }), specOf(7, ids(ns), { mergeBatches: true, aggregateJson: '{}' }));
+  assert.equal(calls.groups[0]?.length, n, 'the first group asks for every batch (under 64)');
+  for (const g of calls.groups.slice(1)) assert.ok(g.length <= 3 + 2, `a later group asks for ${g.length}`);
+  assert.equal(calls.opened, [], 'every batch folded in a group');
+  const done = aggregates(out).flatMap((f) => (f.completes ?? []).map((c) => num(c.batchId)));
+  assert.equal(done.sort((a, b) => a - b), [...keys].sort((a, b) => a - b), 'each batch completed once');
+});
+t('nextGroupSize: what the last group tried and a little more; doubling back to 64 while groups try all', () => {
+  assert.is(nextGroupSize(64, 64, 54), 12);
+  assert.is(nextGroupSize(64, 64, 64), 2, 'a group that tried none: at least 2');
+  assert.is(nextGroupSize(12, 12, 0), 24);
+  assert.is(nextGroupSize(48, 48, 0), SUMMARY_GROUP_BATCHES);
+  assert.is(nextGroupSize(64, 64, 1), SUMMARY_GROUP_BATCHES);
+  assert.is(nextGroupSize(12, 3, 0), 12, 'a short group (the last batches) keeps the size');
+});
 t('a group that answers none turns grouping off: the batches are read one by one', async () => {
   const calls: Calls = { groups: [], opened: [] };
   const batches = new Map<number, MemBatch>([1, 2, 3, 4, 5].map((n) => [n, { records: n, summary: false }]));

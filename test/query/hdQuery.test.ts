@@ -93,6 +93,18 @@ parse('batch ids in any case read as their lower-case hex, in order', () => {
   const mixed = `${'AbCdEf'.repeat(21)}09`;
   assert.equal(parseHdQuery(q({ batch_ids: [B1.toUpperCase(), mixed, '0'.repeat(128)] })).batchIds, [B1, mixed.toLowerCase(), '0'.repeat(128)]);
 });
+parse('many ascending lower-case ids (checked in bulk) are kept as sent; a bad or repeated one among them is still named', () => {
+  const ids = Array.from({ length: 300 }, (_, i) => `${'0'.repeat(120)}${i.toString(16).padStart(8, '0')}`);
+  assert.equal(parseHdQuery(q({ batch_ids: ids })).batchIds, ids);
+  const at = (i: number, id: string): string[] => ids.map((x, k) => (k === i ? id : x));
+  // Non-hex characters that sort after every digit, so the ids stay ascending.
+  assert.match(refusal(() => parseHdQuery(q({ batch_ids: at(299, `${ids[299]?.slice(0, 127)}g`) }))).message, /^batch_ids\[299\]: expected a batch id as 128 hex digits/);
+  assert.match(refusal(() => parseHdQuery(q({ batch_ids: at(150, `${ids[150]?.slice(0, 100)}~${ids[150]?.slice(101)}`) }))).message, /^batch_ids\[150\]: expected a batch id as 128 hex digits/);
+  assert.match(refusal(() => parseHdQuery(q({ batch_ids: at(200, ids[199] as string) }))).message, /^batch_ids\[200\]: the same batch as batch_ids\[199\]/);
+  // Upper case among ascending ids: folded, and a repeat in another case refused.
+  assert.equal(parseHdQuery(q({ batch_ids: [ids[0], B1.toUpperCase()] })).batchIds, [ids[0], B1]);
+  assert.match(refusal(() => parseHdQuery(q({ batch_ids: [B1, B1.toUpperCase().replace(/^AB/, 'ab')] }))).message, /^batch_ids\[1\]: the same batch as batch_ids\[0\]/);
+});
 parse('bad types name the key', () => {
   const cases: [Record<string, unknown>, RegExp][] = [
     [{ query_id: -1 }, /^query_id: expected an integer 0\.\.4294967295, got number -1/],

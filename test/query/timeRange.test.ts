@@ -9,7 +9,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BatchID, generateBatchIdNumber, generateBatchIdString, generateBatchIdTime, generateBatchIdsTime } from '../../engine-rs/batchId';
 import { QueryError } from '../../query/queryError';
-import { checkTimeRange, heldRuns, readRuns, recordWindow, runsOf, timeFormHex, timeFormStart, unionStarts } from '../../query/timeRange';
+import { checkTimeRange, heldRuns, heldRunsOf, readRuns, recordWindow, runsOf, sortedStarts, timeFormHex, timeFormStart, unionStarts } from '../../query/timeRange';
 import { BatchIndex } from '../../nodes/storageNode/batchIndex';
 import { batchRangesRoute } from '../../nodes/storageNode/batchRanges';
 import { StorageNodeBatches, type NodeGetter } from '../../control/proxy/storageNodeBatches';
@@ -56,6 +56,34 @@ range('timeFormStart: only the ids the enumeration makes (aligned, one interval 
   assert.is(timeFormHex(T0, IV), id(T0).toHex());
 });
 
+range('timeFormStart and timeFormHex agree with the native time-form id across the 32-bit halves and the ±2^53 edge', () => {
+  const M = Number.MAX_SAFE_INTEGER;
+  for (const iv of [1, 60, 0xffff_ffff]) {
+    for (const s0 of [0, -iv, 2 ** 32, -(2 ** 32), 2 ** 32 - iv, 2 ** 52, -(2 ** 52), M - iv - (M - iv) % iv]) {
+      const s = s0 - (s0 % iv);
+      const native = generateBatchIdTime(s, s + iv, iv);
+      assert.is(timeFormHex(s, iv), native.toHex(), `hex of ${s} at ${iv}`);
+      assert.is(timeFormStart(native.bytes, iv), s, `start of ${s} at ${iv}`);
+    }
+  }
+  // A start past 2^53 - 1 (whatever its end) is never a window's.
+  const far = Buffer.alloc(64);
+  far.writeBigInt64BE(2n ** 53n, 48);
+  far.writeBigInt64BE(2n ** 53n + 1n, 56);
+  assert.is(timeFormStart(far, 1), undefined);
+  // The largest start: its end passes 2^53 - 1 and it still counts, as in BigInt.
+  const edge = Buffer.alloc(64);
+  edge.writeBigInt64BE(BigInt(M), 48);
+  edge.writeBigInt64BE(BigInt(M) + 1n, 56);
+  assert.is(timeFormStart(edge, 1), M);
+  assert.is(timeFormHex(M, 1), edge.toString('hex'));
+  // A negative end that does not follow its start.
+  const back = Buffer.alloc(64);
+  back.writeBigInt64BE(-120n, 48);
+  back.writeBigInt64BE(-180n, 56);
+  assert.is(timeFormStart(back, 60), undefined);
+});
+
 range('recordWindow names exactly the intervals that can hold records of the window, none past it', () => {
   // Time batches hold the records of [t, t + IV): a record of [s, e] lies in an interval from floor(s) to floor(e).
   for (const [s, e] of [
@@ -75,6 +103,24 @@ range('recordWindow names exactly the intervals that can hold records of the win
     if (e % IV !== 0) assert.is(generateBatchIdsTime(s, e, IV).length, needed.length + 1);
   }
 });
+
+range('heldRunsOf over sortedStarts answers every window, limit and truncation as heldRuns over the ids', () => {
+  const held = [T0 - YEAR, -120, 0, 60, 120, 600, T0, T0 + 60, T0 + 120, T0 + 240].map((t) => id(t).bytes);
+  const starts = sortedStarts(held, IV);
+  assert.equal(starts, [T0 - YEAR, -120, 0, 60, 120, 600, T0, T0 + 60, T0 + 120, T0 + 240].sort((a, b) => a - b));
+  for (const [s, e] of [[-1e15, 1e15], [0, 0], [1, 59], [-200, 130], [T0, T0 + 200], [T0 + 1, T0 + 1], [T0 + 300, T0 + 900], [-1e15, -1e14]] as const) {
+    for (const limit of [1, 2, 3, 1000]) assert.equal(heldRunsOf(starts, { start: s, end: e }, IV, limit), heldRunsSlow(held, { start: s, end: e }, IV, limit), `${s}..${e} limit ${limit}`);
+  }
+});
+
+/** heldRuns as it was written first: filter to the window, sort, cut. */
+function heldRunsSlow(held: Uint8Array[], r: { start: number; end: number }, iv: number, limit: number) {
+  const first = Math.floor(r.start / iv) * iv;
+  const last = Math.ceil(r.end / iv) * iv;
+  const starts = held.map((b) => timeFormStart(b, iv)).filter((s): s is number => s !== undefined && s >= first && s <= last).sort((a, b) => a - b);
+  const kept = starts.slice(0, limit);
+  return { runs: runsOf(kept, iv), batches: kept.length, truncated: starts.length > limit };
+}
 
 range('heldRuns is the enumeration of the window intersected with the held ids', () => {
   const held = [T0 - YEAR, T0 - 60, T0, T0 + 60, T0 + 120, T0 + 600].map((t) => id(t).bytes);
@@ -151,6 +197,22 @@ route('answers the held batches of the window as runs; an unknown dataset holds 
   const lim = batchRangesRoute(ix, new URLSearchParams(`dataset=flows&start=1&end=${T0 + 3600}&interval=60&limit=1`));
   assert.equal((lim.body as { runs: unknown }).runs, [[T0 - YEAR, 1]]);
   assert.is((lim.body as { truncated: boolean }).truncated, true);
+});
+
+route('answers again from what the index holds now: a batch added after an answer is in the next one, another interval or dataset apart', () => {
+  const ix = indexOf([T0, T0 + 60]);
+  const ask = (q: string): unknown => batchRangesRoute(ix, new URLSearchParams(q)).body;
+  const window = `dataset=flows&start=${T0 - 600}&end=${T0 + 600}&interval=60`;
+  assert.equal((ask(window) as { runs: unknown }).runs, [[T0, 2]]);
+  assert.equal((ask(window) as { runs: unknown }).runs, [[T0, 2]], 'asked twice, same answer');
+  ix.add({ dataset: 'flows', batchId: id(T0 + 120), path: '/d/new', device: 'd0', records: 1, bytes: 1, closingHash: Buffer.alloc(64) });
+  ix.add({ dataset: 'flows', batchId: id(T0 - 600), path: '/d/first', device: 'd0', records: 1, bytes: 1, closingHash: Buffer.alloc(64) });
+  assert.equal((ask(window) as { runs: unknown }).runs, [[T0 - 600, 1], [T0, 3]]);
+  // The same ids at another interval are none of its windows; another dataset's are its own.
+  assert.equal((ask(`dataset=flows&start=${T0 - 600}&end=${T0 + 600}&interval=30`) as { batches: number }).batches, 0);
+  ix.add({ dataset: 'dns', batchId: id(T0), path: '/d/dns', device: 'd0', records: 1, bytes: 1, closingHash: Buffer.alloc(64) });
+  assert.equal((ask(`dataset=dns&start=${T0 - 600}&end=${T0 + 600}&interval=60`) as { runs: unknown }).runs, [[T0, 1]]);
+  assert.equal((ask(window) as { runs: unknown }).runs, [[T0 - 600, 1], [T0, 3]]);
 });
 
 route('malformed requests are 400 saying what to send', () => {

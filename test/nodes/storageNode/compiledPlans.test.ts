@@ -37,7 +37,8 @@ const held = new Map<string, string>();
 const ids = [1n, 2n, 3n].map((n) => generateBatchIdNumber(n));
 
 /** A node that holds the batches of `held` (no recovery to wait for). */
-const node = { started: Promise.resolve(), config: { nodeName: 'sn-test' }, readLocation: async (_ds: string, id: BatchID) => (held.has(id.toHex()) ? { path: held.get(id.toHex()) as string, tier: 'core' } : undefined) } as unknown as StorageNode;
+const location = (id: BatchID): { path: string; tier: string } | undefined => (held.has(id.toHex()) ? { path: held.get(id.toHex()) as string, tier: 'core' } : undefined);
+const node = { started: Promise.resolve(), config: { nodeName: 'sn-test' }, readLocation: async (_ds: string, id: BatchID) => location(id), readLocations: async (_ds: string, batchIds: readonly BatchID[]) => batchIds.map(location) } as unknown as StorageNode;
 
 function schemas(s: Schema): QuerySchemas {
   const q = new QuerySchemas(undefined);

@@ -100,6 +100,8 @@ lifecycle('start creates devices, serves /health and /metrics; counters move wit
       [b, records(3, 2)],
     ]);
     assert.ok(acks.every((x) => x.ok));
+    // Without the OCF cache a group's lookups are the index's paths, in order; none for one not held.
+    assert.equal(await n.readLocations(DS, [b, generateBatchIdNumber(9n), a]), [{ path: n.index.get(DS, b)?.path, tier: 'core' }, undefined, { path: n.index.get(DS, a)?.path, tier: 'core' }]);
 
     const m = (await get(n, '/metrics')).text;
     assert.is(metric(m, 'hd_records_ingested_total'), 23);
@@ -240,9 +242,12 @@ ocf('segments are written to core devices; reads fill the cache device, then hit
     assert.equal(await readSegment(first?.path as string), d);
     const second = await n.readLocation(DS, id);
     assert.is(second?.tier, 'cache-hit');
+    // A group's lookups: each id's location in order, through the cache; none for one not held.
+    assert.equal(await n.readLocations(DS, [generateBatchIdNumber(4n), id, id]), [undefined, second, second]);
     assert.is(await n.readLocation(DS, generateBatchIdNumber(4n)), undefined);
     const h = JSON.parse((await get(n, '/health')).text);
-    assert.equal(h.ocf, { hits: 1, fills: 1, bypasses: 0 });
+    // The second read, and the two of readLocations above.
+    assert.equal(h.ocf, { hits: 3, fills: 1, bypasses: 0 });
     assert.equal(h.devices.list.map((x: { name: string; use: string }) => [x.name, x.use]), [
       ['slow', 'write'],
       ['fast', 'cache'],
