@@ -9,6 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { peerRoleProblem } from '../net/peerRole';
+import { proxyAgent } from './proxyAgents';
 import type { SccTarget } from './sccTargets';
 import { traceHeaders } from '../lib/tracing/traceContext';
 
@@ -109,7 +110,7 @@ export function checkProxyUrl(proxyUrl: string): URL {
 }
 
 /** One JSON request to the Proxy; resolves with status and body text, rejects (ProxyError 0) when unreachable. */
-function call(method: 'GET' | 'POST', proxyUrl: string, route: string, opts: ProxyCallOptions, body?: unknown): Promise<{ status: number; text: string }> {
+function call(method: 'GET' | 'POST', proxyUrl: string, route: string, opts: ProxyCallOptions, body?: unknown, fresh = false): Promise<{ status: number; text: string }> {
   const u = new URL(route, checkProxyUrl(proxyUrl));
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   const timeoutMs = opts.timeoutMs ?? 60_000;
@@ -127,7 +128,8 @@ function call(method: 'GET' | 'POST', proxyUrl: string, route: string, opts: Pro
         // A DMS-CA certificate (O=HD) must be the Proxy's (OU=proxy): a registered `client` cannot pose as it; an ingress's own certificate is checked by name only.
         ...(secure && { ca, cert: opts.tls.cert, key: opts.tls.key, ...(sn && { servername: sn }), checkServerIdentity: (h: string, c: PeerCertificate) => checkServerIdentity(sn ?? h, c) ?? (c.subject?.O === 'HD' ? peerRoleProblem(c, ['proxy']) : undefined) }),
         ...(opts.localAddress && { localAddress: opts.localAddress }),
-        agent: false,
+        // A kept connection of this origin and material when one is idle (sdk/proxyAgents.ts).
+        agent: fresh ? false : proxyAgent(secure, u.origin, secure ? [ca, opts.tls.cert, opts.tls.key, sn] : [], opts.localAddress),
         headers: { accept: 'application/json', ...opts.headers, ...(payload && { 'content-type': 'application/json', 'content-length': String(payload.length) }) },
         timeout: timeoutMs,
       },
@@ -139,7 +141,11 @@ function call(method: 'GET' | 'POST', proxyUrl: string, route: string, opts: Pro
       },
     );
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on('error', (err) => reject(new ProxyError(`the Proxy could not be reached (${what}): ${err.message}; check the proxy URL, that the Proxy runs, and its CA (PLATFORM_CA_CERT_PEM or registerWithDms)`, 0, 'unreachable')));
+    req.on('error', (err) => {
+      // A kept connection the Proxy closed as it was reused: the request never reached it, so it goes once more on a new one.
+      if (req.reusedSocket && (err as NodeJS.ErrnoException).code === 'ECONNRESET' && !fresh) return void call(method, proxyUrl, route, opts, body, true).then(resolve, reject);
+      reject(new ProxyError(`the Proxy could not be reached (${what}): ${err.message}; check the proxy URL, that the Proxy runs, and its CA (PLATFORM_CA_CERT_PEM or registerWithDms)`, 0, 'unreachable'));
+    });
     req.end(payload);
   });
 }
