@@ -279,6 +279,18 @@ export interface Native {
     batchBytes: number,
     groupBytes: number,
   ): Promise<{ records: Float64Array; blocks: Float64Array; matched: Float64Array; scanned: Float64Array; skipped: Float64Array; acc: AggregateAccumulatorHandle }>;
+  /**
+   * Scans small segments whole (at most `batchBytes` record bytes each, `groupBytes` in all) with `filter`, off the event loop; per path
+   * records (-1 read as usual, -2 not tried), blocks, matched, scanned, skipped blocks, kept (records put in `rows`: with `top` only each
+   * batch's best), and those records back to back.
+   */
+  scanRowsGroup(
+    paths: string[],
+    filter: ScanFilterHandle,
+    top: TopPlanHandle | null,
+    batchBytes: number,
+    groupBytes: number,
+  ): Promise<{ records: Float64Array; blocks: Float64Array; matched: Float64Array; scanned: Float64Array; skipped: Float64Array; kept: Float64Array; rows: Buffer }>;
   /** Compiles a `top` (best `k` by `field`, largest first when `desc`) against a schema and a field mask (one record, or null); throws ERR_QUERY with path. */
   scanTopCompile(schema: SchemaHandle, field: string, k: number, desc: boolean, fieldMask: Uint8Array | null): TopPlanHandle;
   /** The records of `records` (whole records) within the plan's best k, ties with the k-th kept, in order (this thread); RangeError when not whole records. */

@@ -18,7 +18,7 @@ import { MergedPartials } from './mergedPartials';
 import { MergedRows } from './mergedRows';
 import type { ReadQueue } from './readScheduler';
 import type { ScanSpan } from './scanSpan';
-import { readSummaryGroup, SUMMARY_GROUP_BATCHES, type GroupLeft } from './summaryGroup';
+import { readRowsGroup, readSummaryGroup, SUMMARY_GROUP_BATCHES, type GroupLeft } from './summaryGroup';
 import type { QueryReadContext, QueryReadState } from './queryReadState';
 import type { CompiledQuery } from './scanTypes';
 
@@ -42,7 +42,7 @@ export class QueryReads implements QueryReadState {
   /** Summary groups in flight: a worker with nothing to take waits for what they leave. */
   private groupsInFlight = 0;
   private wake: (() => void)[] = [];
-  /** Whether groups are still tried: merged partials over a filter, no verify_hash nor limit, and the last group folded some. */
+  /** Whether groups are still tried: merged partials or merged rows over a filter, no verify_hash nor limit, and the last group answered some. */
   private grouping: boolean;
   /**
    * Batches the next group asks for: {@link SUMMARY_GROUP_BATCHES}, or, once a group's scan budget
@@ -79,7 +79,7 @@ export class QueryReads implements QueryReadState {
             this.emit({ kind: 'eobs', dataset: spec.dataset, completes, results: this.results });
           })
         : undefined;
-    this.grouping = this.merged !== undefined && compiled.fromSummaries !== undefined && !spec.verifyHash && spec.limit === undefined;
+    this.grouping = ((this.merged !== undefined && compiled.fromSummaries !== undefined) || (this.rows !== undefined && compiled.fromRows !== undefined)) && !spec.verifyHash && spec.limit === undefined;
   }
 
   /** Reads every batch, then sends what merged results still hold; always leaves the read queue. */
@@ -177,7 +177,7 @@ export class QueryReads implements QueryReadState {
         this.groupsInFlight++;
         let left: GroupLeft = { read: [], again: [] };
         try {
-          left = await readSummaryGroup(this, group);
+          left = await (this.merged ? readSummaryGroup : readRowsGroup)(this, group);
           // None folded: this query's batches are read one by one from here on.
           if (left.read.length + left.again.length === group.length) this.grouping = false;
           this.groupSize = nextGroupSize(this.groupSize, group.length, left.again.length);

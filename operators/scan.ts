@@ -17,7 +17,7 @@ import type { ReadScheduler } from './readScheduler';
 import { ScanSpan } from './scanSpan';
 import type { CompiledQuery, ScanOptions } from './scanTypes';
 
-export type { BatchScan, BatchScanStep, BatchUnreadable, ColumnarPiece, CompiledQuery, ScanMeter, ScanOptions, ScanSource, SummaryAnswers } from './scanTypes';
+export type { BatchScan, BatchScanStep, BatchUnreadable, ColumnarPiece, CompiledQuery, ScanMeter, ScanOptions, RowsAnswers, ScanSource, SummaryAnswers } from './scanTypes';
 
 /**
  * Runs every query that arrives, concurrently, each reading its batches in order. Between steps a

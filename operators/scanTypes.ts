@@ -80,8 +80,22 @@ export interface CompiledQuery {
    * Never with verify_hash or `limit` (every block is then read, or a batch at a time).
    */
   readonly fromSummaries?: (batchIds: readonly BatchID[]) => Promise<SummaryAnswers>;
+  /**
+   * With merged rows over a filter: scans, in one call for the group, those of `batchIds` small
+   * enough (exactly as their own reads would), and returns their matches. The others are read as
+   * usual with {@link CompiledQuery.open}. Never with verify_hash or `limit`.
+   */
+  readonly fromRows?: (batchIds: readonly BatchID[]) => Promise<RowsAnswers>;
   /** Opens one batch for reading, or says why it cannot be read. */
   open(batchId: BatchID, verifyHash: boolean): Promise<BatchScan | BatchUnreadable>;
+}
+
+/** What {@link CompiledQuery.fromRows} answered: the numbers of {@link SummaryAnswers} per batch, and the rows. */
+export interface RowsAnswers extends Omit<SummaryAnswers, 'partial'> {
+  /** Per batch: the records it put in `rows` when scanned (its matches; with a top, its best), else -1. */
+  readonly kept: Float64Array;
+  /** The scanned batches' kept records, back to back in group order. */
+  readonly rows: Buffer;
 }
 
 /** What {@link CompiledQuery.fromSummaries} answered for a group of batches. */

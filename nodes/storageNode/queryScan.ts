@@ -7,7 +7,8 @@ import type { BatchID } from '../../engine-rs/batchId';
 import { HDWP_ERROR_FRAME_CODES as CODES } from '../../engine-rs/hdwpFrame';
 import { AggregateAccumulator, AggregatePlan, TopPlan, QueryError as KernelQueryError, ScanFilter, SegmentReader, SegmentScanner, verifySegment, type Schema } from '../../engine-rs/index';
 import type { QuerySpec } from '../../stream/queryElement';
-import type { BatchScan, BatchScanStep, BatchUnreadable, CompiledQuery, ScanSource, SummaryAnswers } from '../../operators/scan';
+import type { BatchScan, BatchScanStep, BatchUnreadable, CompiledQuery, RowsAnswers, ScanSource, SummaryAnswers } from '../../operators/scan';
+import { scanRowsGroup } from '../../engine-rs/scanRowsGroup';
 import type { PartialAccumulator } from '../../operators/mergedPartials';
 import { QueryError } from '../../query/queryError';
 import { NOT_HELD } from '../../query/batchNotice';
@@ -90,29 +91,19 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
        * not held here, too large, or not read cleanly, is left to `open` (which says why it cannot
        * be read).
        */
+      // A group scans about one read step's bytes: a cancel or a fairer query waits as little as for a step.
+      const budget = { batchBytes: groupBatchBytes, groupBytes: stepBytes };
       const fromSummaries = async (batchIds: readonly BatchID[], f: ScanFilter, plan: AggregatePlan): Promise<SummaryAnswers> => {
-        const locations = await node.readLocations(spec.dataset, batchIds);
-        const paths: string[] = [];
-        const at: number[] = [];
-        for (let i = 0; i < locations.length; i++) {
-          const loc = locations[i];
-          if (loc === undefined) continue;
-          paths.push(loc.path);
-          at.push(i);
-        }
-        // A group scans about one read step's bytes: a cancel or a fairer query waits as little as for a step.
-        const g = await AggregateAccumulator.fromSummaries(paths, f, plan, { batchBytes: groupBatchBytes, groupBytes: stepBytes });
+        const { paths, at } = await groupPaths(node, spec.dataset, batchIds);
+        const g = await AggregateAccumulator.fromSummaries(paths, f, plan, budget);
         const partial = { foldInto: (acc: PartialAccumulator) => (acc as AggregateAccumulator).absorb(g.acc) };
-        // Every batch held here (the usual case): the native answers are already per batch.
-        if (at.length === batchIds.length) return { records: g.records, blocks: g.blocks, matched: g.matched, scanned: g.scanned, skipped: g.skipped, partial };
-        const out = { records: new Float64Array(batchIds.length), blocks: new Float64Array(batchIds.length), matched: new Float64Array(batchIds.length), scanned: new Float64Array(batchIds.length), skipped: new Float64Array(batchIds.length) };
-        for (const k of SUMMARY_COLUMNS) {
-          const to = out[k];
-          const from = g[k];
-          to.fill(-1);
-          for (let j = 0; j < at.length; j++) to[at[j] as number] = from[j] as number;
-        }
-        return { ...out, partial };
+        return { ...perBatch(g, at, batchIds.length), partial };
+      };
+      /** The rows of a group of small batches, scanned whole in one native call (merged rows). */
+      const fromRows = async (batchIds: readonly BatchID[], f: ScanFilter): Promise<RowsAnswers> => {
+        const { paths, at } = await groupPaths(node, spec.dataset, batchIds);
+        const g = await scanRowsGroup(paths, f, budget, top);
+        return { ...perBatch(g, at, batchIds.length), kept: spread(g.kept, at, batchIds.length), rows: g.rows };
       };
       return {
         recordSize,
@@ -121,6 +112,7 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
         ...(fold && { newAccumulator: () => AggregateAccumulator.create(aggregate) }),
         ...(top && { selectTop: (records: Buffer) => top.select(records) }),
         ...(aggregate && fold && filter && !filter.matchesNone && { fromSummaries: (batchIds: readonly BatchID[]) => fromSummaries(batchIds, filter, aggregate) }),
+        ...(!aggregate && spec.mergeBatches === true && filter && !filter.matchesNone && groupBatchBytes > 0 && { fromRows: (batchIds: readonly BatchID[]) => fromRows(batchIds, filter) }),
         async open(batchId: BatchID, verifyHash: boolean): Promise<BatchScan | BatchUnreadable> {
           const at = await node.readLocation(spec.dataset, batchId);
           if (!at) return unreadable(batchId, `${NOT_HELD} '${name}'`);
@@ -152,6 +144,39 @@ export function nodeScanSource(opts: NodeScanSourceOptions): ScanSource {
 
 /** The per-batch numbers of a group's answer. */
 const SUMMARY_COLUMNS = ['records', 'blocks', 'matched', 'scanned', 'skipped'] as const;
+
+type GroupColumns = { readonly [K in (typeof SUMMARY_COLUMNS)[number]]: Float64Array };
+
+/** The segments of the batches of a group held here, and where each sits in the group. */
+async function groupPaths(node: StorageNode, dataset: string, batchIds: readonly BatchID[]): Promise<{ paths: string[]; at: number[] }> {
+  const locations = await node.readLocations(dataset, batchIds);
+  const paths: string[] = [];
+  const at: number[] = [];
+  for (let i = 0; i < locations.length; i++) {
+    const loc = locations[i];
+    if (loc === undefined) continue;
+    paths.push(loc.path);
+    at.push(i);
+  }
+  return { paths, at };
+}
+
+/** A native group answer (per path) as per batch of the group: -1 (read as usual) for a batch not held here. */
+function perBatch(g: GroupColumns, at: readonly number[], n: number): GroupColumns {
+  // Every batch held here (the usual case): the native answers are already per batch.
+  if (at.length === n) return { records: g.records, blocks: g.blocks, matched: g.matched, scanned: g.scanned, skipped: g.skipped };
+  const out = { records: g.records, blocks: g.blocks, matched: g.matched, scanned: g.scanned, skipped: g.skipped };
+  for (const k of SUMMARY_COLUMNS) out[k] = spread(g[k], at, n);
+  return out;
+}
+
+/** Per-path numbers as per batch of a group of `n` (-1 where no path was asked). */
+function spread(from: Float64Array, at: readonly number[], n: number): Float64Array {
+  if (at.length === n) return from;
+  const to = new Float64Array(n).fill(-1);
+  for (let j = 0; j < at.length; j++) to[at[j] as number] = from[j] as number;
+  return to;
+}
 
 /** What the kernel compiles; its refusal is a bad query naming the path. */
 function kernelCompiled<T>(compile: () => T): T {

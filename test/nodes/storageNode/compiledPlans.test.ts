@@ -3,7 +3,8 @@
  * queryScan.ts): a repeated query (new id, same filter, aggregate, mask and columns) compiles
  * nothing again; another schema object, JSON or mask compiles afresh; a refused compile is not
  * kept; the cache is a bounded LRU. And the source's summary groups over real segments: batches not
- * held here are left to their own open, the others answered with the partial of one-by-one folds.
+ * held here are left to their own open, the others answered with the partial of one-by-one folds;
+ * and its rows groups (merged rows), whose matches are those of one-by-one reads.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -133,6 +134,39 @@ t('a summary group answers the batches held here; one not held is left to its ow
   assert.ok('code' in missing && missing.code === 13, 'its own open says it is not held');
   // A records query has no group (a verify_hash read is never grouped by the scan: operators/queryReads.ts).
   assert.is((await src.compile(spec({ aggregateJson: undefined }), R)).fromSummaries, undefined);
+});
+
+t('a rows group (merged rows) scans the small batches held here whole: the matches their own reads send, in order', async () => {
+  const src = nodeScanSource({ node, schemas: schemas(schema), blockSize: 16 });
+  const rowsSpec = spec({ aggregateJson: undefined, subQueriesJson: '[{"filters":[{"field":"amount","op":"gt","value":"10"}]}]' });
+  const compiled = await src.compile(rowsSpec, R);
+  assert.ok(compiled.fromRows);
+  const g = await compiled.fromRows(ids);
+  assert.equal([...g.records], [40, 40, -1], 'the third is not held here: left to its own open');
+  // Each batch read on its own, step by step.
+  const own: Buffer[] = [];
+  for (const id of ids.slice(0, 2)) {
+    const b = await compiled.open(id, false);
+    assert.ok(!('code' in b));
+    let st = await b.next();
+    own.push(st.records);
+    while (!st.done) own.push((st = await b.next()).records);
+    b.close();
+  }
+  const want = Buffer.concat(own);
+  assert.ok(want.length > 0);
+  assert.equal([...g.matched].slice(0, 2).reduce((a, n) => a + n, 0) * R, want.length);
+  assert.ok(g.rows.equals(want), 'the same records, in batch order');
+  // Not without merged rows (each batch then answers on its own).
+  assert.is((await src.compile({ ...rowsSpec, mergeBatches: false }, R)).fromRows, undefined);
+  // With a top, each batch keeps only its best (as its own read's selectTop keeps them).
+  const topped = await src.compile({ ...rowsSpec, top: { field: 'amount', k: 3, desc: true } }, R);
+  assert.ok(topped.fromRows && topped.selectTop);
+  const t3 = await topped.fromRows(ids);
+  const best = own.map((o) => (topped.selectTop as (b: Buffer) => Buffer)(o));
+  assert.equal([...t3.kept], [...best.map((b) => b.length / R), -1]);
+  assert.equal([...t3.matched].slice(0, 2), [...g.matched].slice(0, 2), 'every match counted');
+  assert.ok(t3.rows.equals(Buffer.concat(best)));
 });
 
 t('a group scans small batches with the filter and the field-masked aggregate their own reads use', async () => {

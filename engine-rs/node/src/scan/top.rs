@@ -50,17 +50,25 @@ fn scan_top_select<'cx>(
     plan: Handle<'cx, JsValue>,
     records: Handle<'cx, JsTypedArray<u8>>,
 ) -> JsResult<'cx, JsBuffer> {
-    let Ok(p) = plan.downcast::<JsBox<TopBox>, _>(cx) else {
-        return throw_coded(
-            cx,
-            "ERR_SCAN_HANDLE",
-            "expected a TopPlanHandle from scanTopCompile",
-        );
-    };
-    let p = Arc::clone(&p.0);
+    let p = unbox_top(cx, plan)?;
     let out = p.select(records.as_slice(cx));
     match out {
         Ok(out) => JsBuffer::from_slice(cx, &out),
         Err(e) => cx.throw_range_error(e.to_string()),
+    }
+}
+
+/// The plan behind a `TopPlanHandle` (throws `ERR_SCAN_HANDLE` for anything else).
+pub(super) fn unbox_top<'cx, C: Context<'cx>>(
+    cx: &mut C,
+    plan: Handle<'cx, JsValue>,
+) -> NeonResult<Arc<TopPlan>> {
+    match plan.downcast::<JsBox<TopBox>, _>(cx) {
+        Ok(p) => Ok(Arc::clone(&p.0)),
+        Err(_) => throw_coded(
+            cx,
+            "ERR_SCAN_HANDLE",
+            "expected a TopPlanHandle from scanTopCompile",
+        ),
     }
 }

@@ -199,3 +199,87 @@ fn fold_group_folds_each_batch_as_its_own_scan_would() {
     );
     assert!(bad_read > 10, "{bad_read} damaged blocks read");
 }
+
+#[test]
+fn rows_group_gives_each_batch_the_matches_of_its_own_scan() {
+    let dir = Scratch::new("rows-group");
+    let mut kinds = [0usize; 3];
+    for seed in 1..=16u64 {
+        let mut r = Rng(seed * 7_919 + 3);
+        let big = seed % 2 == 1;
+        let s = schema(big);
+        let n = 200 + r.below(2400) as usize;
+        let data = records(&mut r, n, big);
+        let k = 2 + r.below(10) as usize;
+        let batches = cuts(&mut r, n, k);
+        let mut paths: Vec<PathBuf> = batches
+            .iter()
+            .enumerate()
+            .map(|(i, (a, b))| write(&dir.0, &format!("r{seed}-{i}"), &data[a * RS..b * RS], big))
+            .collect();
+        // Each path's records (none: missing) and whether a read of them may fail (damaged).
+        let mut held: Vec<(Option<&[u8]>, bool)> = batches
+            .iter()
+            .map(|(a, b)| (Some(&data[a * RS..b * RS]), false))
+            .collect();
+        let largest = (0..paths.len())
+            .max_by_key(|i| batches[*i].1 - batches[*i].0)
+            .expect("batches");
+        let bad = damaged_block(&paths[largest], dir.0.join(format!("rblk{seed}.hdseg")));
+        paths.insert(1, bad);
+        held.insert(1, (held[largest].0, true));
+        paths.push(dir.0.join(format!("rmissing{seed}.hdseg")));
+        held.push((None, true));
+        for filter_json in FILTERS {
+            let filter = Arc::new(ScanFilter::compile(&s, filter_json).expect("filter"));
+            let rs = RS as u64;
+            let budget = GroupBudget {
+                batch_bytes: rs * (100 + r.below(2000)),
+                group_bytes: rs * (200 + r.below(4000)),
+            };
+            let mut out = Vec::new();
+            let folds = SegmentScanner::rows_group(&paths, &filter, None, budget, &mut out);
+            assert_eq!(folds.len(), paths.len());
+            let why = format!("seed {seed} {filter_json} {budget:?}");
+            let mut want = Vec::new();
+            let mut scanned = 0u64;
+            for ((f, kept), (records, may_fail)) in folds.iter().zip(&held) {
+                match f {
+                    GroupFold::Folded(a) => {
+                        assert_eq!(*kept, a.matched, "{why}: without a top every match is kept");
+                        // A damaged batch is folded only when its damaged block was never read.
+                        let own = filter.filter(records.expect("a folded batch exists"));
+                        assert_eq!(a.matched as usize * RS, own.len(), "{why}");
+                        assert!(!a.from_summary);
+                        want.extend_from_slice(&own);
+                        scanned += a.scanned;
+                        kinds[0] += 1;
+                    }
+                    GroupFold::Read => {
+                        let small = records.is_some_and(|d| d.len() as u64 <= budget.batch_bytes);
+                        assert!(
+                            *may_fail || !small,
+                            "{why}: a small, sound batch left to its own read"
+                        );
+                        kinds[1] += 1;
+                    }
+                    GroupFold::Untried => {
+                        assert!(
+                            scanned > 0 || !want.is_empty() || kinds[0] > 0,
+                            "{why}: untried first"
+                        );
+                        kinds[2] += 1;
+                    }
+                }
+            }
+            assert_eq!(
+                out, want,
+                "{why}: the matches of the scanned batches, in order"
+            );
+        }
+    }
+    assert!(
+        kinds.iter().all(|k| *k > 5),
+        "{kinds:?} scanned / read / untried"
+    );
+}

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::SegmentScanner;
 use crate::scan::aggregate::AggregateAccumulator;
 use crate::scan::filter::ScanFilter;
+use crate::scan::TopPlan;
 use crate::segment::SegmentReader;
 
 /// How much of a group is scanned (batches their summaries answer cost nothing).
@@ -61,7 +62,114 @@ pub enum GroupFold {
     Untried,
 }
 
+/// What a group has scanned so far against its [`GroupBudget`].
+#[derive(Default)]
+struct Spent {
+    bytes: u64,
+    any: bool,
+}
+
+impl Spent {
+    /// Whether a batch of `bytes` record bytes (0: the zones rule it out whole) is scanned in the
+    /// group: `Err(Read)` when over the batch limit, `Err(Untried)` when past the group's budget
+    /// (the first batch scanned always fits).
+    fn admit(&mut self, budget: GroupBudget, bytes: u64) -> Result<(), GroupFold> {
+        if budget.batch_bytes == 0 || bytes > budget.batch_bytes {
+            return Err(GroupFold::Read);
+        }
+        if self.any && self.bytes.saturating_add(bytes) > budget.group_bytes {
+            return Err(GroupFold::Untried);
+        }
+        self.bytes = self.bytes.saturating_add(bytes);
+        self.any |= bytes > 0;
+        Ok(())
+    }
+}
+
 impl SegmentScanner {
+    /// Record bytes a group's scan of this batch reads (none when the zones rule it out whole).
+    fn group_bytes(&self) -> u64 {
+        if self.skip_all {
+            0
+        } else {
+            self.reader
+                .records()
+                .saturating_mul(u64::from(self.reader.header().record_size))
+        }
+    }
+
+    /// Scans this batch to its end, adding to `answer`; `out` takes the matching records unless
+    /// the scanner aggregates. `None` on any error (a block checksum, I/O, too many groups).
+    fn scan_to_end(&mut self, answer: &mut GroupAnswer, out: &mut Vec<u8>) -> Option<()> {
+        loop {
+            let mut step = self.next(u64::MAX).ok()?;
+            answer.matched += step.matched;
+            answer.scanned += step.scanned;
+            answer.blocks_skipped += step.blocks_skipped;
+            if out.is_empty() {
+                *out = std::mem::take(&mut step.records);
+            } else {
+                out.append(&mut step.records);
+            }
+            if step.done {
+                return Some(());
+            }
+        }
+    }
+
+    /// Scans the small batches of `paths` (in order) with `filter` in one call, no hash verified:
+    /// each of at most `budget.batch_bytes` record bytes, scanned to its end, while the group's
+    /// scanned bytes stay within `budget.group_bytes` (the first batch scanned always fits), its
+    /// matching records appended to `out` in order — with `top`, only the batch's best (as its own
+    /// read keeps them), so a group of many matches hands back a few. Per path: the fold, and the
+    /// records it added to `out`. A batch that cannot be opened or read cleanly, or is too large,
+    /// is [`GroupFold::Read`] and adds nothing; one past the budget is [`GroupFold::Untried`].
+    pub fn rows_group<P: AsRef<Path>>(
+        paths: &[P],
+        filter: &Arc<ScanFilter>,
+        top: Option<&TopPlan>,
+        budget: GroupBudget,
+        out: &mut Vec<u8>,
+    ) -> Vec<(GroupFold, u64)> {
+        let rs = filter.record_size().max(1) as u64;
+        let mut spent = Spent::default();
+        paths
+            .iter()
+            .map(|p| {
+                let Ok(reader) = SegmentReader::open_cached(p.as_ref()) else {
+                    return (GroupFold::Read, 0);
+                };
+                let Ok(mut sc) = Self::over(reader, Arc::clone(filter), false) else {
+                    return (GroupFold::Read, 0);
+                };
+                if let Err(f) = spent.admit(budget, sc.group_bytes()) {
+                    return (f, 0);
+                }
+                let mut answer = GroupAnswer {
+                    records: sc.reader.records(),
+                    blocks: sc.reader.blocks(),
+                    matched: 0,
+                    scanned: 0,
+                    blocks_skipped: 0,
+                    from_summary: false,
+                };
+                let mut mine = Vec::new();
+                if sc.scan_to_end(&mut answer, &mut mine).is_none() {
+                    return (GroupFold::Read, 0);
+                }
+                if let Some(t) = top {
+                    match t.select(&mine) {
+                        Ok(best) => mine = best,
+                        Err(_) => return (GroupFold::Read, 0),
+                    }
+                }
+                let kept = mine.len() as u64 / rs;
+                out.append(&mut mine);
+                (GroupFold::Folded(answer), kept)
+            })
+            .collect()
+    }
+
     /// Folds into `acc` the batches of `paths` (in order) that one call can answer with `filter`
     /// and `acc`'s plan, no hash verified: those their summary answers (the filter holds for
     /// every record, as [`Self::set_aggregate_fold`] decides), and those of at most
@@ -77,8 +185,7 @@ impl SegmentScanner {
         budget: GroupBudget,
     ) -> Vec<GroupFold> {
         let plan = Arc::clone(acc.plan());
-        let mut spent = 0u64;
-        let mut scanned_any = false;
+        let mut spent = Spent::default();
         paths
             .iter()
             .map(|p| {
@@ -100,36 +207,19 @@ impl SegmentScanner {
                 };
                 if !sc.set_aggregate_fold(Arc::clone(&plan)) {
                     // Zones that rule the whole batch out read nothing: no budget spent.
-                    let bytes = if sc.skip_all {
-                        0
-                    } else {
-                        records.saturating_mul(u64::from(sc.reader.header().record_size))
-                    };
-                    if budget.batch_bytes == 0 || bytes > budget.batch_bytes {
-                        return GroupFold::Read;
+                    if let Err(f) = spent.admit(budget, sc.group_bytes()) {
+                        return f;
                     }
-                    if scanned_any && spent.saturating_add(bytes) > budget.group_bytes {
-                        return GroupFold::Untried;
-                    }
-                    spent = spent.saturating_add(bytes);
-                    scanned_any |= bytes > 0;
                     answer = GroupAnswer {
                         matched: 0,
                         blocks_skipped: 0,
                         from_summary: false,
                         ..answer
                     };
-                    loop {
-                        // Any error (a block checksum, I/O, too many groups): read as usual.
-                        let Ok(step) = sc.next(u64::MAX) else {
-                            return GroupFold::Read;
-                        };
-                        answer.matched += step.matched;
-                        answer.scanned += step.scanned;
-                        answer.blocks_skipped += step.blocks_skipped;
-                        if step.done {
-                            break;
-                        }
+                    // Any error (a block checksum, I/O, too many groups): read as usual. The
+                    // aggregating scanner leaves `records` empty.
+                    if sc.scan_to_end(&mut answer, &mut Vec::new()).is_none() {
+                        return GroupFold::Read;
                     }
                 }
                 // Ok(false): the accumulator is full; Err: the batch alone has too many groups.
