@@ -7,7 +7,8 @@
  * aggregate (as their own reads would, within about one read step's bytes); its folded batches join
  * the query's accumulator and are listed at once (one frame completes them), each counted as its
  * own read would count it. The batches it does not fold go back to be read as usual (their own
- * open says why one cannot be read); those it did not try go to the next group.
+ * open says why one cannot be read); those it did not try go to the next group. With merged rows a
+ * group scans small batches whole the same way and their matches join the held rows.
  */
 import type { BatchID } from '../engine-rs/batchId';
 import type { CompletedBatch } from './mergedPartials';
@@ -73,6 +74,8 @@ export async function readRowsGroup(r: QueryReadState, group: readonly BatchID[]
     scanned.push({ batchId: group[i] as BatchID, records });
   });
   for (const { batchId, records } of scanned) {
+    // Stopped meanwhile: what is held is discarded with the query, nothing more goes out.
+    if (r.q.signal.aborted) return NOTHING_LEFT;
     if (compiled.selectTop || records.length <= MergedRows.MAX_BATCH_BYTES) {
       // A view of the group's buffer (ours): held rows are counted sent when they go out.
       rows.add(batchId, records);
