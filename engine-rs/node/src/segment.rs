@@ -291,11 +291,13 @@ fn segment_writer_abort<'cx>(
         .promise(|mut cx, ()| Ok(cx.undefined())))
 }
 
-/// Opens and validates a segment off the event loop; resolves a `SegmentReaderHandle`.
+/// Opens and validates a segment off the event loop; resolves a `SegmentReaderHandle`. Through the
+/// footer cache: a file opened before and unchanged since (a batch's filter asked for again, the
+/// index built after recovery) is not read and validated again.
 #[neon::export(name = "segmentOpen")]
 fn segment_open<'cx>(cx: &mut FunctionContext<'cx>, path: String) -> JsResult<'cx, JsPromise> {
     Ok(cx
-        .task(move || SegmentReader::open(Path::new(&path)))
+        .task(move || SegmentReader::open_cached(Path::new(&path)))
         .promise(|mut cx, result| match result {
             Ok(r) => Ok(cx.boxed(Arc::new(ReaderBox(r)))),
             Err(e) => throw_seg(&mut cx, &e),
