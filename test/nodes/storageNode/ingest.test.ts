@@ -3,40 +3,19 @@
  * way `hd run --config` passes it, fed by an HdwpClient over a real socket.
  */
 import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { generateBatchIdNumber, HashChain, readSegment, verifySegment, type BatchID } from '../../../engine-rs/index';
+import { generateBatchIdNumber, readSegment, verifySegment } from '../../../engine-rs/index';
 import { builtinRegistry } from '../../../roles/builtins';
 import { loadPipelineFile } from '../../../pipelines/load';
 import { runPipeline, type RunResult } from '../../../pipelines/run';
 import { HdwpClient } from '../../../hdwp/hdwpClient';
 import { HdwpStreamError } from '../../../hdwp/hdwpStreamError';
+import { closing, DS, R, records, yaml } from './ingestKit';
+import { freePort } from '../../support/hdProcess';
 
-const R = 40;
-const DS = 'ticks';
-const yaml = path.resolve(__dirname, '../../../pipelines/storage-node.yaml');
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  const port = await new Promise<number>((r) => s.listen(0, '127.0.0.1', () => r((s.address() as net.AddressInfo).port)));
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-function records(n: number, seed: number): Buffer {
-  const b = Buffer.alloc(n * R);
-  for (let i = 0; i < b.length; i++) b[i] = (i * 7 + seed * 3) & 0xff;
-  return b;
-}
-
-async function closing(id: BatchID, data: Buffer): Promise<Buffer> {
-  const c = new HashChain(id, { recordSize: R, blockSize: 16, algorithm: 'sha256' });
-  await c.update(data);
-  return c.finish().closingHash;
-}
 
 interface Running {
   dir: string;

@@ -32,6 +32,18 @@ fn budget_arg(cx: &mut FunctionContext, v: Handle<JsValue>, name: &str) -> NeonR
     Ok(n as u64)
 }
 
+/// The `batchBytes` and `groupBytes` arguments of a group call.
+fn budget_args(
+    cx: &mut FunctionContext,
+    batch_bytes: Handle<JsValue>,
+    group_bytes: Handle<JsValue>,
+) -> NeonResult<GroupBudget> {
+    Ok(GroupBudget {
+        batch_bytes: budget_arg(cx, batch_bytes, "batchBytes")?,
+        group_bytes: budget_arg(cx, group_bytes, "groupBytes")?,
+    })
+}
+
 /// Folds the segments of `paths` that one call answers (filter and aggregate as compiled for the
 /// query; batches of at most `batchBytes` record bytes scanned, `groupBytes` in all) off the
 /// event loop. Resolves `{ records, blocks, matched, scanned, skipped, acc }`, per path: the
@@ -50,10 +62,7 @@ fn scan_summary_group<'cx>(
 ) -> JsResult<'cx, JsPromise> {
     let filter = unbox_filter(cx, filter)?;
     let plan = unbox_plan(cx, plan)?;
-    let budget = GroupBudget {
-        batch_bytes: budget_arg(cx, batch_bytes, "batchBytes")?,
-        group_bytes: budget_arg(cx, group_bytes, "groupBytes")?,
-    };
+    let budget = budget_args(cx, batch_bytes, group_bytes)?;
     let list = path_list(cx, paths)?;
     Ok(cx
         .task(move || {
@@ -71,7 +80,7 @@ fn scan_summary_group<'cx>(
 
 /// Scans the small segments of `paths` with `filter` in one call off the event loop (batches of
 /// at most `batchBytes` record bytes, `groupBytes` in all), no hash verified. Resolves
-/// `{ records, blocks, matched, scanned, skipped, rows }`: per path as `scanSummaryGroup` (-1 for
+/// `{ records, blocks, matched, scanned, skipped, kept, rows }`: per path as `scanSummaryGroup` (-1 for
 /// one the caller reads as usual, -2 for one not tried), `kept` (the records each scanned batch
 /// put in `rows`: with `top`, a TopPlanHandle or null, only its best, else every match) and `rows`,
 /// those records back to back in path order.
@@ -90,10 +99,7 @@ fn scan_rows_group<'cx>(
     } else {
         Some(unbox_top(cx, top)?)
     };
-    let budget = GroupBudget {
-        batch_bytes: budget_arg(cx, batch_bytes, "batchBytes")?,
-        group_bytes: budget_arg(cx, group_bytes, "groupBytes")?,
-    };
+    let budget = budget_args(cx, batch_bytes, group_bytes)?;
     let list = path_list(cx, paths)?;
     Ok(cx
         .task(move || {

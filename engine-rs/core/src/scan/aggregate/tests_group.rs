@@ -59,6 +59,26 @@ fn own_scan(
     Some(a)
 }
 
+/// Random records cut into 2..11 batches, each written as a segment named `{tag}-{i}`: the
+/// records, each batch's record range and its file.
+fn batch_files(
+    dir: &Path,
+    tag: &str,
+    r: &mut Rng,
+    big: bool,
+) -> (Vec<u8>, Vec<(usize, usize)>, Vec<PathBuf>) {
+    let n = 200 + r.below(2400) as usize;
+    let data = records(r, n, big);
+    let k = 2 + r.below(10) as usize;
+    let batches = cuts(r, n, k);
+    let paths = batches
+        .iter()
+        .enumerate()
+        .map(|(i, (a, b))| write(dir, &format!("{tag}-{i}"), &data[a * RS..b * RS], big))
+        .collect();
+    (data, batches, paths)
+}
+
 const FILTERS: [&str; 5] = [
     "[]",
     // Matches none (the zones rule every batch out).
@@ -78,15 +98,7 @@ fn fold_group_folds_each_batch_as_its_own_scan_would() {
         let mut r = Rng(seed * 104_729 + 11);
         let big = seed % 2 == 0;
         let s = schema(big);
-        let n = 200 + r.below(2400) as usize;
-        let data = records(&mut r, n, big);
-        let k = 2 + r.below(10) as usize;
-        let batches = cuts(&mut r, n, k);
-        let mut paths: Vec<PathBuf> = batches
-            .iter()
-            .enumerate()
-            .map(|(i, (a, b))| write(&dir.0, &format!("s{seed}-{i}"), &data[a * RS..b * RS], big))
-            .collect();
+        let (data, batches, mut paths) = batch_files(&dir.0, &format!("s{seed}"), &mut r, big);
         let good = paths.len();
         // The largest batch holds at least one block to damage.
         let largest = (0..good)
@@ -208,15 +220,7 @@ fn rows_group_gives_each_batch_the_matches_of_its_own_scan() {
         let mut r = Rng(seed * 7_919 + 3);
         let big = seed % 2 == 1;
         let s = schema(big);
-        let n = 200 + r.below(2400) as usize;
-        let data = records(&mut r, n, big);
-        let k = 2 + r.below(10) as usize;
-        let batches = cuts(&mut r, n, k);
-        let mut paths: Vec<PathBuf> = batches
-            .iter()
-            .enumerate()
-            .map(|(i, (a, b))| write(&dir.0, &format!("r{seed}-{i}"), &data[a * RS..b * RS], big))
-            .collect();
+        let (data, batches, mut paths) = batch_files(&dir.0, &format!("r{seed}"), &mut r, big);
         // Each path's records (none: missing) and whether a read of them may fail (damaged).
         let mut held: Vec<(Option<&[u8]>, bool)> = batches
             .iter()
