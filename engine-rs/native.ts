@@ -214,6 +214,8 @@ export interface Native {
   segmentWriterAbort(handle: SegmentWriterHandle): Promise<void>;
   /** Opens and validates a segment (header, footer, layout). */
   segmentOpen(path: string): Promise<SegmentReaderHandle>;
+  /** Opens a segment whose footer is in the footer cache, on this thread; undefined when it is not cached. */
+  segmentOpenCachedSync(path: string): SegmentReaderHandle | undefined;
   /** Header values, counts, zone maps and batch filter of an open segment. */
   segmentInfo(handle: SegmentReaderHandle): NativeSegmentInfo;
   /** Records of blocks `first .. first + count`, CRCs checked. */

@@ -1,7 +1,7 @@
 import { BatchID } from './batchId';
 import type { HashAlgorithmName } from './hashChain';
 import { native, type SegmentReaderHandle } from './native';
-import { SegmentError, segmentCall } from './segmentError';
+import { SegmentError, segmentCall, toSegmentError } from './segmentError';
 import { decodeZoneFields, zoneOf, type Zone, type ZoneField } from './segmentZones';
 
 /**
@@ -44,6 +44,22 @@ export class SegmentReader {
   /** Opens and validates `path`; rejects with a `SegmentError` for a damaged or foreign file. */
   static async open(path: string): Promise<SegmentReader> {
     return new SegmentReader(await segmentCall(() => native.segmentOpen(path)));
+  }
+
+  /**
+   * Opens `path` on this thread when the process's footer cache holds its footer (opened before,
+   * the file unchanged since: an open, a stat and a lookup, no footer read); undefined when it does
+   * not, and then {@link SegmentReader.open} reads and validates it off the event loop. Throws a
+   * `SegmentError` when the file cannot be opened.
+   */
+  static openCached(path: string): SegmentReader | undefined {
+    let handle: SegmentReaderHandle | undefined;
+    try {
+      handle = native.segmentOpenCachedSync(path);
+    } catch (err) {
+      throw toSegmentError(err);
+    }
+    return handle === undefined ? undefined : new SegmentReader(handle);
   }
 
   /** Records of blocks `first .. first + count` (default: to the end), concatenated. */

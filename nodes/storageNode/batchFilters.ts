@@ -56,7 +56,9 @@ export interface BatchFiltersAnswer {
 
 /** The filter of a segment: its integer zone fields (floats and byte strings are left out). */
 export async function readBatchFilter(path: string): Promise<BatchFilterJson> {
-  const r = await SegmentReader.open(path);
+  // A footer in the footer cache (recovery put every one there) is read on this thread: the
+  // Proxy's first filters for a dataset ask for every batch at once.
+  const r = SegmentReader.openCached(path) ?? (await SegmentReader.open(path));
   const zones = r.batchFilter();
   const fields: FieldRangeJson[] = [];
   r.fields.forEach((f, i) => {

@@ -167,4 +167,28 @@ seg('a damaged footer is refused at open with a typed error', async () => {
   assert.equal(v.ok ? '' : v.code, 'ERR_SEGMENT_TRUNCATED');
 });
 
+seg('openCached: on this thread once the footer is cached, until the file changes; a missing file throws', async () => {
+  const d = scratch();
+  try {
+    const { summary } = await write(d, 40, 100, 'cached.hdseg');
+    assert.is(SegmentReader.openCached(summary.path), undefined, 'never opened: not cached');
+    const opened = await SegmentReader.open(summary.path);
+    const cached = SegmentReader.openCached(summary.path);
+    assert.ok(cached);
+    assert.equal([cached.records, cached.blocks, cached.batchFilter()], [opened.records, opened.blocks, opened.batchFilter()]);
+    assert.ok((await cached.readBlocks()).equals(await opened.readBlocks()));
+    // The same path written again: another file, not served from the cache.
+    rmSync(summary.path);
+    await write(d, 24, 100, 'cached.hdseg');
+    assert.is(SegmentReader.openCached(summary.path), undefined);
+    assert.is((await SegmentReader.open(summary.path)).records, 24);
+    assert.throws(
+      () => SegmentReader.openCached(path.join(d, 'missing.hdseg')),
+      (e: unknown) => e instanceof SegmentError && e.code === 'ERR_SEGMENT_IO',
+    );
+  } finally {
+    rmSync(d, { recursive: true, force: true });
+  }
+});
+
 seg.run();

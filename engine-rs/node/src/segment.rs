@@ -304,6 +304,21 @@ fn segment_open<'cx>(cx: &mut FunctionContext<'cx>, path: String) -> JsResult<'c
         }))
 }
 
+/// Opens a segment whose footer the footer cache holds (the file unchanged since), on this thread:
+/// an open, a stat and a lookup. Returns a `SegmentReaderHandle`, or `undefined` when it is not
+/// cached (`segmentOpen` then reads and validates it off the event loop).
+#[neon::export(name = "segmentOpenCachedSync")]
+fn segment_open_cached_sync<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    path: String,
+) -> JsResult<'cx, JsValue> {
+    match SegmentReader::open_if_cached(Path::new(&path)) {
+        Ok(Some(r)) => Ok(cx.boxed(Arc::new(ReaderBox(r))).upcast()),
+        Ok(None) => Ok(cx.undefined().upcast()),
+        Err(e) => throw_seg(cx, &e),
+    }
+}
+
 /// What an open segment holds: header values, counts, closing hash, `fields` (4 numbers each, as
 /// `segmentWriterCreate` takes them), `zones` (min key, max key per block per field, block-major)
 /// and `filter` (min key, max key per field over the batch).
