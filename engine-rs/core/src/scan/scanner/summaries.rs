@@ -3,8 +3,10 @@
 //! a batch of a few hundred records costs far more than its kernel work. One call folds every
 //! batch of the group into an accumulator: a batch its summary answers without reading a record,
 //! and, within a byte budget, a small batch by scanning it with the same filter and plan (zone
-//! maps, the kernel, the aggregate fold) as its own scan would. Each footer comes from the footer
-//! cache, or is read and validated as on any open: a damaged segment is never folded.
+//! maps, the kernel, the aggregate fold) as its own scan would; for rows, the same budget scans
+//! small batches whole and hands back their matches (with a top, each batch's best). Each footer
+//! comes from the footer cache, or is read and validated as on any open: a damaged segment is
+//! never folded.
 
 use std::path::Path;
 use std::sync::Arc;
