@@ -30,6 +30,13 @@ async function setup(): Promise<{ listener: ResultListener; port: number; a: Q; 
 const hello = (auth?: QueryAuth, recordSize = RS, role: 'storageNode' | 'ingestClient' = 'storageNode'): Buffer => encodeFrame({ kind: 'hello', version: 1, role, datasetId: 'flows', recordSize, ...(auth ? { auth } : {}) });
 const records = (n: number, count: number, auth: QueryAuth, recordSize = RS): Buffer => encodeRecords(batch(n), recordSize, recordsOf(recordSize, count, n), { auth });
 const eob = (n: number, count: number, auth: QueryAuth): Buffer => encodeFrame({ kind: 'eob', batchId: batch(n), recordCount: count, closingHash: new Uint8Array(0), auth });
+/** A raw peer whose stream to `port` opened for `auth`: hello sent, the listener's credit read. */
+async function opened(port: number, auth: QueryAuth): Promise<RawPeer> {
+  const peer = await RawPeer.connect(port);
+  await peer.write(hello(auth));
+  await peer.next('credit');
+  return peer;
+}
 const kinds = (frames: readonly Frame[]): string => frames.map((f) => f.kind).join(',');
 
 const reuse = suite('ResultListener: reused result streams (real sockets)');
@@ -37,9 +44,7 @@ const reuse = suite('ResultListener: reused result streams (real sockets)');
 reuse('the hello answer carries the query block; a later hello starts the next query on the same connection, credit going on', async () => {
   const { listener, port, a, b } = await setup();
   try {
-    const peer = await RawPeer.connect(port);
-    await peer.write(hello(a.auth));
-    await peer.next('credit');
+    const peer = await opened(port, a.auth);
     const first = peer.frames[0];
     assert.ok(first?.kind === 'hello' && first.auth?.queryId === 41, 'the marker: our query block in the answer');
     await peer.write(Buffer.concat([records(1, 4, a.auth), eob(1, 4, a.auth)]));
@@ -72,9 +77,7 @@ reuse('credit the previous query\'s last frames freed is granted with the answer
   listener.open(a as QueryAuth, () => undefined);
   listener.open(b as QueryAuth, () => undefined);
   try {
-    const peer = await RawPeer.connect(port);
-    await peer.write(hello(a));
-    await peer.next('credit');
+    const peer = await opened(port, a);
     // One records frame under a quarter of the window, then the next hello behind it in the same write.
     const frame = records(1, 30, a as QueryAuth);
     assert.ok(frame.length < 1024);
@@ -97,9 +100,7 @@ reuse('credit the previous query\'s last frames freed is granted with the answer
 reuse('a later hello ends the previous query there as a close does: its unfinished batch is dropped; the first query may come back on the connection', async () => {
   const { listener, port, a, b } = await setup();
   try {
-    const peer = await RawPeer.connect(port);
-    await peer.write(hello(a.auth));
-    await peer.next('credit');
+    const peer = await opened(port, a.auth);
     await peer.write(Buffer.concat([records(1, 4, a.auth), hello(b.auth), records(2, 2, b.auth), eob(2, 2, b.auth)]));
     await until(() => b.results.length === 1);
     assert.is(listener.stats.partialBatchesDropped, 1);
@@ -120,9 +121,7 @@ reuse('a later hello for a query not open here (or a wrong token) is refused wit
   const { listener, port, a, b } = await setup();
   try {
     for (const bad of [{ queryId: 99, token: b.auth.token }, { queryId: 42, token: newQueryToken() }]) {
-      const peer = await RawPeer.connect(port);
-      await peer.write(hello(a.auth));
-      await peer.next('credit');
+      const peer = await opened(port, a.auth);
       await peer.write(Buffer.concat([hello(bad), records(3, 2, bad), eob(3, 2, bad), records(4, 1, b.auth), eob(4, 1, b.auth)]));
       const e = await peer.errorAndClose();
       assert.is(e.code, 3);
@@ -138,23 +137,17 @@ reuse('a later hello for a query not open here (or a wrong token) is refused wit
 reuse('malformed later hellos: a role not accepted is error 2, records of the old size after a new hello are error 1, a hello cut short starts nothing', async () => {
   const { listener, port, a, b } = await setup();
   try {
-    let peer = await RawPeer.connect(port);
-    await peer.write(hello(a.auth));
-    await peer.next('credit');
+    let peer = await opened(port, a.auth);
     await peer.write(hello(b.auth, RS, 'ingestClient'));
     assert.is((await peer.errorAndClose()).code, 2);
 
-    peer = await RawPeer.connect(port);
-    await peer.write(hello(a.auth));
-    await peer.next('credit');
+    peer = await opened(port, a.auth);
     await peer.write(Buffer.concat([hello(b.auth, 16), records(5, 2, b.auth, RS)]));
     const sized = await peer.errorAndClose();
     assert.is(sized.code, 1);
     assert.match(sized.message, /records of 24 bytes on a stream opened for 16-byte records/);
 
-    peer = await RawPeer.connect(port);
-    await peer.write(hello(a.auth));
-    await peer.next('credit');
+    peer = await opened(port, a.auth);
     const cut = hello(b.auth);
     await peer.write(cut.subarray(0, cut.length - 3));
     peer.socket.end();
@@ -169,9 +162,7 @@ reuse('malformed later hellos: a role not accepted is error 2, records of the ol
 reuse('bytes split at every offset across a later hello give the same batches', async () => {
   const { listener, port, a, b } = await setup();
   try {
-    const peer = await RawPeer.connect(port);
-    await peer.write(hello(a.auth));
-    await peer.next('credit');
+    const peer = await opened(port, a.auth);
     const bytes = Buffer.concat([records(1, 2, a.auth), eob(1, 2, a.auth), hello(b.auth), records(2, 3, b.auth), eob(2, 3, b.auth)]);
     for (let i = 0; i < bytes.length; i++) await peer.write(bytes.subarray(i, i + 1));
     await until(() => a.results.length === 1 && b.results.length === 1);
@@ -189,9 +180,7 @@ reuse('a server that does not take later hellos (an ingest server, an older list
   const { port } = await server.listen();
   try {
     const auth: QueryAuth = { queryId: 7, token: newQueryToken() };
-    const peer = await RawPeer.connect(port);
-    await peer.write(hello(auth));
-    await peer.next('credit');
+    const peer = await opened(port, auth);
     assert.is(kinds(peer.frames), 'hello,credit');
     const h = peer.frames[0];
     assert.ok(h?.kind === 'hello' && h.auth === undefined);
