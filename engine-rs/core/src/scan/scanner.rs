@@ -19,7 +19,7 @@ mod fold;
 mod pieces;
 mod summaries;
 use fold::Fold;
-use pieces::run_kernel;
+use pieces::{next_run, records_in, run_kernel};
 pub use summaries::{GroupAnswer, GroupBudget, GroupFold};
 
 /// Most record bytes one step reads (more than one block only while under this).
@@ -310,21 +310,11 @@ impl SegmentScanner {
                 c.update(&self.buf[..len]);
             }
             let mut k = b;
-            while k < e {
-                if !want(k) {
-                    k += 1;
-                    continue;
-                }
-                let mut j = k;
-                while j < e && want(j) {
-                    j += 1;
-                }
+            while let Some((run, j)) = next_run(k, e, want) {
+                k = run;
                 let index = self.reader.block_index();
                 let at = (index[k as usize].offset - index[b as usize].offset) as usize;
-                let n: u64 = index[k as usize..j as usize]
-                    .iter()
-                    .map(|x| u64::from(x.records))
-                    .sum();
+                let n = records_in(index, k, j);
                 let range = at..at + (n * rs) as usize;
                 step.matched += run_kernel(
                     &self.filter,

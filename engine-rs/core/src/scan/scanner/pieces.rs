@@ -7,7 +7,7 @@ use crate::scan::aggregate::AggregateState;
 use crate::scan::filter::ScanFilter;
 use std::sync::Arc;
 
-use crate::segment::{PieceLookup, SegmentError};
+use crate::segment::{BlockEntry, PieceLookup, SegmentError};
 
 /// Where a piece's runs of wanted blocks are read from.
 enum Source {
@@ -37,11 +37,8 @@ impl SegmentScanner {
         let total = self.reader.blocks();
         let want = |b: u64| wanted[(b - first) as usize];
         let mut k = first;
-        while k < end {
-            if !want(k) {
-                k += 1;
-                continue;
-            }
+        while let Some((run, _)) = next_run(k, end, want) {
+            k = run;
             let piece_first = k / grid * grid;
             let piece_end = (piece_first + grid).min(total);
             let source = match self.reader.find_piece(piece_first, piece_end) {
@@ -63,22 +60,11 @@ impl SegmentScanner {
                 PieceLookup::Miss => Source::Runs,
             };
             let stop = piece_end.min(end);
-            while k < stop {
-                if !want(k) {
-                    k += 1;
-                    continue;
-                }
-                let mut j = k;
-                while j < stop && want(j) {
-                    j += 1;
-                }
+            while let Some((run, j)) = next_run(k, stop, want) {
+                k = run;
                 let index = self.reader.block_index();
                 let at = (index[k as usize].offset - index[piece_first as usize].offset) as usize;
-                let len = (index[k as usize..j as usize]
-                    .iter()
-                    .map(|x| u64::from(x.records))
-                    .sum::<u64>()
-                    * rs) as usize;
+                let len = (records_in(index, k, j) * rs) as usize;
                 let data = match &source {
                     Source::Cached(p) => {
                         // Staged into the scanner's buffer first: one sequential copy brings the
@@ -107,6 +93,7 @@ impl SegmentScanner {
                 step.scanned += len as u64 / rs;
                 k = j;
             }
+            k = k.max(stop);
         }
         Ok(())
     }
@@ -124,4 +111,20 @@ pub(super) fn run_kernel(
         Some(agg) => filter.select_chunks(data, |c, sel| agg.add(c, sel)),
         None => filter.filter_into(data, records),
     }
+}
+
+/// The next run of wanted blocks at or after `from` and before `stop`: its first block and the
+/// block after its last.
+pub(super) fn next_run(from: u64, stop: u64, want: impl Fn(u64) -> bool) -> Option<(u64, u64)> {
+    let first = (from..stop).find(|&b| want(b))?;
+    let end = (first..stop).find(|&b| !want(b)).unwrap_or(stop);
+    Some((first, end))
+}
+
+/// Records in blocks `first .. end` of a segment's block index.
+pub(super) fn records_in(index: &[BlockEntry], first: u64, end: u64) -> u64 {
+    index[first as usize..end as usize]
+        .iter()
+        .map(|x| u64::from(x.records))
+        .sum()
 }
