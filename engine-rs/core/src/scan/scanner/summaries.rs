@@ -155,18 +155,21 @@ impl SegmentScanner {
                     blocks_skipped: 0,
                     from_summary: false,
                 };
-                let mut mine = Vec::new();
-                if sc.scan_to_end(&mut answer, &mut mine).is_none() {
+                // Straight into `out`, cut back to where the batch began if it is not kept.
+                let start = out.len();
+                if sc.scan_to_end(&mut answer, out).is_none() {
+                    out.truncate(start);
                     return (GroupFold::Read, 0);
                 }
                 if let Some(t) = top {
-                    match t.select(&mine) {
-                        Ok(best) => mine = best,
-                        Err(_) => return (GroupFold::Read, 0),
-                    }
+                    let Ok(best) = t.select(&out[start..]) else {
+                        out.truncate(start);
+                        return (GroupFold::Read, 0);
+                    };
+                    out.truncate(start);
+                    out.extend_from_slice(&best);
                 }
-                let kept = mine.len() as u64 / rs;
-                out.append(&mut mine);
+                let kept = (out.len() - start) as u64 / rs;
                 (GroupFold::Folded(answer), kept)
             })
             .collect()
