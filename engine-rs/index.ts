@@ -13,6 +13,8 @@ export { decodeRecords, decodeRecordsSync, arrowSchemaFor, RecordDecodeError } f
 export type { DecodeOptions, AddressPresentation, DecodeErrorCode } from './decode';
 export { encodeColumnar, readColumnar, ColumnarFrameError } from './columnar';
 export type { ColumnarErrorCode, ColumnarOptions } from './columnar';
+export { PgTextRows } from './pgTextRows';
+export type { PgTextColumn, PgTextCells, PgIntValues } from './pgTextRows';
 export { encodeArrowBatch, encodeArrowBatchAsync, ArrowEncodeError } from './encodeArrow';
 export type { EncodeArrowOptions, UnknownColumns, ArrowEncodeErrorCode } from './encodeArrow';
 export { HashChain, BatchDigest, HASH_ALGORITHMS, DEFAULT_HASH_CHAIN_BLOCK_SIZE, DEFAULT_HASH_RECORD_SIZE, isHashAlgorithm, setHashThreads, hashThreads } from './hashChain';

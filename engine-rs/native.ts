@@ -79,6 +79,24 @@ export interface NativeSegmentInfo {
   filter: BigUint64Array;
 }
 
+/**
+ * One result column for `pgTextDataRows` (engine-rs/pgTextRows.ts builds them): `kind` 0 integers,
+ * 1 floats (`width` bytes each), 2 booleans (bits from `offset`), 3 UTF-8 text (`offsets`: i32 bounds),
+ * 4 dictionary codes naming `labels` (bounds in `labelOffsets`); `validity` bits from `validityOffset`.
+ */
+export interface NativePgTextColumn {
+  readonly kind: number;
+  readonly width: number;
+  readonly signed: boolean;
+  readonly offset: number;
+  readonly data: Uint8Array;
+  readonly offsets?: Uint8Array;
+  readonly labels?: Uint8Array;
+  readonly labelOffsets?: Uint8Array;
+  readonly validity?: Uint8Array;
+  readonly validityOffset: number;
+}
+
 /** Functions exported by the Rust bridge crate `hd-engine-node`. */
 export interface Native {
   // --- batch_id.rs ---------------------------------------------------------------------------
@@ -301,6 +319,10 @@ export interface Native {
   scanZoneFields(schema: SchemaHandle): Uint32Array;
   /** Reads every byte of `buf` once (a benchmark baseline); returns a fold of them. */
   scanReadBaseline(buf: Uint8Array): number;
+
+  // --- pg_text.rs ----------------------------------------------------------------------------
+  /** DataRow messages (text format) for rows `from`..`to` of the described columns; throws HD_PG_TEXT_ROWS on a bad descriptor. */
+  pgTextDataRows(columns: readonly NativePgTextColumn[], from: number, to: number): Buffer;
 
   // --- policy.rs -----------------------------------------------------------------------------
   /** Compiles a Rego policy (package hd.authz) with optional data JSON; throws ERR_POLICY with the compiler's message. */

@@ -9,6 +9,7 @@ pub mod decode;
 pub mod encode;
 pub mod hash;
 pub mod hdwp;
+pub mod pg_text;
 pub mod policy;
 pub mod scan;
 pub mod schema;

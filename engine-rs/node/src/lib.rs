@@ -9,6 +9,7 @@ mod decode;
 mod encode_arrow;
 mod hash;
 mod hdwp;
+mod pg_text;
 mod policy;
 mod scan;
 mod schema;
