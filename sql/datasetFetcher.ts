@@ -7,8 +7,8 @@
 import type * as arrow from 'apache-arrow';
 import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
 import type { Schema } from '../engine-rs/schema';
-import type { BatchError } from '../query/hdQuery';
-import { recordWindow } from '../query/timeRange';
+import { MAX_BATCH_IDS, type BatchError } from '../query/hdQuery';
+import { enumeratedCount, recordWindow } from '../query/timeRange';
 import type { PlatformQueryClient } from '../sdk/platformQueryClient';
 import type { AggregatePartial } from './aggregateMerge';
 import type { AggregateSpec } from './aggregatePushdown';
@@ -142,6 +142,17 @@ export class QueryClientFetcher implements DatasetFetcher {
       c.addControlHeader('x-forwarded-role', user.role);
       c.addControlHeader('x-forwarded-email', user.email);
     }
+    // Only the intervals that can hold the window's records (the reference's enumeration adds one past the end).
+    const w = recordWindow({ start: read.startTime, end: read.endTime }, read.schema.timeIndexInterval);
+    // Straight to the SCCs every interval of the window is named in the query; only the Proxy
+    // names just the batches the Storage Nodes hold (docs/sql.md, "Proxy mode").
+    const intervals = c.proxyUrl === '' ? enumeratedCount(w, read.schema.timeIndexInterval) : 0;
+    if (intervals > MAX_BATCH_IDS) {
+      throw new SqlError(
+        'limit_exceeded',
+        `the time range of ${read.schema.id} [${w.start}, ${w.end}] spans ${intervals} batch intervals of ${read.schema.timeIndexInterval} s; straight to the SCCs a query names each one and at most ${MAX_BATCH_IDS} fit. Narrow the range on ${read.schema.timeField}, or run hd_sql through the HD Proxy (HD_PROXY_ENDPOINT), which reads only the batches that exist`,
+      );
+    }
     c.loadDatasetSchema(read.schema as Schema);
     let why: 'timeout' | 'cancel' | undefined;
     const timer = setTimeout(() => {
@@ -161,8 +172,6 @@ export class QueryClientFetcher implements DatasetFetcher {
       c.cancelQuery();
     };
     try {
-      // Only the intervals that can hold the window's records (the reference's enumeration adds one past the end).
-      const w = recordWindow({ start: read.startTime, end: read.endTime }, read.schema.timeIndexInterval);
       const query = { start_time: w.start, end_time: w.end, sub_queries: read.subQueries, query_qos: opts.qos };
       if ('aggregate' in how) {
         await c.executeStream(query, () => undefined, {

@@ -196,6 +196,15 @@ e2e("the fetcher against the nodes: merged partials listing every batch once, an
     };
     await refused(spec({ measures: [{ fn: 'sum', field: 'no_such_field' }] }), /refused the aggregate of flows: .*aggregate\.measures\[0\]\.field/);
     await refused(spec({ group_by: [{ field: 'ts' }], max_groups: 1 }), /refused the aggregate of flows: .*max_groups/);
+    // Straight to the SCCs a window wider than a query's batch ids can name is refused before dispatch, saying what to do.
+    try {
+      await fetcher.fetchAggregate({ ...read, startTime: 1 }, spec(), () => undefined, opts());
+      assert.unreachable('a window of 29 million intervals should be refused');
+    } catch (err) {
+      assert.instance(err, SqlError);
+      assert.is((err as SqlError).kind, 'limit_exceeded', (err as Error).message);
+      assert.match((err as Error).message, /spans \d+ batch intervals of 60 s; .* at most 100000 fit\. Narrow the range on ts, or run hd_sql through the HD Proxy \(HD_PROXY_ENDPOINT\)/);
+    }
     // The client is usable again after a refusal.
     partials.length = 0;
     await fetcher.fetchAggregate(read, spec({ group_by: [{ field: 'proto' }] }), (p) => void partials.push(p), opts());
