@@ -323,6 +323,8 @@ export interface Native {
   // --- pg_text.rs ----------------------------------------------------------------------------
   /** DataRow messages (text format) for rows `from`..`to` of the described columns; throws HD_PG_TEXT_ROWS on a bad descriptor. */
   pgTextDataRows(columns: readonly NativePgTextColumn[], from: number, to: number): Buffer;
+  /** `COPY ... TO STDOUT` text rows (one CopyData message a row) for rows `from`..`to`; throws HD_PG_TEXT_ROWS on a bad descriptor. */
+  pgTextCopyRows(columns: readonly NativePgTextColumn[], from: number, to: number): Buffer;
 
   // --- policy.rs -----------------------------------------------------------------------------
   /** Compiles a Rego policy (package hd.authz) with optional data JSON; throws ERR_POLICY with the compiler's message. */

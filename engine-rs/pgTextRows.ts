@@ -1,7 +1,7 @@
 /**
- * PostgreSQL text-format DataRow messages written natively from Arrow-layout column buffers
- * (engine-rs/core/src/pg_text): hd_sql's PostgreSQL door hands a block of rows' columns and gets
- * the block's DataRows back in one Buffer, instead of writing each cell from JavaScript.
+ * PostgreSQL text-format DataRow messages, and COPY text rows, written natively from Arrow-layout
+ * column buffers (engine-rs/core/src/pg_text): hd_sql's PostgreSQL door hands a block of rows'
+ * columns and gets the block's messages back in one Buffer, instead of writing each cell from JavaScript.
  */
 import { native, type NativePgTextColumn } from './native';
 
@@ -72,5 +72,13 @@ export class PgTextRows {
   /** DataRow messages, text format, for rows `from`..`to` (one Buffer); throws HD_PG_TEXT_ROWS if a column is too short. */
   dataRows(from: number, to: number): Buffer {
     return native.pgTextDataRows(this.columns, from, to);
+  }
+
+  /**
+   * `COPY ... TO STDOUT` text for rows `from`..`to`: a CopyData message a row, values tab-separated,
+   * NULL as `\N`, backslash, tab, newline and carriage return in text escaped with a backslash.
+   */
+  copyRows(from: number, to: number): Buffer {
+    return native.pgTextCopyRows(this.columns, from, to);
   }
 }

@@ -7,7 +7,7 @@ import * as arrow from 'apache-arrow';
 import { SqlError } from '../sqlError';
 import { backend } from './backend';
 import { DataRowWriter } from './dataRows';
-import { binaryOf, fieldsOf, textOf } from './pgTypes';
+import { binaryOf, fieldsOf } from './pgTypes';
 import { PgTextRows } from '../../engine-rs/index';
 import { textCellWriter, type CellWriter } from './textCells';
 import { textColumnOf } from './textColumns';
@@ -92,20 +92,17 @@ function binaryCellWriter(d: arrow.Data, oid: number, name: string, w: DataRowWr
   };
 }
 
-/** Writes `t` as `COPY ... TO STDOUT` text (CopyOutResponse, CopyData per row, CopyDone, CommandComplete). */
+/** Writes `t` as `COPY ... TO STDOUT` text (CopyOutResponse, CopyData per row, CopyDone, CommandComplete), written natively a block of rows at a time. */
 export async function writeCopy(sink: RowSink, t: arrow.Table): Promise<void> {
-  const cols = t.schema.fields.map((_, i) => t.getChildAt(i) as arrow.Vector);
-  sink.send(backend.copyOutResponse(cols.length));
-  const esc = (s: string): string => s.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
-  for (let r = 0; r < t.numRows; r++) {
-    const line = cols.map((c) => {
-      const s = textOf(c.type, c.get(r));
-      return s === null ? '\\N' : esc(s);
-    });
-    sink.send(backend.copyData(Buffer.from(`${line.join('\t')}\n`, 'utf8')));
-    const wait = sink.drain();
-    if (wait) await wait;
-    if (sink.gone) return;
+  sink.send(backend.copyOutResponse(t.schema.fields.length));
+  for (const batch of t.batches) {
+    const rows = new PgTextRows(batch.data.children.map((d) => textColumnOf(d)));
+    for (let r = 0; r < batch.numRows; r += TEXT_ROWS_PER_CALL) {
+      sink.send(rows.copyRows(r, Math.min(batch.numRows, r + TEXT_ROWS_PER_CALL)));
+      const wait = sink.drain();
+      if (wait) await wait;
+      if (sink.gone) return;
+    }
   }
   sink.send(Buffer.concat([backend.copyDone(), backend.commandComplete(`COPY ${t.numRows}`)]));
 }

@@ -12,7 +12,7 @@ import { Schema } from '../../engine-rs/schema';
 import { backend } from '../../sql/pgwire/backend';
 import { DataRowWriter } from '../../sql/pgwire/dataRows';
 import { textOf } from '../../sql/pgwire/pgTypes';
-import { writeRows } from '../../sql/pgwire/resultRows';
+import { writeCopy, writeRows } from '../../sql/pgwire/resultRows';
 
 const rows = suite('pgwire DataRowWriter');
 
@@ -132,6 +132,34 @@ rows('a client that stops reading pauses the native rows between blocks; a gone 
   const sink = { send: () => void calls++, drain: () => undefined, get gone() { return calls > 0; } };
   await writeRows(sink, t, [0], 0, t.numRows);
   assert.is(calls, 1, 'nothing more once the client is gone');
+});
+
+rows('writeCopy: COPY text rows of every type, escapes and NULLs, byte for byte what textOf and the escapes give', async () => {
+  const t = new arrow.Table({
+    n: arrow.vectorFromArray([1, null, -3, 2 ** 31 - 1], new arrow.Int32()),
+    s: arrow.vectorFromArray(['a\tb', null, 'back\\slash\nnew\rline', ''], new arrow.Utf8()),
+    e: arrow.vectorFromArray(['tcp', null, 'u\tdp', 'tcp'], new arrow.Dictionary(new arrow.Utf8(), new arrow.Int32())),
+    f: arrow.vectorFromArray([0.1, NaN, null, 1e21], new arrow.Float64()),
+    b: arrow.vectorFromArray([true, null, false, true], new arrow.Bool()),
+    ts: arrow.vectorFromArray([1_700_000_000_000, null, 0, 86_400_000], new arrow.TimestampMillisecond()),
+  });
+  const both = new arrow.Table([...t.batches, ...t.slice(1).batches]);
+  const got: Buffer[] = [];
+  await writeCopy({ send: (c) => void got.push(c), drain: () => undefined, gone: false }, both);
+  const esc = (x: string): string => x.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
+  const cols = both.schema.fields.map((_, i) => both.getChildAt(i) as arrow.Vector);
+  const want = [backend.copyOutResponse(cols.length)];
+  for (let r = 0; r < both.numRows; r++) {
+    const line = cols.map((c) => {
+      const v = textOf(c.type, c.get(r));
+      return v === null ? '\\N' : esc(v);
+    });
+    want.push(backend.copyData(Buffer.from(`${line.join('\t')}\n`, 'utf8')));
+  }
+  want.push(backend.copyDone(), backend.commandComplete(`COPY ${both.numRows}`));
+  assert.ok(Buffer.concat(got).equals(Buffer.concat(want)));
+  assert.ok(Buffer.concat(got).includes(Buffer.from('1\ta\\tb\ttcp\t0.1\tt\t')), 'a tab in text is escaped');
+  assert.ok(Buffer.concat(got).includes(Buffer.from('\\N\t\\N\t\\N\tNaN\t\\N\t\\N\n')), 'NULLs are \\N');
 });
 
 rows.run();

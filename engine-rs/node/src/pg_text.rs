@@ -1,7 +1,7 @@
-//! PostgreSQL text DataRows (`hd-engine-core::pg_text`): hd_sql's PostgreSQL door hands a block of
-//! a result's column buffers and gets the block's DataRow messages back in one Buffer.
+//! PostgreSQL text rows (`hd-engine-core::pg_text`): hd_sql's PostgreSQL door hands a block of a
+//! result's column buffers and gets the block's DataRow (or COPY CopyData) messages back in one Buffer.
 
-use hd_engine_core::pg_text::{write_data_rows, Cells, TextColumn};
+use hd_engine_core::pg_text::{write_copy_rows, write_data_rows, Cells, PgTextError, TextColumn};
 use neon::prelude::*;
 use neon::types::buffer::TypedArray;
 
@@ -101,14 +101,16 @@ fn labels_of<'a>(data: &'a [u8], offsets: &[u8]) -> Option<Vec<&'a [u8]>> {
     (0..n).map(|k| data.get(at(k)?..at(k + 1)?)).collect()
 }
 
-/// DataRow messages, text format, for rows `from..to` of the columns described by `columns`
-/// (see `engine-rs/pgTextRows.ts`).
-#[neon::export(name = "pgTextDataRows")]
-fn pg_text_data_rows<'cx>(
+/// A writer of rows `from..to` of columns as messages (`write_data_rows`, `write_copy_rows`).
+type RowsWriter = fn(&[TextColumn<'_>], usize, usize, &mut Vec<u8>) -> Result<(), PgTextError>;
+
+/// The messages `write` makes of rows `from..to` of the columns described by `columns`.
+fn rows_of<'cx>(
     cx: &mut FunctionContext<'cx>,
     columns: Handle<'cx, JsArray>,
     from: f64,
     to: f64,
+    write: RowsWriter,
 ) -> JsResult<'cx, JsBuffer> {
     if !(from >= 0.0 && to >= from && to.fract() == 0.0 && from.fract() == 0.0) {
         return cx.throw_range_error(format!("row range {from}..{to} is not a range of rows"));
@@ -166,8 +168,31 @@ fn pg_text_data_rows<'cx>(
         cols.push(TextColumn { cells, validity });
     }
     let mut out = Vec::new();
-    if let Err(e) = write_data_rows(&cols, from as usize, to as usize, &mut out) {
+    if let Err(e) = write(&cols, from as usize, to as usize, &mut out) {
         return throw_coded(cx, e.code(), &e.to_string());
     }
     JsBuffer::from_slice(cx, &out)
+}
+
+/// DataRow messages, text format, for rows `from..to` of the columns described by `columns`
+/// (see `engine-rs/pgTextRows.ts`).
+#[neon::export(name = "pgTextDataRows")]
+fn pg_text_data_rows<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    columns: Handle<'cx, JsArray>,
+    from: f64,
+    to: f64,
+) -> JsResult<'cx, JsBuffer> {
+    rows_of(cx, columns, from, to, write_data_rows)
+}
+
+/// `COPY ... TO STDOUT` text rows (CopyData messages) for rows `from..to` of the described columns.
+#[neon::export(name = "pgTextCopyRows")]
+fn pg_text_copy_rows<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    columns: Handle<'cx, JsArray>,
+    from: f64,
+    to: f64,
+) -> JsResult<'cx, JsBuffer> {
+    rows_of(cx, columns, from, to, write_copy_rows)
 }

@@ -1,4 +1,5 @@
-//! PostgreSQL text-format DataRow messages from Arrow-layout column buffers.
+//! PostgreSQL text-format DataRow messages, and `COPY ... TO STDOUT` text rows, from Arrow-layout
+//! column buffers.
 //!
 //! hd_sql's PostgreSQL door sends every result row as a DataRow ('D') message whose values are
 //! text. Writing them cell by cell in JavaScript cost more than the rest of a 400 000-row answer
@@ -6,7 +7,7 @@
 //! integers through `itoa`, floats as ECMAScript's `Number.prototype.toString` writes them
 //! (`ryu-js`, so the text is the one the JavaScript path wrote), UTF-8 bytes copied, booleans as
 //! `t`/`f`, enum labels by code. Types with no rule here are rendered to text first by the caller
-//! and arrive as [`Cells::Text`].
+//! and arrive as [`Cells::Text`]. `COPY` rows are the same values, tab-separated, in CopyData messages.
 //!
 //! Every buffer comes from outside Rust: lengths are checked before a row is written and a bad
 //! descriptor is an error, never a panic.
@@ -161,38 +162,33 @@ fn int_at(data: &[u8], width: u8, signed: bool, i: usize) -> i128 {
     }
 }
 
-/// Appends one value: its length, then its bytes.
-#[inline(always)]
-fn value(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
-    out.extend_from_slice(bytes);
+/// The text of one value: NULL, text needing no COPY escapes (numbers, `t`/`f`), or text that may.
+enum Value<'x> {
+    Null,
+    Plain(&'x [u8]),
+    Text(&'x [u8]),
 }
 
-/// Appends the value of row `i` of `col` (NULL included).
+/// The value of row `i` of `col` (column `c`, for errors); numbers are written into `ints` / `floats`.
 #[inline(always)]
-fn cell(
-    out: &mut Vec<u8>,
-    col: &TextColumn<'_>,
+fn value_of<'r, 'x: 'r>(
+    col: &'r TextColumn<'x>,
     c: usize,
     i: usize,
-    ints: &mut itoa::Buffer,
-    floats: &mut ryu_js::Buffer,
-) -> Result<(), PgTextError> {
+    ints: &'r mut itoa::Buffer,
+    floats: &'r mut ryu_js::Buffer,
+) -> Result<Value<'r>, PgTextError> {
     if let Some((bits, offset)) = col.validity {
         if !bit(bits, offset + i) {
-            out.extend_from_slice(&(-1i32).to_be_bytes());
-            return Ok(());
+            return Ok(Value::Null);
         }
     }
-    match &col.cells {
+    Ok(match &col.cells {
         Cells::Int {
             data,
             width,
             signed,
-        } => value(
-            out,
-            ints.format(int_at(data, *width, *signed, i)).as_bytes(),
-        ),
+        } => Value::Plain(ints.format(int_at(data, *width, *signed, i)).as_bytes()),
         Cells::Float { data, width } => {
             let v = if *width == 4 {
                 f32::from_le_bytes([
@@ -206,9 +202,11 @@ fn cell(
                 a.copy_from_slice(&data[i * 8..i * 8 + 8]);
                 f64::from_le_bytes(a)
             };
-            value(out, floats.format(v).as_bytes());
+            Value::Plain(floats.format(v).as_bytes())
         }
-        Cells::Bool { bits, offset } => value(out, if bit(bits, offset + i) { b"t" } else { b"f" }),
+        Cells::Bool { bits, offset } => {
+            Value::Plain(if bit(bits, offset + i) { b"t" } else { b"f" })
+        }
         Cells::Text { offsets, data } => {
             let (a, b) = (i32_at(offsets, i), i32_at(offsets, i + 1));
             if a < 0 || b < a || b as usize > data.len() {
@@ -217,7 +215,7 @@ fn cell(
                     format!("text offsets of row {i} outside the text bytes"),
                 ));
             }
-            value(out, &data[a as usize..b as usize]);
+            Value::Text(&data[a as usize..b as usize])
         }
         Cells::Labels {
             codes,
@@ -227,10 +225,32 @@ fn cell(
         } => {
             let code = int_at(codes, *width, *signed, i);
             match usize::try_from(code).ok().and_then(|k| labels.get(k)) {
-                Some(label) => value(out, label),
-                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                Some(label) => Value::Text(label),
+                None => Value::Null,
             }
         }
+    })
+}
+
+/// Writes rows `from..to` as messages of type `tag`, each row's body written by `body`; the
+/// length of each message is filled in after its body.
+fn write_messages(
+    cols: &[TextColumn<'_>],
+    from: usize,
+    to: usize,
+    out: &mut Vec<u8>,
+    tag: u8,
+    mut body: impl FnMut(&mut Vec<u8>, usize) -> Result<(), PgTextError>,
+) -> Result<(), PgTextError> {
+    check(cols, to)?;
+    for i in from..to {
+        let start = out.len();
+        out.push(tag);
+        out.extend_from_slice(&[0; 4]);
+        body(out, i)?;
+        let len = out.len() - start - 1;
+        let len = i32::try_from(len).map_err(|_| PgTextError::RowTooLarge(len))?;
+        out[start + 1..start + 5].copy_from_slice(&len.to_be_bytes());
     }
     Ok(())
 }
@@ -242,21 +262,65 @@ pub fn write_data_rows(
     to: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), PgTextError> {
-    check(cols, to)?;
-    let mut ints = itoa::Buffer::new();
-    let mut floats = ryu_js::Buffer::new();
+    let (mut ints, mut floats) = (itoa::Buffer::new(), ryu_js::Buffer::new());
     let n = cols.len() as i16;
-    for i in from..to {
-        let start = out.len();
-        out.push(b'D');
-        out.extend_from_slice(&[0; 4]);
+    write_messages(cols, from, to, out, b'D', |out, i| {
         out.extend_from_slice(&n.to_be_bytes());
         for (c, col) in cols.iter().enumerate() {
-            cell(out, col, c, i, &mut ints, &mut floats)?;
+            match value_of(col, c, i, &mut ints, &mut floats)? {
+                Value::Null => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                Value::Plain(b) | Value::Text(b) => {
+                    out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                    out.extend_from_slice(b);
+                }
+            }
         }
-        let len = out.len() - start - 1;
-        let len = i32::try_from(len).map_err(|_| PgTextError::RowTooLarge(len))?;
-        out[start + 1..start + 5].copy_from_slice(&len.to_be_bytes());
+        Ok(())
+    })
+}
+
+/// Appends rows `from..to` of `cols` to `out` as `COPY ... TO STDOUT` text: one CopyData message
+/// a row, values separated by tabs, `\N` for NULL, backslash, tab, newline and carriage return in
+/// text escaped with a backslash, the row ended by a newline.
+pub fn write_copy_rows(
+    cols: &[TextColumn<'_>],
+    from: usize,
+    to: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), PgTextError> {
+    let (mut ints, mut floats) = (itoa::Buffer::new(), ryu_js::Buffer::new());
+    write_messages(cols, from, to, out, b'd', |out, i| {
+        for (c, col) in cols.iter().enumerate() {
+            if c > 0 {
+                out.push(b'\t');
+            }
+            match value_of(col, c, i, &mut ints, &mut floats)? {
+                Value::Null => out.extend_from_slice(b"\\N"),
+                Value::Plain(b) => out.extend_from_slice(b),
+                Value::Text(b) => copy_escaped(out, b),
+            }
+        }
+        out.push(b'\n');
+        Ok(())
+    })
+}
+
+/// `b` with COPY text's escapes: runs without a special byte are copied whole.
+fn copy_escaped(out: &mut Vec<u8>, b: &[u8]) {
+    let mut rest = b;
+    while let Some(k) = rest
+        .iter()
+        .position(|&x| matches!(x, b'\\' | b'\t' | b'\n' | b'\r'))
+    {
+        out.extend_from_slice(&rest[..k]);
+        out.push(b'\\');
+        out.push(match rest[k] {
+            b'\t' => b't',
+            b'\n' => b'n',
+            b'\r' => b'r',
+            x => x,
+        });
+        rest = &rest[k + 1..];
     }
-    Ok(())
+    out.extend_from_slice(rest);
 }

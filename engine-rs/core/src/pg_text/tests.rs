@@ -361,3 +361,66 @@ fn short_or_bad_buffers_are_errors_not_panics() {
     ];
     assert_eq!(err(&many, 1), PgTextError::TooManyColumns(40_000));
 }
+
+/// The CopyData messages' bodies, one string a row.
+fn copy_lines(mut b: &[u8]) -> Vec<String> {
+    let mut lines = Vec::new();
+    while !b.is_empty() {
+        assert_eq!(b[0], b'd');
+        let len = i32::from_be_bytes([b[1], b[2], b[3], b[4]]) as usize;
+        lines.push(String::from_utf8(b[5..1 + len].to_vec()).unwrap());
+        b = &b[1 + len..];
+    }
+    lines
+}
+
+#[test]
+fn copy_rows_are_tab_separated_with_text_escaped_and_nulls_as_backslash_n() {
+    let ints: Vec<u8> = [7i64, -1, 0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let text = "a\tb\\c\nd\re\u{e9}\tplain";
+    let offsets: Vec<u8> = [0i32, 9, 12, 17]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let valid = [0b011u8];
+    let codes = [0u8, 1, 0];
+    let cols = [
+        col(Cells::Int {
+            data: &ints,
+            width: 8,
+            signed: true,
+        }),
+        TextColumn {
+            cells: Cells::Text {
+                offsets: &offsets,
+                data: text.as_bytes(),
+            },
+            validity: Some((&valid, 0)),
+        },
+        col(Cells::Labels {
+            codes: &codes,
+            width: 1,
+            signed: false,
+            labels: vec![b"x\ty"],
+        }),
+    ];
+    let mut out = Vec::new();
+    write_copy_rows(&cols, 0, 3, &mut out).unwrap();
+    assert_eq!(
+        copy_lines(&out),
+        [
+            "7\ta\\tb\\\\c\\nd\\re\tx\\ty\n",
+            "-1\t\u{e9}\\t\t\\N\n",
+            "0\t\\N\tx\\ty\n"
+        ]
+    );
+    // A range, and no rows.
+    let mut part = Vec::new();
+    write_copy_rows(&cols, 1, 2, &mut part).unwrap();
+    assert_eq!(copy_lines(&part), ["-1\t\u{e9}\\t\t\\N\n"]);
+    let mut none = Vec::new();
+    write_copy_rows(&cols, 2, 2, &mut none).unwrap();
+    assert!(none.is_empty());
+    // Bad buffers are errors here too.
+    assert!(write_copy_rows(&cols, 0, 4, &mut Vec::new()).is_err());
+}
