@@ -99,6 +99,20 @@ export interface NativePgTextColumn {
 
 /** Functions exported by the Rust bridge crate `hd-engine-node`. */
 export interface Native {
+  // --- affinity.rs ---------------------------------------------------------------------------
+  /** The CPUs thread `tid` may run on (0: the calling thread), ascending; throws ESRCH for no such thread. */
+  affinityThreadCpus(tid: number): number[];
+  /** Restricts thread `tid` (0: the calling thread) to `cpus`; throws EINVAL, ESRCH, EPERM or ERR_RANGE. */
+  affinitySetThreadCpus(tid: number, cpus: Float64Array): void;
+  /** The calling thread's kernel thread id. */
+  affinityCurrentTid(): number;
+  /** The process's threads as [tid, name] (/proc/self/task), by tid. */
+  affinityProcessThreads(): [number, string][];
+  /** CPUs the engine's worker threads started from now on run on (the hashing pool); empty: not pinned. */
+  affinitySetWorkerCpus(cpus: Float64Array): void;
+  /** On a libuv pool thread: pins it to `cpus`, waits up to `waitMs` for the round's `expected` calls; resolves with its tid. */
+  affinityPinPoolWorkerAsync(round: number, expected: number, cpus: Float64Array, waitMs: number): Promise<number>;
+
   // --- batch_id.rs ---------------------------------------------------------------------------
   /** String form: first 64 UTF-8 bytes, right-aligned, zero-padded on the left. */
   batchIdString(s: string): Buffer;
@@ -218,12 +232,14 @@ export interface Native {
   hashThreads(): number;
 
   // --- segment.rs ----------------------------------------------------------------------------
-  /** Creates `<dir>/<name>.partial` and writes the header; `fields` has 4 numbers per zone field; `io` is `buffered` or `direct`. */
+  /** Creates `<dir>/<name>.partial` and writes the header; `fields` has 4 numbers per zone field; `io` is `buffered`, `direct` or `uring`. */
   segmentWriterCreate(dir: string, name: string, datasetId: string, batchId: Uint8Array, recordSize: number, blockSize: number, algorithm: string, fields: Uint32Array, io: string): SegmentWriterHandle;
-  /** How the writer writes (`buffered` after a refused `direct`); call before queuing appends. */
-  segmentWriterIo(handle: SegmentWriterHandle): 'direct' | 'buffered';
+  /** How the writer writes (the mode it fell back to after a refused `uring` or `direct`); call before queuing appends. */
+  segmentWriterIo(handle: SegmentWriterHandle): 'uring' | 'direct' | 'buffered';
   /** Whether files in `dir` take O_DIRECT (creates and removes one probe file). */
   segmentDirectIoSupported(dir: string): boolean;
+  /** Why segments in `dir` cannot be written through io_uring (kernel, seccomp, sysctl or file system), or null when they can. */
+  segmentUringIoRefusal(dir: string): string | null;
   /** Queues a copy of `buf`; resolves once it is hashed and written. */
   segmentWriterAppend(handle: SegmentWriterHandle, buf: Uint8Array): Promise<void>;
   /** Footer, fsync, rename, fsync directory; `expected` is the SCC's closing hash (null: none). */

@@ -10,11 +10,12 @@ export const SEGMENT_EXT = '.hdseg';
 
 /**
  * How a segment's bytes reach its file (docs/segment.md, "Direct I/O"): `buffered` through the page
- * cache, `direct` with O_DIRECT around it. The file and its durability are the same either way.
+ * cache, `direct` with O_DIRECT around it, `uring` with O_DIRECT writes submitted through io_uring
+ * (several in flight, fsync through the ring). The file and its durability are the same either way.
  */
-export type SegmentIo = 'buffered' | 'direct';
+export type SegmentIo = 'buffered' | 'direct' | 'uring';
 /** Every segment I/O mode, the default first. */
-export const SEGMENT_IO_MODES: readonly SegmentIo[] = ['buffered', 'direct'];
+export const SEGMENT_IO_MODES: readonly SegmentIo[] = ['buffered', 'direct', 'uring'];
 
 /** Settings of one segment: the batch it holds and how its records are laid out and chained. */
 export interface SegmentWriterOptions {
@@ -32,7 +33,7 @@ export interface SegmentWriterOptions {
   readonly algorithm?: HashAlgorithmName;
   /** Fields to keep zone maps for (see `zoneFields` in segmentZones.ts); default none. */
   readonly fields?: readonly ZoneField[];
-  /** Default `buffered`; `direct` falls back to `buffered` where the file system refuses O_DIRECT (see `SegmentWriter.io`). */
+  /** Default `buffered`; `direct` falls back to `buffered` where the file system refuses O_DIRECT, `uring` to `direct` where the kernel refuses io_uring (see `SegmentWriter.io`). */
   readonly io?: SegmentIo;
 }
 
@@ -69,7 +70,7 @@ export class SegmentWriter {
     private readonly handle: SegmentWriterHandle,
     /** Where the complete segment will be. */
     readonly path: string,
-    /** How this segment is written: `buffered` also when `direct` was asked for and refused. */
+    /** How this segment is written: the mode it fell back to when `uring` or `direct` was asked for and refused. */
     readonly io: SegmentIo,
   ) {}
 
@@ -127,6 +128,20 @@ export class SegmentWriter {
 export function directIoSupported(dir: string): boolean {
   try {
     return native.segmentDirectIoSupported(dir);
+  } catch (err) {
+    throw toSegmentError(err);
+  }
+}
+
+/**
+ * Why segments in `dir` cannot be written through io_uring, or null when they can: sets up a ring
+ * and writes and fsyncs one O_DIRECT block of a hidden probe file through it (removed again). A
+ * refusal names its cause: the io_uring_disabled sysctl, a seccomp filter, an old kernel, or a file
+ * system that refuses O_DIRECT.
+ */
+export function uringIoRefusal(dir: string): string | null {
+  try {
+    return native.segmentUringIoRefusal(dir);
   } catch (err) {
     throw toSegmentError(err);
   }

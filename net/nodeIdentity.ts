@@ -27,6 +27,7 @@ import { registerWithDms, type RegistrationCredentials, type RegistrationResult 
 import { CertificateRenewer } from './renewal';
 import { DEFAULT_HEALTH_REPORT_MS, HealthReporter, type HealthReport } from './healthReporter';
 import { logLine, type LogFn, type LogLevel } from '../lib/logging';
+import type { MtuMode } from './mtuMode';
 
 /** Peers (certificate and port) kept for /health. */
 const MAX_PEERS = 256;
@@ -55,6 +56,8 @@ export interface NodeIdentityOptions {
   readonly addresses?: NodeAddresses;
   /** Cluster to join when the DMS has not declared the node. */
   readonly cluster?: string;
+  /** SCCs and Storage Nodes: the node's MTU mode (MTU_MODE), declared at registration; the DMS refuses one other than the instance's. */
+  readonly mtuMode?: MtuMode;
   /** How often the revocation list is fetched (PLATFORM_CRL_REFRESH_MS); default 5 minutes. */
   readonly crlRefreshMs?: number;
   /** Start-up, renewal and refusal lines, each with its level (default the process logger). */
@@ -130,6 +133,9 @@ export class NodeIdentity {
       else if (reg.error_message.startsWith('cannot reach the DMS')) {
         log(`${reg.error_message}; starting with the stored certificate (valid until ${new MtlsIdentity(usable).certificate.notAfter.toISOString()})`, 'warn');
         result = { id: new MtlsIdentity(usable), source: 'stored certificate (DMS unreachable)' };
+      } else if (reg.error_code === 'conflict') {
+        // The node itself conflicts with the DMS (its MTU mode, its role): no credential changes that.
+        throw new Error(`${opts.role} '${opts.nodeName}' cannot register with the DMS at ${opts.dmsUrl}: ${reg.error_message}`);
       } else log(`the stored certificate was refused (${reg.error_message}); registering with the configured credential`, 'warn');
     }
     if (!result) {
@@ -232,6 +238,7 @@ function common(opts: NodeIdentityOptions): Parameters<typeof registerWithDms>[0
     ...(opts.dmsServerName !== undefined && { dmsServerName: opts.dmsServerName }),
     ...(opts.addresses !== undefined && { addresses: opts.addresses }),
     ...(opts.cluster !== undefined && { cluster: opts.cluster }),
+    ...(opts.mtuMode !== undefined && { mtuMode: opts.mtuMode }),
   };
 }
 

@@ -48,6 +48,8 @@ export interface RegisterOptions {
   /** Proxies: the URL the DMS posts policy updates to. */
   readonly configUrl?: string;
   readonly hashOffloadPlatform?: string;
+  /** SCCs and Storage Nodes: the node's MTU mode (MTU_MODE); the DMS refuses one other than the instance's. */
+  readonly mtuMode?: string;
   readonly timeoutMs?: number;
 }
 
@@ -76,10 +78,15 @@ export interface RegistrationResult {
   readonly replicas?: ReplicaAddress[];
   /** How often the node re-reads its configuration (`GET /v1/nodes/{name}/config`; absent from an older DMS). */
   readonly config_poll_ms?: number;
+  /** The instance's MTU mode (absent from an older DMS). */
+  readonly mtu_mode?: string;
+  /** A refusal: the DMS's error code (`conflict`, `forbidden`...); absent when the DMS was not reached. */
+  readonly error_code?: string;
 }
 
-function failure(message: string, keyPem = ''): RegistrationResult {
+function failure(message: string, keyPem = '', code?: string): RegistrationResult {
   return {
+    ...(code !== undefined && { error_code: code }),
     success: false,
     client_key_pem: keyPem,
     signed_cert_pem: '',
@@ -131,6 +138,7 @@ export async function registerWithDms(opts: RegisterOptions): Promise<Registrati
     ...(opts.addresses !== undefined && { addresses: opts.addresses }),
     ...(opts.configUrl !== undefined && { config_url: opts.configUrl }),
     ...(opts.hashOffloadPlatform !== undefined && { hash_offload_platform: opts.hashOffloadPlatform }),
+    ...(opts.mtuMode !== undefined && { mtu_mode: opts.mtuMode }),
   };
   let answer;
   try {
@@ -147,7 +155,7 @@ export async function registerWithDms(opts: RegisterOptions): Promise<Registrati
   const r = answer.body as Record<string, unknown> | undefined;
   if (answer.status !== 200 || typeof r !== 'object' || r === null || r.success !== true) {
     const msg = typeof r === 'object' && r !== null && typeof r.message === 'string' ? `${String(r.error)}: ${r.message}` : `HTTP ${answer.status}`;
-    return failure(`the DMS refused the registration (${msg})`, keyPem);
+    return failure(`the DMS refused the registration (${msg})`, keyPem, typeof r === 'object' && r !== null && typeof r.error === 'string' ? r.error : undefined);
   }
   return {
     success: true,
@@ -169,6 +177,7 @@ export async function registerWithDms(opts: RegisterOptions): Promise<Registrati
     ...(typeof r.health_interval_ms === 'number' && r.health_interval_ms > 0 && { health_interval_ms: r.health_interval_ms }),
     ...(Array.isArray(r.replicas) && { replicas: r.replicas as ReplicaAddress[] }),
     ...(typeof r.config_poll_ms === 'number' && r.config_poll_ms > 0 && { config_poll_ms: r.config_poll_ms }),
+    ...(typeof r.mtu_mode === 'string' && { mtu_mode: r.mtu_mode }),
   };
 }
 

@@ -4,6 +4,7 @@
  * registered SCCs and Storage Nodes poll every `config_poll_ms` so a dataset registered or a replica
  * set changed on the DMS reaches them without a restart.
  */
+import type { MtuMode } from '../../net/mtuMode';
 import type { ReplicaAddress, SccAddress } from '../api';
 import { HttpError } from '../http/errors';
 import type { DmsContext } from './context';
@@ -26,6 +27,8 @@ export interface NodeConfig {
   readonly record_size: number;
   readonly devices: { name: string; address: string; type: string }[];
   readonly hash_election: { algorithm: string; chain_block_size: number; record_size: number; computed_by: 'scc'; offload: string };
+  /** The instance's MTU mode (MTU_MODE on the DMS): the mode every SCC and Storage Node must run. */
+  readonly mtu_mode: MtuMode;
   /** How often the node reports its health (`POST /v1/nodes/{name}/health`); DMS_HEALTH_INTERVAL_MS. */
   readonly health_interval_ms: number;
   /** How often the node re-reads this document (`GET /v1/nodes/{name}/config`); DMS_CONFIG_POLL_MS. */
@@ -73,6 +76,7 @@ export function nodeConfig(s: Readonly<DmsState>, node: NodeRecord, dataset: str
     record_size: recordSize,
     devices: node.devices ?? [],
     hash_election: { algorithm: e.algorithm, chain_block_size: e.chainBlockSize, record_size: e.recordSize, computed_by: 'scc', offload: node.hash_offload_platform ?? 'cpu' },
+    mtu_mode: ctx.settings.mtuMode,
     health_interval_ms: ctx.settings.healthIntervalMs,
     config_poll_ms: ctx.settings.configPollMs,
     ...(node.role === 'proxy' && s.policy && { policy: { version: s.policy.version, rego: s.policy.rego, ...(s.policy.data && { data: s.policy.data }) } }),

@@ -26,6 +26,7 @@ import { ADMIN_ROLE, type DmsContext, type Peer } from './context';
 import { NODE_ROLES, PRIVILEGED_ROLES, type NodeAddresses, type NodeRecord, type NodeRole } from './state';
 import { nodeConfig, type NodeConfig } from './nodeConfig';
 import { checkNodeSeat } from './webux/communityLimits';
+import { checkDeclaredMtuMode } from './mtuModeCheck';
 
 /** Which credential a registration used. */
 export type CredentialKind = 'certificate' | 'bootstrap_token' | 'k8s_token';
@@ -180,7 +181,7 @@ async function authenticate(body: JsonObject, peer: Peer | undefined, ctx: DmsCo
 /** Handles `POST /v1/register`. */
 export async function register(rawBody: unknown, peer: Peer | undefined, ctx: DmsContext): Promise<RegistrationResponse> {
   const body = asObject(rawBody);
-  onlyKeys(body, ['node_name', 'role', 'csr_pem', 'bootstrap_token', 'k8s_token', 'dataset', 'cluster', 'addresses', 'config_url', 'hash_offload_platform']);
+  onlyKeys(body, ['node_name', 'role', 'csr_pem', 'bootstrap_token', 'k8s_token', 'dataset', 'cluster', 'addresses', 'config_url', 'hash_offload_platform', 'mtu_mode']);
   const nodeName = reqString(body, 'node_name', { pattern: NAME_PATTERN, patternDoc: NAME_DOC });
   const role = readRole(body);
   const csrPem = reqString(body, 'csr_pem', { max: 16384 });
@@ -189,6 +190,7 @@ export async function register(rawBody: unknown, peer: Peer | undefined, ctx: Dm
   const configUrl = optString(body, 'config_url', { max: 512, pattern: /^https:\/\/\S+$/, patternDoc: 'an https:// URL' });
   const offload = optString(body, 'hash_offload_platform', { max: 64 });
   const addresses = readAddresses(body);
+  const mtuMode = optString(body, 'mtu_mode', { max: 16 });
 
   const auth = await authenticate(body, peer, ctx);
   const what = `the ${auth.kind.replace('_', ' ')}`;
@@ -196,6 +198,7 @@ export async function register(rawBody: unknown, peer: Peer | undefined, ctx: Dm
   if (auth.role !== role) throw new HttpError('forbidden', `${what} is for a ${auth.role || 'role-less'} node, not a ${role}; a credential registers only the role it was made for`);
   const reserved = reservedName(nodeName, ctx);
   if (reserved) throw new HttpError('forbidden', reserved);
+  checkDeclaredMtuMode(nodeName, role, mtuMode, ctx.settings.mtuMode);
   const csr = checkedCsr(csrPem, ctx);
   if (csr.commonName !== nodeName) throw new HttpError('name_mismatch', `csr_pem is for '${csr.commonName}', not for node '${nodeName}'`);
   const existing = ctx.store.get().nodes[nodeName];

@@ -2,6 +2,7 @@
  * DMS settings: what `pipelines/dms.yaml` passes to the `dmsService` stage (each with the name of
  * the environment variable it comes from), checked before anything starts.
  */
+import type { MtuMode } from '../../net/mtuMode';
 import type { K8sTokenConfig } from './credentials';
 
 /** Default lifetime of issued node certificates: 24 hours. */
@@ -51,6 +52,8 @@ export interface DmsSettings {
   /** Kubernetes service-account tokens, when configured (DMS_K8S_*). */
   readonly k8s?: K8sTokenConfig;
   readonly hashElection: HashElectionSettings;
+  /** The instance's MTU mode (MTU_MODE): every SCC and Storage Node must register with the same one (docs/control-plane.md, "MTU mode"). */
+  readonly mtuMode: MtuMode;
   /** How long a policy push to one Proxy may take (DMS_POLICY_PUSH_TIMEOUT_MS). */
   readonly policyPushTimeoutMs: number;
   /** How often Proxies that missed a policy are pushed to again (DMS_POLICY_RETRY_MS). */
@@ -90,6 +93,7 @@ export function dmsSettings(dataDir: string, overrides: Partial<DmsSettings> = {
     minKeyBits: 4096,
     caKeyBits: 4096,
     hashElection: { algorithm: 'sha512', chainBlockSize: 64, recordSize: 150 },
+    mtuMode: 'standard',
     policyPushTimeoutMs: 5000,
     policyRetryMs: 10_000,
     healthIntervalMs: DEFAULT_HEALTH_INTERVAL_MS,

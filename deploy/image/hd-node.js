@@ -10,7 +10,7 @@
 //   PLATFORM_CONTROL_PLANE_SUBNET  CIDR: the local address in it carries the command port (COMMAND_INTERFACE)
 //   PLATFORM_DATA_PLANE_SUBNET     CIDR: the local address in it carries the production port (PRODUCTION_IP,
 //                                  a Storage Node's production_ip; hd_sql reads it itself for its return address)
-//   MASTER_CPUSET                  accepted by the SCC (not pinned on the kernel path: docs/scc.md)
+//   MASTER_CPUSET                  CPUs every thread of the SCC or Storage Node is pinned to (docs/scc.md, "CPU pinning")
 //
 // A variable the operator set outright (NODE_NAME, DMS_URL, COMMAND_INTERFACE, PRODUCTION_IP, ...) wins.
 // A Storage Node without a config.json (CONFIG_FILE, default /etc/hd/config.json) gets one written

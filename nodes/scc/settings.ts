@@ -9,6 +9,8 @@ import net from 'node:net';
 import os from 'node:os';
 import { NODE_ROLES } from '../../control/api';
 import { HASH_ALGORITHMS, isHashAlgorithm, type HashAlgorithmName } from '../../engine-rs/hashChain';
+import { parseCpuList } from '../../lib/cpuAffinity';
+import { MTU_MODES, parseMtuMode, type MtuMode } from '../../net/mtuMode';
 
 /** One Storage Node replica from SN_TARGETS (`node_name:ip:control_port:prod_port`). */
 export interface SnTarget {
@@ -51,10 +53,14 @@ export interface SccSettings {
   readonly logLevel: LogLevel;
   readonly dmsUrl: string;
   readonly otelGrpcUrl: string;
-  /** CPU ids of MASTER_CPUSET, ascending. */
-  readonly masterCpuset: readonly number[];
+  /** CPU ids of MASTER_CPUSET, ascending; undefined (unset): nothing is pinned (docs/scc.md, "CPU pinning"). */
+  readonly masterCpuset: readonly number[] | undefined;
+  /** TRANSPORT_CORES: the event loop's CPUs, the first of MASTER_CPUSET. */
   readonly transportCores: number;
+  /** KV_CORES: the engine workers' CPUs, the last of MASTER_CPUSET. */
   readonly kvCores: number;
+  /** MTU_MODE: the data plane's datagram size (net/mtuMode.ts; `datagramPayloadBytes(mtuMode)`), instance-wide. */
+  readonly mtuMode: MtuMode;
   readonly platformOptIn: boolean;
 }
 
@@ -155,19 +161,15 @@ export function parseSnTargets(text: string): ParsedValue<SnTarget[]> {
   return ok(out);
 }
 
-/** MASTER_CPUSET: a Linux cpuset list such as `1-3` or `0,2,4-7`. */
+/** MASTER_CPUSET: a Linux cpuset list such as `1-3` or `0,2,4-7` (lib/cpuAffinity.ts). */
 export function parseCpuset(text: string): ParsedValue<number[]> {
-  const expected = "a cpuset list such as '1-3' or '0,2,4-7'";
-  const cpus = new Set<number>();
-  for (const part of text.split(',')) {
-    const m = /^\s*(\d{1,4})(?:-(\d{1,4}))?\s*$/.exec(part);
-    if (!m) return bad(expected);
-    const lo = Number(m[1]);
-    const hi = m[2] === undefined ? lo : Number(m[2]);
-    if (hi < lo) return bad(`${expected}; '${part.trim()}' runs backwards`);
-    for (let c = lo; c <= hi; c++) cpus.add(c);
-  }
-  return ok([...cpus].sort((a, b) => a - b));
+  return parseCpuList(text);
+}
+
+/** MTU_MODE: `standard` or `jumbo`, any case. */
+function parseMtuModeText(text: string): ParsedValue<MtuMode> {
+  const m = parseMtuMode(text);
+  return m ? ok(m) : bad(`one of ${MTU_MODES.join(', ')}`);
 }
 
 /** An http(s) URL (DMS_URL); `grpc`/`grpcs`/`http(s)` for OTEL_GRPC_URL. */
@@ -225,9 +227,10 @@ export const SCC_VARIABLES: readonly SccVariable[] = [
   { name: 'MAX_HASH_QUEUE_BYTES', default: '64', doc: 'cap on bytes queued for hashing; plain integer = MiB, or with a unit (64MiB)', parse: parseHashQueueBytes },
   { name: 'BATCH_TIMEOUT_MS', default: '60000', doc: 'inactivity after which an open batch gets TIMEOUT_ACTION; 0: never', parse: (t) => parseIntIn(t, 0, 86_400_000) },
   { name: 'TIMEOUT_ACTION', default: 'EOB', doc: 'EOB (close) or BBN (discard) on batch timeout', parse: oneOf(['EOB', 'BBN'], true) },
-  { name: 'MASTER_CPUSET', default: '1-3', doc: 'cpuset of the reactors (accepted; not pinned on the kernel path)', parse: parseCpuset },
-  { name: 'TRANSPORT_CORES', default: '1', doc: 'cores of the user-space network path (accepted; unused on the kernel path)', parse: (t) => parseIntIn(t, 1, 1024) },
-  { name: 'KV_CORES', default: '1', doc: 'cores for key-value lookup (accepted; unused)', parse: (t) => parseIntIn(t, 1, 1024) },
+  { name: 'MASTER_CPUSET', default: '', doc: "cpuset every thread of the process is pinned to (e.g. the reference's 1-3); CPUs the process may not use are refused at start; empty: nothing pinned", parse: (t) => (t.trim() === '' ? ok(undefined) : parseCpuset(t)) },
+  { name: 'TRANSPORT_CORES', default: '1', doc: "with MASTER_CPUSET: the event loop (every socket's I/O on the kernel path) on the set's first N CPUs", parse: (t) => parseIntIn(t, 1, 1024) },
+  { name: 'KV_CORES', default: '1', doc: "with MASTER_CPUSET: the engine's workers (libuv's pool: scans, segment I/O; the hashing pool) on the set's last N CPUs", parse: (t) => parseIntIn(t, 1, 1024) },
+  { name: 'MTU_MODE', default: 'standard', doc: "data-plane MTU mode, instance-wide: standard (1200-byte datagrams) or jumbo (8500; the production interface's MTU must be ≥ 8550); must be the DMS's", parse: parseMtuModeText },
   { name: 'SN_TARGETS', default: '', doc: 'replicas: node_name:ip:control_port:prod_port, comma-separated (required)', parse: parseSnTargets },
   { name: 'DMS_URL', default: 'https://dms-core:6986', doc: 'DMS endpoint; registration and mutual TLS are on when DMS_URL is set in the environment (docs/control-plane.md)', parse: (t) => parseUrl(t, ['http', 'https']) },
   { name: 'PLATFORM_BOOTSTRAP_TOKEN', default: '', doc: 'registration token (with DMS_URL: the nodeIdentity service)', parse: str },
@@ -299,6 +302,7 @@ export function readSccSettings(env: Readonly<Record<string, string | undefined>
     masterCpuset: g('MASTER_CPUSET'),
     transportCores: g('TRANSPORT_CORES'),
     kvCores: g('KV_CORES'),
+    mtuMode: g('MTU_MODE'),
     platformOptIn: g<string>('PLATFORM_OPT_IN').toLowerCase() === 'true',
   };
 }

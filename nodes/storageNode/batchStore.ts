@@ -56,7 +56,7 @@ export interface BatchStoreOptions {
   readonly metrics?: IngestMetrics;
   /** Fields a new segment of `dataset` keeps zone maps for (queries skip blocks by them); default none. */
   readonly zoneFields?: (dataset: string, recordSize: number) => readonly ZoneField[];
-  /** Called once per device when a `direct` device's writer fell back to buffered (the file system refused O_DIRECT). */
+  /** Called once per device when a `uring` or `direct` device's writer fell back to a lesser mode (io_uring or O_DIRECT refused). */
   readonly onDirectIoRefused?: (device: StorageDevice) => void;
 }
 

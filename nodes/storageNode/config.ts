@@ -19,7 +19,7 @@ export type DeviceType = 'nvme' | 'ssd' | 'hdd' | 'dir';
 export const DEVICE_TYPES: readonly DeviceType[] = ['nvme', 'ssd', 'hdd', 'dir'];
 
 /** A device's `io` values (engine-rs/segment.ts's modes, listed here so validating a config loads no addon), the default first. */
-export const DEVICE_IO_MODES: readonly SegmentIo[] = ['buffered', 'direct'];
+export const DEVICE_IO_MODES: readonly SegmentIo[] = ['buffered', 'direct', 'uring'];
 
 /** Where query filtering is offloaded (the reference's values). */
 export type FilterDeviceSelector = 'gpu' | 'cpu' | 'host';
@@ -37,7 +37,7 @@ export interface StorageDeviceConfig {
   /** The directory segments go in (absolute; relative addresses resolve against the config file's directory). */
   readonly address: string;
   readonly type: DeviceType;
-  /** How segments are written on the device (optional key `io`, default `buffered`; docs/storage-node.md, "Direct I/O"). */
+  /** How segments are written on the device (optional key `io`: `buffered` (default), `direct` or `uring`; docs/storage-node.md, "Direct I/O"). */
   readonly io?: SegmentIo;
 }
 
@@ -346,7 +346,7 @@ function devices(v: unknown, listKey: string, baseDir: string, bad: (key: string
     const io = e.io === undefined ? 'buffered' : e.io;
     if (typeof io !== 'string' || !(DEVICE_IO_MODES as readonly string[]).includes(io)) {
       const hint = typeof io === 'string' ? closest(io, DEVICE_IO_MODES) : undefined;
-      bad(`${at}.io`, `must be 'buffered' (through the page cache) or 'direct' (O_DIRECT), got ${describe(io)}${hint ? ` (did you mean '${hint}'?)` : ''}`);
+      bad(`${at}.io`, `must be 'buffered' (through the page cache), 'direct' (O_DIRECT) or 'uring' (O_DIRECT through io_uring), got ${describe(io)}${hint ? ` (did you mean '${hint}'?)` : ''}`);
       ok = false;
     }
     const address = e.address;

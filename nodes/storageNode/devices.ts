@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, statfs } from 'node:fs/promises';
 import path from 'node:path';
-import { directIoSupported, type SegmentIo } from '../../engine-rs/index';
+import { directIoSupported, uringIoRefusal, type SegmentIo } from '../../engine-rs/index';
 import type { DeviceType, DriveStrategy, StorageDeviceConfig } from './config';
 
 /** Free space of a device's file system in bytes (as an unprivileged process may use it). */
@@ -19,8 +19,10 @@ export const statfsFree: FreeSpace = async (dir) => {
 
 /** One storage device: its name, type and I/O mode from the config and the directory it stores in. */
 export class StorageDevice {
-  /** Set once the device's file system refused O_DIRECT (probe at `prepare`, or a writer that fell back). */
-  private directRefused = false;
+  /** How segments are written here now: `io` until a refusal makes it the next mode down (uring, direct, buffered). */
+  private inEffect: SegmentIo;
+  /** Why the configured mode was refused here, once it was (probe at `prepare`, or a writer that fell back). */
+  private refusal: string | undefined;
 
   /** @param freeSpace how free bytes are measured (default statfs; tests pass their own) */
   constructor(
@@ -29,42 +31,75 @@ export class StorageDevice {
     /** Absolute directory of the device. */
     readonly dir: string,
     private readonly freeSpace: FreeSpace = statfsFree,
-    /** How segments are written here, as configured (`direct`: O_DIRECT). */
+    /** How segments are written here, as configured (`direct`: O_DIRECT; `uring`: O_DIRECT through io_uring). */
     readonly io: SegmentIo = 'buffered',
-  ) {}
+  ) {
+    this.inEffect = io;
+  }
 
   /** From a validated config entry. */
   static fromConfig(c: StorageDeviceConfig, freeSpace?: FreeSpace): StorageDevice {
     return new StorageDevice(c.name, c.type, c.address, freeSpace, c.io ?? 'buffered');
   }
 
-  /** How segments are written here now: `buffered` when configured so or when the file system refused O_DIRECT. */
+  /** How segments are written here now: the configured mode, or the one it fell back to when refused. */
   get ioInEffect(): SegmentIo {
-    return this.io === 'direct' && !this.directRefused ? 'direct' : 'buffered';
+    return this.inEffect;
   }
 
-  /** Whether `direct` was configured and the file system refused it. */
-  get directIoRefused(): boolean {
-    return this.directRefused;
+  /** Whether the configured `uring` or `direct` was refused here (see {@link ioRefusal}). */
+  get ioRefused(): boolean {
+    return this.refusal !== undefined;
+  }
+
+  /** Why the configured mode was refused, in words (e.g. "the kernel refuses io_uring (…)"); undefined while it is in effect. */
+  get ioRefusal(): string | undefined {
+    return this.refusal;
+  }
+
+  /** What was refused, for the start-up line: `io_uring refused`, `io_uring and O_DIRECT refused` or `O_DIRECT refused`. */
+  get ioRefusedNote(): string | undefined {
+    if (!this.refusal) return undefined;
+    if (this.io === 'uring') return this.inEffect === 'direct' ? 'io_uring refused' : 'io_uring and O_DIRECT refused';
+    return 'O_DIRECT refused';
   }
 
   /**
-   * Creates the device directory if it is missing and, for `direct`, checks that its file system
-   * takes O_DIRECT (one probe file); a refusal makes the device write buffered, see {@link directIoRefused}.
+   * Creates the device directory if it is missing and checks the configured mode: for `direct` that
+   * the file system takes O_DIRECT, for `uring` that the kernel sets up an io_uring and an O_DIRECT
+   * write and fsync through it succeed (one probe file each). A refusal makes the device write with
+   * the next mode down (uring: direct, else buffered; direct: buffered), see {@link ioRefusal}.
    */
   async prepare(): Promise<void> {
     await mkdir(this.dir, { recursive: true });
-    if (this.io === 'direct') this.directRefused = !directIoSupported(this.dir);
+    if (this.io === 'uring') {
+      const why = uringIoRefusal(this.dir);
+      if (why !== null) this.fallBack(directIoSupported(this.dir) ? 'direct' : 'buffered', why);
+    } else if (this.io === 'direct' && !directIoSupported(this.dir)) {
+      this.fallBack('buffered', 'its file system refuses O_DIRECT');
+    }
+  }
+
+  private fallBack(to: SegmentIo, why: string): void {
+    this.inEffect = to;
+    this.refusal = why;
   }
 
   /**
-   * Records the mode a new segment writer got here: `buffered` under a `direct` device means the
-   * file system refused O_DIRECT after all (e.g. a dataset directory on another mount). True the
-   * first time, so the caller reports it once.
+   * Records the mode a new segment writer got here: a mode below the one in effect means a refusal
+   * after start-up (a dataset directory on another mount refusing O_DIRECT, or a ring the kernel
+   * would not set up); the device writes with that mode from then on. True when the mode stepped
+   * down (at most twice: uring, direct, buffered), so the caller reports each step once.
    */
   noteWriterIo(io: SegmentIo): boolean {
-    if (this.io !== 'direct' || io === 'direct' || this.directRefused) return false;
-    this.directRefused = true;
+    if (io === this.inEffect) return false;
+    const why =
+      this.inEffect === 'uring' && io === 'direct'
+        ? 'the kernel would not set up an io_uring for a segment writer'
+        : this.io === 'uring'
+          ? "the file system of a segment's directory refuses O_DIRECT, which io_uring writes need"
+          : 'its file system refuses O_DIRECT';
+    this.fallBack(io, why);
     return true;
   }
 
@@ -79,9 +114,10 @@ export class StorageDevice {
   }
 }
 
-/** The log line for a `direct` device whose file system refused O_DIRECT (said once per device). */
-export function directRefusedLine(nodeName: string, d: StorageDevice): string {
-  return `storage node '${nodeName}': device '${d.name}' (${d.dir}) is configured for io 'direct' but its file system refuses O_DIRECT; its segments are written buffered (through the page cache)`;
+/** The log line for a device whose configured `uring` or `direct` was refused (said once per device). */
+export function ioRefusedLine(nodeName: string, d: StorageDevice): string {
+  const now = d.ioInEffect === 'direct' ? 'direct (O_DIRECT without io_uring)' : 'buffered (through the page cache)';
+  return `storage node '${nodeName}': device '${d.name}' (${d.dir}) is configured for io '${d.io}' but ${d.ioRefusal ?? 'it was refused'}; its segments are written ${now}`;
 }
 
 /**

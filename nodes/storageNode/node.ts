@@ -16,7 +16,7 @@ import { ColdBootSync, type SyncReport } from './coldBootSync';
 import type { SyncPeer } from './peerLink';
 import { segmentRefusal, segmentRoute } from './segmentRoute';
 import type { StorageNodeConfig } from './config';
-import { DevicePool, directRefusedLine, StorageDevice, type FreeSpace } from './devices';
+import { DevicePool, ioRefusedLine, StorageDevice, type FreeSpace } from './devices';
 import { OcfReadCache, type ReadLocation } from './ocf';
 import { formatRecovery, recoverDevices, type RecoverySummary } from './recovery';
 import { logLine, type LogFn } from '../../lib/logging';
@@ -81,7 +81,7 @@ export class StorageNode {
       blockSize: opts.blockSize,
       metrics: this.metrics,
       zoneFields: opts.zoneFields,
-      onDirectIoRefused: (d) => this.log(directRefusedLine(c.nodeName, d), 'warn'),
+      onDirectIoRefused: (d) => this.log(ioRefusedLine(c.nodeName, d), 'warn'),
     });
     this.registerHealth();
   }
@@ -110,7 +110,7 @@ export class StorageNode {
     }
     // Quarantined segments are a problem an operator must look at; a clean recovery is news only.
     this.log(`storage node '${this.config.nodeName}': ${formatRecovery(this.recovery, this.index.size)}`, this.recovery.quarantined.length > 0 ? 'warn' : 'info');
-    for (const d of this.pool.devices) if (d.directIoRefused) this.log(directRefusedLine(this.config.nodeName, d), 'warn');
+    for (const d of this.pool.devices) if (d.ioRefused) this.log(ioRefusedLine(this.config.nodeName, d), 'warn');
     this.observability.setStatus(this.recovery.quarantined.length > 0 ? 'degraded' : 'ok', this.recovery.quarantined.length > 0 ? 'quarantined segments at start-up' : undefined);
     this.log(this.startupLine(), 'info');
     this.markStarted();
@@ -179,7 +179,7 @@ export class StorageNode {
   /** The line saying where the node listens and which devices it uses. */
   startupLine(): string {
     const c = this.config;
-    const devs = this.pool.devices.map((d) => `${d.name} (${d.type}, ${d.dir}, ${d.ioInEffect} I/O${d.directIoRefused ? ': O_DIRECT refused' : ''})`).join(', ');
+    const devs = this.pool.devices.map((d) => `${d.name} (${d.type}, ${d.dir}, ${d.ioInEffect} I/O${d.ioRefused ? `: ${d.ioRefusedNote}` : ''})`).join(', ');
     const cache = this.cache ? `; OCF cache: ${this.cache.devices.map((d) => `${d.name} (${d.type}, ${d.dir})`).join(', ')}` : '';
     const obs = this.observabilityAt ? `http://${this.observabilityAt.host}:${this.observabilityAt.port}` : 'not started';
     return (
@@ -195,9 +195,9 @@ export class StorageNode {
       const list = await Promise.all(
         all.map(async ({ d, use }) => {
           try {
-            return { name: d.name, type: d.type, dir: d.dir, use, io: d.ioInEffect, io_configured: d.io, free_bytes: await d.freeBytes() };
+            return { name: d.name, type: d.type, dir: d.dir, use, io: d.ioInEffect, io_configured: d.io, io_refused: d.ioRefusal, free_bytes: await d.freeBytes() };
           } catch (err) {
-            return { name: d.name, type: d.type, dir: d.dir, use, io: d.ioInEffect, io_configured: d.io, error: (err as Error).message };
+            return { name: d.name, type: d.type, dir: d.dir, use, io: d.ioInEffect, io_configured: d.io, io_refused: d.ioRefusal, error: (err as Error).message };
           }
         }),
       );

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { DmsServer } from '../../control/dms/dmsServer';
+import { MTU_MODES } from '../../net/mtuMode';
 import { dmsSettings, DEFAULT_CERT_LIFETIME_S, MIN_CERT_LIFETIME_S } from '../../control/dms/settings';
 import type { ServiceType } from '../../pipelines/registry';
 import { int, oneOf, str } from '../../pipelines/settings';
@@ -25,6 +26,7 @@ const settings = {
   hash_algorithm: oneOf(['sha512', 'sha256', 'blake3'] as const, { doc: 'the elected hash algorithm — HASH_ALGORITHM', default: 'sha512' }),
   hash_chain_block_size: int({ doc: 'the elected hash chain block size — HASH_CHAIN_BLOCK_SIZE', default: 64, min: 1, max: 1 << 20 }),
   record_size: int({ doc: 'record size handed out when no dataset decides it — RECORD_SIZE', default: 150, min: 1, max: 1 << 20 }),
+  mtu_mode: oneOf(MTU_MODES, { doc: "the instance's data-plane MTU mode: every SCC and Storage Node must register with it (docs/control-plane.md, \"MTU mode\") — MTU_MODE", default: 'standard' }),
   policy_push_timeout_ms: int({ doc: 'time a policy push to one Proxy may take — DMS_POLICY_PUSH_TIMEOUT_MS', default: 5000, min: 100, max: 600_000 }),
   health_interval_ms: int({ doc: 'how often registered nodes report their health (handed out at registration) — DMS_HEALTH_INTERVAL_MS', default: 10_000, min: 100, max: 3_600_000 }),
   health_missed_reports: int({ doc: 'reports a node may miss before it is marked down — DMS_HEALTH_MISSED_REPORTS', default: 3, min: 1, max: 1000 }),
@@ -59,6 +61,7 @@ export const dmsServiceType: ServiceType<typeof settings, Record<string, never>,
       caKeyBits: c.ca_key_bits,
       k8s: c.k8s_issuer_key_file ? { issuer: c.k8s_issuer, publicKeyPem: c.k8s_issuer_key_file, audience: c.k8s_audience, serviceAccounts: c.k8s_service_accounts } : undefined,
       hashElection: { algorithm: c.hash_algorithm, chainBlockSize: c.hash_chain_block_size, recordSize: c.record_size },
+      mtuMode: c.mtu_mode,
       policyPushTimeoutMs: c.policy_push_timeout_ms,
       policyRetryMs: c.policy_retry_ms,
       healthIntervalMs: c.health_interval_ms,

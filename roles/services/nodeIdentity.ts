@@ -6,6 +6,7 @@ import { DMS_CONFIG_CACHE_FILE } from '../../net/dmsConfigCache';
 import { DmsConfigFeed } from '../../net/dmsConfigFeed';
 import { reportFromHealthUrl } from '../../net/healthReporter';
 import { NodeIdentity, type NodeIdentityOptions } from '../../net/nodeIdentity';
+import { MTU_MODES } from '../../net/mtuMode';
 import type { NodeAddresses } from '../../control/api';
 import type { StorageNodeConfig } from '../../nodes/storageNode/config';
 import { mayUse, type RunningService, type ServiceType } from '../../pipelines/registry';
@@ -72,6 +73,7 @@ const settings = {
   observability_port: port('/health and /metrics port registered with the DMS; -1: none'),
   observability_host: str({ doc: "the SCC's /health bind address (OBSERVABILITY_INTERFACE), read for the health reports to the DMS; empty: production_host", default: '', allowEmpty: true }),
   crl_refresh_ms: int({ doc: 'how often the revocation list is fetched from the DMS — PLATFORM_CRL_REFRESH_MS', default: 300_000, min: 100, max: 86_400_000 }),
+  mtu_mode: oneOf(MTU_MODES, { doc: "the node's data-plane MTU mode, declared at registration: the DMS refuses one other than the instance's (docs/control-plane.md, \"MTU mode\") — MTU_MODE", default: 'standard' }),
 };
 
 /** The configuration feed of each running identity (docs/control-plane.md, "Node configuration"). */
@@ -149,6 +151,7 @@ export const nodeIdentityType: ServiceType<typeof settings, Record<string, never
       addresses,
       ...(c.cluster !== '' && { cluster: c.cluster }),
       crlRefreshMs: c.crl_refresh_ms,
+      mtuMode: c.mtu_mode,
       // The node's own /health document is what it reports to the DMS (replicas, devices, batches).
       // Registration comes first, /health later: an unreachable /health in the first minute is start-up.
       health:

@@ -18,6 +18,8 @@ import { BadBatchReporter } from '../../nodes/scc/badBatchReporter';
 import { followDms, targetsOf } from '../../nodes/scc/dmsConfig';
 import { SccHashElection } from '../../nodes/scc/hashElection';
 import { logLine } from '../../lib/logging';
+import type { MtuMode } from '../../net/mtuMode';
+import { addNodeHostHealth, prepareNodeHost } from './nodeHost';
 
 const settings = {
   sn_targets: optionalSccSetting<SnTarget[]>('SN_TARGETS', 'the replicas, node_name:ip:control_port:prod_port, comma-separated; empty: the Storage Nodes of the cluster on the DMS (required without DMS_URL) — SN_TARGETS'),
@@ -33,9 +35,10 @@ const settings = {
   log_level: sccSetting<string>('LOG_LEVEL'),
   dms_url: sccSetting<string>('DMS_URL'),
   otel_grpc_url: sccSetting<string>('OTEL_GRPC_URL'),
-  master_cpuset: sccSetting<number[]>('MASTER_CPUSET'),
+  master_cpuset: sccSetting<number[] | undefined>('MASTER_CPUSET'),
   transport_cores: sccSetting<number>('TRANSPORT_CORES'),
   kv_cores: sccSetting<number>('KV_CORES'),
+  mtu_mode: sccSetting<MtuMode>('MTU_MODE'),
   platform_opt_in: sccSetting<string>('PLATFORM_OPT_IN'),
   max_lag_bytes: byteSize({ doc: 'record bytes a replica may have unsent before records wait for it', default: 64 * 1024 * 1024, min: 1024 * 1024, max: 16 * 1024 ** 3 }),
   ack_timeout_ms: int({ doc: 'a replica past the lag bound, or not acknowledging an eob, this long is marked down', default: 30_000, min: 100, max: 3_600_000 }),
@@ -70,6 +73,8 @@ export interface SccNodeService {
   readonly election: SccHashElection;
   /** COMMAND_INTERFACE. */
   readonly commandInterface: string;
+  /** MTU_MODE, instance-wide: datagram senders size datagrams with `datagramPayloadBytes(mtuMode)` (net/mtuMode.ts). */
+  readonly mtuMode: MtuMode;
   readonly replicas: ReplicaSet;
   readonly node: SccNode;
   /** Registered with the DMS: reports the bbns of the Storage Nodes to it (docs/scc.md, "Bad batch notices to the DMS"). */
@@ -87,6 +92,16 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
   settings,
   uses: { identity: usesIdentity },
   start: async (c, ctx) => {
+    // MTU mode against the production interface, and CPU pinning (docs/scc.md, "CPU pinning"): refused before anything starts.
+    const host = await prepareNodeHost({
+      mtuMode: c.mtu_mode,
+      productionInterface: { value: c.production_interface, setting: 'PRODUCTION_INTERFACE' },
+      productionIp: { value: c.production_ip, setting: 'PRODUCTION_IP' },
+      masterCpuset: c.master_cpuset,
+      transportCores: c.transport_cores,
+      kvCores: c.kv_cores,
+      report: (m, level) => ctx.report(m, level),
+    });
     const id = ctx.services.identity;
     const feed = id ? dmsConfigOf(id) : undefined;
     // Started on a stored certificate (no registration answer): the DMS's configuration is read once
@@ -126,6 +141,7 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
     });
     // The election in force, where it came from, and a changed one the SCC refuses until it restarts.
     node.observability.addHealthPart('hash_election', () => election.health());
+    addNodeHostHealth(node.observability, host);
     if (feed) node.observability.addHealthPart('dms_config', () => ({ status: 'ok', ...feed.health() }));
     if (id) node.observability.addHealthPart('identity', () => id.health());
     const endpoint = id && dmsEndpointOf(id);
@@ -151,6 +167,7 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
         recordSizes,
         election,
         commandInterface: c.command_interface,
+        mtuMode: c.mtu_mode,
         replicas,
         node,
         badBatches,

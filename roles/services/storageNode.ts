@@ -20,6 +20,8 @@ import { storageNodeConfigFile } from '../stages/storageNodeConfig';
 import { syncPeersSetting } from '../stages/syncPeersSetting';
 import { followDmsSchemas } from '../../nodes/storageNode/dmsSchemas';
 import { dmsConfigOf, usesIdentity } from './nodeIdentity';
+import { MTU_MODES } from '../../net/mtuMode';
+import { addNodeHostHealth, cpusetSetting, prepareNodeHost, setNodeHost } from './nodeHost';
 
 /** `inner`, but empty (the operator set nothing) gives undefined: a registered node then takes the DMS's value. */
 function unlessEmpty<T>(inner: Setting<T>): Setting<T | undefined> {
@@ -43,6 +45,10 @@ const settings = {
   sync_peers: syncPeersSetting("peer replicas to copy missing batches from at a cold boot (node_name:host:observability_port, comma-separated) — SYNC_PEERS; empty: the other Storage Nodes of the node's cluster on the DMS when registered, else none"),
   sync_max_bytes_per_s: int({ doc: 'segment bytes a cold-boot sync copies per second at most — SYNC_MAX_BYTES_PER_S; 0: no cap', default: 0, min: 0, max: Number.MAX_SAFE_INTEGER }),
   verify_on_start: bool({ doc: "recompute every stored segment's hash chain at start-up (false: header, footer and layout only)", default: true }),
+  master_cpuset: cpusetSetting('cpuset every thread of the process is pinned to; CPUs the process may not use are refused at start; empty: nothing pinned (docs/storage-node.md, "CPU pinning and MTU mode") — MASTER_CPUSET'),
+  transport_cores: int({ doc: "with master_cpuset: the event loop (every socket's I/O on the kernel path) on the set's first N CPUs — TRANSPORT_CORES", default: 1, min: 1, max: 1024 }),
+  kv_cores: int({ doc: "with master_cpuset: the engine's workers (libuv's pool: scans, segment I/O; the hashing pool) on the set's last N CPUs — KV_CORES", default: 1, min: 1, max: 1024 }),
+  mtu_mode: oneOf(MTU_MODES, { doc: "the data plane's MTU mode, instance-wide (the DMS's): standard or jumbo (config.json's production_interface, or the interface of production_ip, must have an MTU ≥ 8550) — MTU_MODE", default: 'standard' }),
 };
 
 /** What a node runs with beyond its config.json, after the precedence: the operator's setting, then the DMS, then the default. */
@@ -108,6 +114,16 @@ export const storageNodeType: ServiceType<typeof settings, { identity: typeof us
   settings,
   uses: { identity: usesIdentity },
   start: async (c, ctx) => {
+    // MTU mode against the production interface, and CPU pinning: refused before the devices are touched.
+    const host = await prepareNodeHost({
+      mtuMode: c.mtu_mode,
+      productionInterface: { value: c.config.productionInterface, setting: 'production_interface' },
+      productionIp: { value: c.config.productionIp, setting: 'production_ip' },
+      masterCpuset: c.master_cpuset,
+      transportCores: c.transport_cores,
+      kvCores: c.kv_cores,
+      report: (m, level) => ctx.report(m, level),
+    });
     const schemas = new QuerySchemas(c.schema_dir);
     const id = ctx.services.identity;
     const feed = id ? dmsConfigOf(id) : undefined;
@@ -151,6 +167,8 @@ export const storageNodeType: ServiceType<typeof settings, { identity: typeof us
       };
     });
     if (feed) node.observability.addHealthPart('dms_config', () => ({ status: 'ok', ...feed.health() }));
+    addNodeHostHealth(node.observability, host);
+    setNodeHost(node, host);
     if (id) {
       // Registered with the DMS: /health shows the certificate and the peers seen.
       node.observability.addHealthPart('identity', () => id.health());

@@ -3,6 +3,7 @@
 //! This crate knows nothing of Node.js. The Neon bridge (`hd-engine-node`) wraps it with functions
 //! over byte buffers; fuzz targets and `cargo test` exercise it directly.
 
+pub mod affinity;
 pub mod batch_id;
 pub mod columnar;
 pub mod decode;

@@ -2,6 +2,7 @@
 //! values; all logic lives in the core crate. Each module registers its own exports with
 //! `#[neon::export]`. This addon is never the public API: `engine-rs/index.ts` wraps it.
 
+mod affinity;
 mod batch_id;
 mod codec;
 mod columnar;

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use hd_engine_core::segment::{
-    direct_io_supported, record_cache_stats, recover_dir, set_record_cache_bytes, verify_segment,
-    RecoverOptions, SegmentConfig, SegmentError, SegmentIo, SegmentReader, SegmentWriter,
-    ZoneField, ZoneKind,
+    direct_io_supported, record_cache_stats, recover_dir, set_record_cache_bytes, uring_io_refusal,
+    verify_segment, RecoverOptions, SegmentConfig, SegmentError, SegmentIo, SegmentReader,
+    SegmentWriter, ZoneField, ZoneKind,
 };
 use neon::prelude::*;
 use neon::types::buffer::TypedArray;
@@ -111,7 +111,8 @@ fn zone_fields<'cx>(cx: &mut FunctionContext<'cx>, raw: &[u32]) -> NeonResult<Ve
 }
 
 /// Creates `<dir>/<name>.partial` and writes the header (sync: one small write). `io` is
-/// `buffered` or `direct` (O_DIRECT; buffered where the file system refuses it).
+/// `buffered`, `direct` (O_DIRECT; buffered where the file system refuses it) or `uring` (O_DIRECT
+/// through io_uring; direct where the kernel refuses io_uring).
 #[neon::export(name = "segmentWriterCreate")]
 #[allow(clippy::too_many_arguments)]
 fn segment_writer_create<'cx>(
@@ -130,7 +131,7 @@ fn segment_writer_create<'cx>(
         return throw_coded(
             cx,
             "ERR_SEGMENT_CONFIG",
-            &format!("segment io must be 'buffered' or 'direct', got {io_name:?}"),
+            &format!("segment io must be 'buffered', 'direct' or 'uring', got {io_name:?}"),
         );
     };
     let alg = algorithm(cx, &algorithm_name)?;
@@ -160,7 +161,8 @@ fn segment_writer_create<'cx>(
     }
 }
 
-/// How a writer writes: `direct` or `buffered` (also after a refused `direct`, and once closed).
+/// How a writer writes: `uring`, `direct` or `buffered` (the mode it fell back to after a refusal;
+/// `buffered` once closed).
 /// Sync: call it before queuing appends, while the handle's lock is free.
 #[neon::export(name = "segmentWriterIo")]
 fn segment_writer_io<'cx>(
@@ -190,6 +192,24 @@ fn segment_direct_io_supported<'cx>(
             cx,
             "ERR_SEGMENT_IO",
             &format!("cannot probe direct I/O in {dir}: {e}"),
+        ),
+    }
+}
+
+/// Why segments in `dir` cannot be written through io_uring, or null when they can (sync: sets up a
+/// ring and writes one block of a probe file through it).
+#[neon::export(name = "segmentUringIoRefusal")]
+fn segment_uring_io_refusal<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    dir: String,
+) -> JsResult<'cx, JsValue> {
+    match uring_io_refusal(Path::new(&dir)) {
+        Ok(None) => Ok(cx.null().upcast()),
+        Ok(Some(why)) => Ok(cx.string(why).upcast()),
+        Err(e) => throw_coded(
+            cx,
+            "ERR_SEGMENT_IO",
+            &format!("cannot probe io_uring in {dir}: {e}"),
         ),
     }
 }

@@ -29,8 +29,9 @@ defaults('every reference default applies when only SN_TARGETS is set', () => {
   assert.is(s.hashChainBlockSize, 64);
   assert.is(s.logLevel, 'info');
   assert.is(s.dmsUrl, 'https://dms-core:6986');
-  assert.equal(s.masterCpuset, [1, 2, 3]);
+  assert.is(s.masterCpuset, undefined, 'unset MASTER_CPUSET pins nothing (docs/scc.md, "CPU pinning")');
   assert.is(s.transportCores, 1);
+  assert.is(s.mtuMode, 'standard');
   assert.is(s.platformOptIn, false);
   assert.equal(s.snTargets, [
     { name: 'sn1', host: '10.0.0.11', controlPort: 6986, prodPort: 6987 },
@@ -46,6 +47,9 @@ defaults('values are taken as written; an empty variable means its default', () 
   assert.is(s.logLevel, 'debug');
   assert.is(s.maxHashQueueBytes, 64 * 1024 * 1024);
   assert.is(s.batchTimeoutMs, 0);
+  const t = readSccSettings({ SN_TARGETS: TARGETS, MASTER_CPUSET: '1-3', MTU_MODE: 'Jumbo' });
+  assert.equal(t.masterCpuset, [1, 2, 3]);
+  assert.is(t.mtuMode, 'jumbo');
 });
 defaults('every variable of the reference table is known', () => {
   const names = SCC_VARIABLES.map((v) => v.name);
@@ -82,6 +86,7 @@ errors('each bad value is refused with its variable and what it expects', () => 
     [{ MASTER_CPUSET: '3-1' }, 'MASTER_CPUSET', /backwards/],
     [{ TRANSPORT_CORES: '0' }, 'TRANSPORT_CORES', /integer 1\.\./],
     [{ KV_CORES: 'two' }, 'KV_CORES', /integer/],
+    [{ MTU_MODE: '9000' }, 'MTU_MODE', /one of standard, jumbo/],
     [{ PLATFORM_OPT_IN: 'yes' }, 'PLATFORM_OPT_IN', /true, false/],
     [{ NODE_NAME: 'my scc' }, 'NODE_NAME', /without spaces/],
     [{ PLATFORM_CLIENT_CERT_FILE: '/etc/hd/cert.pem' }, 'PLATFORM_CLIENT_KEY_FILE', /together/],

@@ -47,7 +47,7 @@ config('io defaults to buffered, takes direct, and refuses anything else naming 
     ],
   );
   const dev = (io: unknown): Record<string, unknown> => ({ storage_devices: [{ name: 'a', address: 'a', type: 'nvme', io }] });
-  assert.equal(issues(dev('direkt')), ["storage_devices[0].io: must be 'buffered' (through the page cache) or 'direct' (O_DIRECT), got 'direkt' (did you mean 'direct'?)"]);
+  assert.equal(issues(dev('direkt')), ["storage_devices[0].io: must be 'buffered' (through the page cache), 'direct' (O_DIRECT) or 'uring' (O_DIRECT through io_uring), got 'direkt' (did you mean 'direct'?)"]);
   assert.match(issues(dev(1)).join(), /^storage_devices\[0\]\.io: must be 'buffered' .* got number 1$/);
   assert.match(issues(dev(null)).join(), /^storage_devices\[0\]\.io: .* got null$/);
   assert.match(issues({ storage_devices: [{ name: 'a', address: 'a', type: 'nvme', i0: 'direct' }] }).join(), /storage_devices\[0\]\.i0: unknown key \(did you mean 'io'\?\); a device has name, address, type and io/);

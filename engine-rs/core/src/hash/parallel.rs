@@ -64,8 +64,13 @@ struct Pool {
     pool: Option<Arc<ThreadPool>>,
 }
 
-/// The cores this process may use (its CPU affinity and quota), at least 1.
+/// The cores this process may use (its CPU affinity and quota), at least 1; with KV_CORES pinning
+/// the engine's workers (crate::affinity), the CPUs given to them.
 pub fn available_threads() -> usize {
+    let pinned = crate::affinity::worker_cpus().len();
+    if pinned > 0 {
+        return pinned;
+    }
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
@@ -80,6 +85,8 @@ fn build(threads: usize) -> Result<Pool, HashThreadsError> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads - 1)
         .thread_name(|i| format!("hd-hash-{i}"))
+        // KV_CORES: hashing threads start on the engine's worker CPUs when set (crate::affinity).
+        .start_handler(|_| crate::affinity::enter_worker_cpus())
         .build()
         .map(|p| Pool {
             threads,

@@ -1,7 +1,7 @@
-//! How a segment's bytes reach its file: through the page cache (`Buffered`, a `BufWriter`) or
-//! around it with O_DIRECT (`Direct`). Either way the file holds the same bytes and the writer's
-//! durability protocol (fsync, rename, fsync of the directory) is the same; docs/segment.md,
-//! "Direct I/O".
+//! How a segment's bytes reach its file: through the page cache (`Buffered`, a `BufWriter`),
+//! around it with O_DIRECT (`Direct`), or O_DIRECT submitted through io_uring (`Uring`, uring.rs).
+//! Either way the file holds the same bytes and the writer's durability protocol (fsync, rename,
+//! fsync of the directory) is the same; docs/segment.md, "Direct I/O".
 //!
 //! Direct output gathers the segment's bytes in an aligned staging buffer and writes it in
 //! [`DIRECT_CHUNK`]-byte pieces at aligned offsets, each on a writer thread while the next piece
@@ -16,6 +16,8 @@ use std::os::unix::fs::FileExt;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+
+use super::uring::UringOut;
 
 /// Offset, length and memory alignment of every direct write: a multiple of the 512- and
 /// 4096-byte logical blocks of the disks in use (a device with larger blocks refuses the writes,
@@ -34,14 +36,18 @@ pub enum SegmentIo {
     Buffered,
     /// O_DIRECT, around the page cache (falls back to `Buffered` where the file system refuses it).
     Direct,
+    /// O_DIRECT writes submitted through io_uring, several in flight (falls back to `Direct`
+    /// where the kernel refuses io_uring, and on to `Buffered` where O_DIRECT is refused).
+    Uring,
 }
 
 impl SegmentIo {
-    /// The config name: `buffered` or `direct`.
+    /// The config name: `buffered`, `direct` or `uring`.
     pub fn name(self) -> &'static str {
         match self {
             SegmentIo::Buffered => "buffered",
             SegmentIo::Direct => "direct",
+            SegmentIo::Uring => "uring",
         }
     }
 
@@ -50,6 +56,7 @@ impl SegmentIo {
         match s {
             "buffered" => Some(SegmentIo::Buffered),
             "direct" => Some(SegmentIo::Direct),
+            "uring" => Some(SegmentIo::Uring),
             _ => None,
         }
     }
@@ -270,14 +277,22 @@ impl DirectOut {
 pub(super) enum SegmentOut {
     Buffered(BufWriter<File>),
     Direct(DirectOut),
+    /// Boxed: the ring's state is several times the other variants'.
+    Uring(Box<UringOut>),
 }
 
 impl SegmentOut {
-    /// Output for a freshly created, empty file: direct when asked for and the file system takes
-    /// it, buffered otherwise.
+    /// Output for a freshly created, empty file: uring or direct when asked for and the kernel and
+    /// file system take it, each falling back to the next (uring, direct, buffered).
     pub fn new(file: File, io: SegmentIo) -> io::Result<Self> {
-        if io == SegmentIo::Direct && enable_direct(&file)? {
-            return Ok(SegmentOut::Direct(DirectOut::new(file)));
+        if io != SegmentIo::Buffered && enable_direct(&file)? {
+            if io == SegmentIo::Direct {
+                return Ok(SegmentOut::Direct(DirectOut::new(file)));
+            }
+            return Ok(match UringOut::new(file) {
+                Ok(u) => SegmentOut::Uring(Box::new(u)),
+                Err((file, _refused)) => SegmentOut::Direct(DirectOut::new(file)),
+            });
         }
         Ok(SegmentOut::Buffered(BufWriter::with_capacity(
             BUFFERED_CAPACITY,
@@ -290,6 +305,7 @@ impl SegmentOut {
         match self {
             SegmentOut::Buffered(_) => SegmentIo::Buffered,
             SegmentOut::Direct(_) => SegmentIo::Direct,
+            SegmentOut::Uring(_) => SegmentIo::Uring,
         }
     }
 
@@ -297,14 +313,28 @@ impl SegmentOut {
         match self {
             SegmentOut::Buffered(w) => w.write_all(data),
             SegmentOut::Direct(d) => d.write_all(data),
+            SegmentOut::Uring(u) => u.write_all(data),
         }
     }
 
-    /// Writes out everything staged and hands back the file (at its exact length) for the fsync.
+    /// Writes out everything staged and hands back the file at its exact length (fsynced already
+    /// for `Uring`, whose fsync goes through the ring).
     pub fn into_file(self) -> io::Result<File> {
         match self {
             SegmentOut::Buffered(w) => w.into_inner().map_err(|e| e.into_error()),
             SegmentOut::Direct(d) => d.finish(),
+            SegmentOut::Uring(u) => u.finish(),
         }
+    }
+
+    /// The durability point of every mode: writes out everything staged and fsyncs the file (for
+    /// `Uring` through the ring). The error names the step that failed: `write` or `fsync`.
+    pub fn into_durable_file(self) -> Result<File, (&'static str, io::Error)> {
+        if let SegmentOut::Uring(u) = self {
+            return u.finish().map_err(|e| ("write and fsync", e));
+        }
+        let file = self.into_file().map_err(|e| ("write", e))?;
+        file.sync_all().map_err(|e| ("fsync", e))?;
+        Ok(file)
     }
 }

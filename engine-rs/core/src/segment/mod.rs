@@ -12,6 +12,7 @@ mod recover;
 mod stats;
 #[cfg(test)]
 mod tests;
+mod uring;
 mod writer;
 mod zone;
 
@@ -28,6 +29,7 @@ pub use recover::{
     recover_dir, verify_segment, Quarantined, RecoverOptions, Recovery, Verified, QUARANTINE_DIR,
 };
 pub use stats::{BatchStats, CodeField, CodeStats, StatsBuilder, MAX_CODE_FIELDS, STATS_VERSION};
+pub use uring::{uring_io_refusal, URING_CHUNK, URING_DEPTH};
 pub use writer::{segment_file_name, sync_dir, SegmentConfig, SegmentSummary, SegmentWriter};
 pub use zone::{zone_fields_from_schema, Zone, ZoneField, ZoneKind, MAX_ZONE_FIELDS};
 

@@ -1,7 +1,8 @@
 //! Writes one batch's segment: `<name>.partial` grows as records arrive (hashed on the way by the
 //! batch's chain), and only `finish` — after the closing hash matches the SCC's — writes the footer,
 //! fsyncs, renames to `<name>` and fsyncs the directory. A batch is visible only when complete.
-//! The bytes go through the page cache or around it with O_DIRECT (direct.rs); the file is the same.
+//! The bytes go through the page cache, around it with O_DIRECT (direct.rs) or O_DIRECT through
+//! io_uring (uring.rs); the file is the same.
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -111,7 +112,8 @@ impl SegmentWriter {
     }
 
     /// As [`SegmentWriter::create`], writing with `io`. `Direct` falls back to `Buffered` where the
-    /// file system refuses O_DIRECT; [`SegmentWriter::io`] says which is in effect.
+    /// file system refuses O_DIRECT, `Uring` to `Direct` where the kernel refuses io_uring (and on
+    /// to `Buffered`); [`SegmentWriter::io`] says which is in effect.
     pub fn create_with_io(cfg: SegmentConfig, io_mode: SegmentIo) -> Result<Self, SegmentError> {
         check_config(&cfg)?;
         let chain = ChainState::new(
@@ -182,8 +184,8 @@ impl SegmentWriter {
         &self.target
     }
 
-    /// How the segment is being written (`Buffered` after a refused `Direct`); `Buffered` once
-    /// finished or aborted.
+    /// How the segment is being written (the mode it fell back to after a refused `Uring` or
+    /// `Direct`); `Buffered` once finished or aborted.
     pub fn io(&self) -> SegmentIo {
         self.out
             .as_ref()
@@ -294,8 +296,11 @@ impl SegmentWriter {
         let out = self.out.take().ok_or(SegmentError::Closed)?;
         let mut renamed = false;
         let commit = || -> Result<(), SegmentError> {
-            let file = out.into_file().map_err(io("write", &self.partial))?;
-            file.sync_all().map_err(io("fsync", &self.partial))?;
+            // The durability point (fsync, through the ring for io_uring): nothing is renamed, so
+            // nothing acknowledged, before the bytes are on the disk.
+            let file = out
+                .into_durable_file()
+                .map_err(|(op, e)| io(op, &self.partial)(e))?;
             drop(file);
             fs::rename(&self.partial, &self.target).map_err(io("rename", &self.partial))?;
             renamed = true;

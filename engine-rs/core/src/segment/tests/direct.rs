@@ -164,11 +164,11 @@ fn abort_and_bad_closing_hash_remove_the_direct_partial() {
 }
 
 /// A ramfs mount, which refuses O_DIRECT on every kernel; unmounted when dropped.
-struct Ramfs(Scratch);
+pub(super) struct Ramfs(pub Scratch);
 
 impl Ramfs {
     /// None where this process may not mount (not root, or no CAP_SYS_ADMIN).
-    fn mount() -> Option<Self> {
+    pub fn mount() -> Option<Self> {
         let s = Scratch::new("dio-ramfs");
         let ok = Command::new("mount")
             .args(["-t", "ramfs", "ramfs"])

@@ -4,6 +4,7 @@ mod damage;
 mod direct;
 mod footer_cache;
 mod roundtrip;
+mod uring;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
