@@ -77,6 +77,22 @@ export interface SqlResult {
   readonly outerInHdSql?: boolean;
   /** True when the fetched batches were the answer (sql/rowPassthrough.ts), not DuckDB's run over them. */
   readonly passedThrough?: boolean;
+  /**
+   * Rows already given to {@link ExecuteOptions.rows} as they arrived (row passthrough); `table` then
+   * holds none, only the columns. Undefined: every row is in `table`.
+   */
+  readonly streamed?: number;
+}
+
+/**
+ * Where a door takes a statement's rows as they arrive, so a large answer reaches the client while
+ * the Storage Nodes still send it (row passthrough, sql/passthroughRun.ts; other paths answer whole).
+ */
+export interface RowStream {
+  /** The statement's result columns, once, before the first rows. */
+  begin(schema: arrow.Schema): void;
+  /** Rows in order; resolves when the door can take more. */
+  rows(batch: arrow.RecordBatch): Promise<void>;
 }
 
 /** Options of one execution. */
@@ -84,4 +100,6 @@ export interface ExecuteOptions {
   readonly params?: readonly SqlParam[];
   /** Aborting cancels the query at the SCCs and in DuckDB (57014). */
   readonly signal?: AbortSignal;
+  /** Rows may be handed here as they arrive (never with HD_SQL_STRICT, which must see every notice first). */
+  readonly rows?: RowStream;
 }

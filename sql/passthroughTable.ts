@@ -3,7 +3,8 @@
  * the statement's columns in its order, under the names and types DuckDB gives them (the statement's
  * schema over the empty dataset table), no values copied. A batch whose column arrives in another
  * type, or whose enum labels differ from the first batch's, makes it refuse: the engine then loads
- * the batches into DuckDB and runs the statement as usual.
+ * the batches into DuckDB and runs the statement as usual. {@link PassthroughBatches} builds the
+ * answer a batch at a time, for rows streamed to a door as they arrive.
  */
 import * as arrow from 'apache-arrow';
 import type { PassthroughPlan } from './rowPassthrough';
@@ -18,29 +19,54 @@ export interface NotPassed {
  * at the plan's LIMIT and at `maxRows + 1` rows when given (the caller says the cap applied).
  */
 export function passthroughTable(batches: readonly arrow.RecordBatch[], pass: PassthroughPlan, expected: arrow.Schema, maxRows?: number): arrow.Table | NotPassed {
-  if (expected.fields.length !== pass.columns.length) return { reason: `the statement answers ${expected.fields.length} columns, the plan names ${pass.columns.length}` };
   const cap = Math.min(pass.limit ?? Infinity, maxRows === undefined ? Infinity : maxRows + 1);
-  const dictionaries = new Map<string, arrow.Vector>();
+  const answer = new PassthroughBatches(pass, expected, { sameLabels: true });
   const out: arrow.RecordBatch[] = [];
   let rows = 0;
   for (const b of batches) {
     if (rows >= cap) break;
     const take = Math.min(b.numRows, cap - rows);
     if (take === 0) continue;
+    const built = answer.batch(b, take);
+    if (!(built instanceof arrow.RecordBatch)) return built;
+    out.push(built);
+    rows += take;
+  }
+  return new arrow.Table(expected, out);
+}
+
+/**
+ * The answer's batches one fetched batch at a time: `pass`'s columns under `expected`'s names and
+ * types, no values copied. `sameLabels`: every batch must carry the first one's enum labels (a
+ * table has one dictionary per column); without it each batch keeps its own (rows streamed to a
+ * door, which writes each batch's labels as they are).
+ */
+export class PassthroughBatches {
+  private readonly dictionaries = new Map<string, arrow.Vector>();
+
+  /** @param pass the plan's columns and LIMIT; @param expected the statement's result schema */
+  constructor(
+    private readonly pass: PassthroughPlan,
+    private readonly expected: arrow.Schema,
+    private readonly opts: { readonly sameLabels: boolean },
+  ) {}
+
+  /** The first `take` rows of `b` as an answer batch, or why they cannot be. */
+  batch(b: arrow.RecordBatch, take = b.numRows): arrow.RecordBatch | NotPassed {
+    const { pass, expected } = this;
+    if (expected.fields.length !== pass.columns.length) return { reason: `the statement answers ${expected.fields.length} columns, the plan names ${pass.columns.length}` };
     const children: arrow.Data[] = [];
     for (let i = 0; i < pass.columns.length; i++) {
       const want = expected.fields[i] as arrow.Field;
       const v = b.getChild(pass.columns[i]!.field);
       if (!v || v.data.length !== 1) return { reason: `column ${pass.columns[i]!.field} is not in the fetched batch` };
       if (String(v.type) !== String(want.type)) return { reason: `column ${want.name} arrives as ${String(v.type)}, the statement answers ${String(want.type)}` };
-      const d = retyped(take < b.numRows ? (v.data[0] as arrow.Data).slice(0, take) : (v.data[0] as arrow.Data), want.type, String(i), dictionaries);
+      const d = retyped(take < b.numRows ? (v.data[0] as arrow.Data).slice(0, take) : (v.data[0] as arrow.Data), want.type, String(i), this.opts.sameLabels ? this.dictionaries : new Map());
       if (!d) return { reason: `column ${want.name}: the batches' enum labels differ` };
       children.push(d);
     }
-    out.push(new arrow.RecordBatch(expected, arrow.makeData({ type: new arrow.Struct(expected.fields), length: take, nullCount: 0, children })));
-    rows += take;
+    return new arrow.RecordBatch(expected, arrow.makeData({ type: new arrow.Struct(expected.fields), length: take, nullCount: 0, children }));
   }
-  return new arrow.Table(expected, out);
 }
 
 /**

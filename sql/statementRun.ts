@@ -66,11 +66,16 @@ export function noteFailedBatches(r: StatementRun, dataset: string, out: FetchOu
   r.notices.push(`${dataset}: ${out.batchErrors.length} batch(es) failed delivery and are absent from the result${first ? ` (first: ${first.message})` : ''}`);
 }
 
+/** The notice of an answer cut to HD_SQL_MAX_ROWS (`max`). */
+export function cutNotice(max: number): string {
+  return `the result was cut to ${max} rows (HD_SQL_MAX_ROWS): the statement stopped producing rows there, more were left`;
+}
+
 /** The answer cut to HD_SQL_MAX_ROWS, with the notice, when it holds more (paths produce one row past the cap). */
 export function capRows(r: StatementRun, table: arrow.Table): arrow.Table {
   const max = r.settings.maxRows;
   if (max <= 0 || table.numRows <= max) return table;
-  r.notices.push(`the result was cut to ${max} rows (HD_SQL_MAX_ROWS): the statement stopped producing rows there, more were left`);
+  r.notices.push(cutNotice(max));
   return table.slice(0, max);
 }
 

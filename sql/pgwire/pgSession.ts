@@ -12,6 +12,7 @@
 import type * as arrow from 'apache-arrow';
 import type { SqlParam } from '../../local/localSqlSession';
 import type { DoorLimits } from '../doorLimits';
+import type { RowStream } from '../engineTypes';
 import type { SqlEngine } from '../sqlEngine';
 import { SqlError } from '../sqlError';
 import { runAsSqlUser, type SqlUserIdentity } from '../sqlUser';
@@ -19,7 +20,7 @@ import { backend, type PgErrorFields } from './backend';
 import type { FrontendMessage } from './frontend';
 import { errorFields, PG_STATE, PgSessionError, tooManyPrepared } from './pgErrors';
 import { fieldsOf, paramOf } from './pgTypes';
-import { writeCopy, writeRows, type RowSink } from './resultRows';
+import { writeBatchRows, writeCopy, writeRows, type RowSink } from './resultRows';
 import { initialParameters, REPORTED_PARAMETERS, startupValues } from './sessionParameters';
 import { sessionAnswer, SessionSettings } from './sessionQueries';
 import { runSessionStatement, SESSION_STATEMENT } from './sessionStatements';
@@ -48,6 +49,8 @@ interface Answer {
   readonly table: arrow.Table;
   /** CommandComplete's tag (`SELECT n` when absent). */
   readonly tag?: string;
+  /** Rows already sent as they arrived (`table` holds none): the engine's `streamed`. */
+  readonly streamed?: number;
 }
 
 interface Portal {
@@ -211,16 +214,16 @@ export class PgSession {
   }
 
   /** Runs a statement that answers rows: a session question, or the engine (cancellable). */
-  private async run(sql: string, params: SqlParam[]): Promise<Answer> {
+  private async run(sql: string, params: SqlParam[], rows?: RowStream): Promise<Answer> {
     this.tx.refuseWhenFailed();
     const session = sessionAnswer(sql, this.settings);
     if (session) return { table: session, ...(/^\s*SHOW\b/i.test(sql) ? { tag: 'SHOW' } : {}) };
     const ac = new AbortController();
     this.running = ac;
     try {
-      const r = await runAsSqlUser(this.options.identity, () => this.engine.execute(sql, { params, signal: ac.signal }));
+      const r = await runAsSqlUser(this.options.identity, () => this.engine.execute(sql, { params, signal: ac.signal, ...(rows ? { rows } : {}) }));
       for (const n of r.notices) this.notice({ severity: 'NOTICE', code: '01000', message: n });
-      return { table: r.table };
+      return { table: r.table, ...(r.streamed !== undefined ? { streamed: r.streamed } : {}) };
     } finally {
       this.running = undefined;
     }
@@ -249,7 +252,12 @@ export class PgSession {
       const r = await this.run(copy[1] as string, []);
       return writeCopy(this.sink, r.table);
     }
-    const r = await this.run(sql, []);
+    // A large answer's rows go out as they arrive (row passthrough), the notices after them.
+    const r = await this.run(sql, [], {
+      begin: (schema) => this.send(backend.rowDescription(fieldsOf(schema))),
+      rows: (b) => writeBatchRows(this.sink, b),
+    });
+    if (r.streamed !== undefined) return this.send(backend.commandComplete(`SELECT ${r.streamed}`));
     this.send(backend.rowDescription(fieldsOf(r.table.schema)));
     await writeRows(this.sink, r.table, [], 0, r.table.numRows);
     this.send(backend.commandComplete(r.tag ?? `SELECT ${r.table.numRows}`));

@@ -60,6 +60,11 @@ export async function writeRows(sink: RowSink, t: arrow.Table, formats: readonly
   w.flush();
 }
 
+/** All rows of one record batch as text DataRows (a statement's rows streamed as they arrive). */
+export function writeBatchRows(sink: RowSink, b: arrow.RecordBatch): Promise<void> {
+  return writeTextRows(sink, new arrow.Table([b]), 0, b.numRows);
+}
+
 /** {@link writeRows} when every column is text: each record batch's DataRows written natively, a block of rows a call. */
 async function writeTextRows(sink: RowSink, t: arrow.Table, from: number, to: number): Promise<void> {
   let base = 0;

@@ -107,6 +107,43 @@ wire('simple query: aggregates over the enum labels; pushdown narrows what the n
   }
 });
 
+wire('a SELECT of columns streams its rows as they arrive: the same fields, rows and notices as the whole answer', async () => {
+  const whole = memoryEngine(300, { rowPassthrough: false });
+  const wholeServer = new PgServer(whole.engine, { host: '127.0.0.1', port: 0 });
+  const wholePort = (await wholeServer.listen()).port;
+  // HD_SQL_EXPLAIN_PUSHDOWN says which answers streamed; its notices are left out of the comparison.
+  const live = memoryEngine(300, { explainPushdown: true });
+  const liveServer = new PgServer(live.engine, { host: '127.0.0.1', port: 0 });
+  const streamed = await client({ port: (await liveServer.listen()).port });
+  const reference = await client({ port: wholePort });
+  let streamedAnswers = 0;
+  try {
+    for (const sql of [`SELECT ts, proto, src_ip, dst_port, bytes, duration_ms FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 300}`, `SELECT proto, dst_port FROM flows WHERE ts >= ${T0} AND ts < ${T0 + 300} LIMIT 5`, 'SELECT ts, src_ip FROM flows', `SELECT ts FROM flows WHERE ts > ${T0 + 10_000}`]) {
+      const notices: [string[], string[]] = [[], []];
+      streamed.on('notice', (n) => notices[0].push(n.message ?? ''));
+      reference.on('notice', (n) => notices[1].push(n.message ?? ''));
+      const a = await streamed.query({ text: sql, rowMode: 'array' });
+      const b = await reference.query({ text: sql, rowMode: 'array' });
+      streamed.removeAllListeners('notice');
+      reference.removeAllListeners('notice');
+      if (notices[0].some((n) => /streamed as they arrived/.test(n))) streamedAnswers++;
+      notices[0] = notices[0].filter((n) => !/row passthrough|pushed down:/.test(n));
+      assert.equal(a.fields.map((f) => [f.name, f.dataTypeID]), b.fields.map((f) => [f.name, f.dataTypeID]), sql);
+      assert.equal(a.rows, b.rows, sql);
+      assert.is(a.rowCount, b.rowCount, sql);
+      assert.equal(notices[0], notices[1], sql);
+    }
+    assert.is(streamedAnswers, 3, 'every statement with rows streamed them');
+  } finally {
+    await streamed.end();
+    await reference.end();
+    await wholeServer.close();
+    await liveServer.close();
+    await whole.local.close();
+    await live.local.close();
+  }
+});
+
 wire('extended protocol: text and binary parameters, prepared statements reused, rows by portal', async () => {
   const c = await client();
   try {

@@ -5,7 +5,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import type * as arrow from 'apache-arrow';
+import * as arrow from 'apache-arrow';
 import { makeDataset } from '../../bench/peers/dataset';
 import { FLOWS_SCHEMA } from '../../bench/peers/hd';
 import { decodeRecords } from '../../engine-rs/decode';
@@ -15,6 +15,7 @@ import { LocalSql } from '../../local/localSql';
 import { filterJson } from '../../query/filter';
 import { Catalog } from '../../sql/catalog';
 import type { DatasetFetcher } from '../../sql/datasetFetcher';
+import type { RowStream } from '../../sql/engineTypes';
 import { SqlEngine } from '../../sql/sqlEngine';
 
 const schema = Schema.parse(FLOWS_SCHEMA);
@@ -124,9 +125,80 @@ same('HD_SQL_MAX_ROWS cuts a passing-through answer as it cuts DuckDB\'s, with t
   assert.match(a.notices.join(' '), /HD_SQL_MAX_ROWS/);
 });
 
-same.after(async () => {
+const streamed = suite('rowPassthrough: rows streamed to a door as they arrive');
+
+/** A door that keeps what it is given: the columns once, then the batches. */
+function door(): RowStream & { schema?: arrow.Schema; batches: arrow.RecordBatch[]; begins: number } {
+  const d = {
+    begins: 0,
+    batches: [] as arrow.RecordBatch[],
+    schema: undefined as arrow.Schema | undefined,
+    begin(schema: arrow.Schema): void {
+      assert.is(d.batches.length, 0, 'the columns come before the rows');
+      d.begins++;
+      d.schema = schema;
+    },
+    async rows(b: arrow.RecordBatch): Promise<void> {
+      d.batches.push(b);
+    },
+  };
+  return d;
+}
+
+streamed('the streamed rows are DuckDB\'s answer: names, types, rows in order, LIMIT, notices; several batches, the columns once', async () => {
+  const statements = [
+    `SELECT * FROM flows WHERE ${W}`,
+    `SELECT host, tags, ports, amount, rtt, score, ok, dt, src6, proto FROM flows WHERE ${W} AND proto = 'tcp'`,
+    `SELECT f.country AS c, f.flow_id, TS FROM flows f WHERE ${W}`,
+    `SELECT proto, asn, vlan, ttl FROM flows WHERE ${W} LIMIT 700`,
+    `SELECT src, bytes FROM flows WHERE ${W} AND proto = 'icmp' LIMIT 100000`,
+  ];
+  for (const sql of statements) {
+    const d = door();
+    const a = await on.execute(sql, { rows: d });
+    const b = await off.execute(sql);
+    assert.ok(a.passedThrough === true && a.streamed !== undefined, `streamed: ${sql}`);
+    assert.is(a.table.numRows, 0, 'the rows went to the door, not into the table');
+    assert.is(d.begins, 1);
+    const got = new arrow.Table(d.schema as arrow.Schema, d.batches);
+    assert.is(shape(got), shape(b.table), sql);
+    assert.is(a.streamed, b.table.numRows, sql);
+    assert.is(got.numRows, b.table.numRows, sql);
+    assert.is(json(got), json(b.table), sql);
+    assert.equal(a.notices, b.notices, sql);
+  }
+  const d = door();
+  await on.execute(`SELECT ts, host FROM flows WHERE ${W}`, { rows: d });
+  assert.ok(d.batches.length > 1, `handed on batch by batch (${d.batches.length})`);
+});
+
+streamed('nothing to send, a statement that computes, and HD_SQL_STRICT answer whole; HD_SQL_MAX_ROWS cuts the stream with the notice', async () => {
+  for (const sql of [`SELECT ts FROM flows WHERE ts >= ${T0 + 10_000}`, `SELECT ts FROM flows WHERE ${W} ORDER BY bytes DESC LIMIT 3`, `SELECT ts FROM flows WHERE ${W} LIMIT 0`]) {
+    const d = door();
+    const r = await on.execute(sql, { rows: d });
+    assert.is(r.streamed, undefined, sql);
+    assert.is(d.begins, 0, sql);
+  }
+  const strict = new SqlEngine(new Catalog([schema]), locals[0], memoryFetcher(stats), { lookbackSec: 3600, timeoutMs: 30_000, maxRows: 0, qos: 1, rowPassthrough: true, strict: true }, () => data.end);
+  const d = door();
+  const r = await strict.execute(`SELECT ts FROM flows WHERE ${W}`, { rows: d });
+  assert.is(r.streamed, undefined);
+  assert.ok(r.table.numRows > 0 && d.begins === 0, 'HD_SQL_STRICT answers whole');
+  const capped = (local: LocalSql, rowPassthrough: boolean): SqlEngine => new SqlEngine(new Catalog([schema]), local, memoryFetcher(stats), { lookbackSec: 3600, timeoutMs: 30_000, maxRows: 600, qos: 1, rowPassthrough }, () => data.end);
+  const c = door();
+  const a = await capped(locals[0], true).execute(`SELECT ts, host FROM flows WHERE ${W}`, { rows: c });
+  const b = await capped(locals[1], false).execute(`SELECT ts, host FROM flows WHERE ${W}`);
+  assert.is(a.streamed, 600);
+  assert.is(json(new arrow.Table(c.schema as arrow.Schema, c.batches)), json(b.table));
+  assert.equal(a.notices, b.notices);
+  assert.match(a.notices.join(' '), /HD_SQL_MAX_ROWS/);
+});
+
+// The last suite closes the engines' DuckDBs.
+streamed.after(async () => {
   await Promise.all(locals.map((l) => l.close()));
 });
 
 plans.run();
 same.run();
+streamed.run();
