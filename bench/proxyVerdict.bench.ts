@@ -70,7 +70,7 @@ async function load(root: string, label: string, ports: number[], subs: SubQuery
   if (process.argv.includes('--route')) {
     // The whole route: window resolution, policy, rewrite, filters and verdict, the result event (the dispatch a stub).
     const route = (await import(path.join(root, 'control/proxy/queryRoute.ts'))) as typeof import('../control/proxy/queryRoute');
-    const b = (await import(path.join(root, 'control/proxy/storageNodeBatches.ts'))) as typeof import('../control/proxy/storageNodeBatches');
+    const b = (await import(path.join(root, 'net/storageNodeBatches.ts'))) as typeof import('../net/storageNodeBatches');
     const { PolicySlot } = (await import(path.join(root, 'control/proxy/policySlot.ts'))) as typeof import('../control/proxy/policySlot');
     const slot = new PolicySlot();
     slot.install({ version: 1, rego: 'package hd.authz\nimport rego.v1\ndefault allow := true\n' });

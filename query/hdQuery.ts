@@ -12,6 +12,7 @@ import { checkAggregate, type AggregateSpec } from './aggregate';
 import { checkSubQueries, filterJson, isObject, jsonType, refuseUnknownKeys, type SubQuery } from './filter';
 import { QueryError } from './queryError';
 import { isZeroToken, TOKEN_LEN } from './token';
+import { checkTimeRange } from './timeRange';
 import { MAX_TRACESTATE_LEN, TRACEPARENT, type TraceContext } from '../lib/tracing/traceContext';
 
 export { FILTER_OPS, MAX_BRANCHES, MAX_FILTERS_PER_SUB_QUERY, MAX_IN_VALUES } from './filter';
@@ -98,7 +99,26 @@ export interface HdQuery {
    * under it. Absent when the sender does not trace.
    */
   readonly traceContext?: TraceContext;
+  /**
+   * Ours (docs/query.md, "Time windows"; `time_window` in the JSON, version 1): the query reads the
+   * time-form batches of `interval` the Storage Nodes hold in `[start, end]` instead of naming them
+   * in `batchIds` (which is then empty). The SCC resolves it from its replicas' batch index before
+   * placing the batches and answers the ids it named (DispatchReply `batch_ids`); legs to the nodes
+   * carry only the ids.
+   */
+  readonly timeWindow?: TimeWindow;
 }
+
+/** HDQuery `time_window`: an inclusive window in Unix seconds at a dataset's time_index_interval. */
+export interface TimeWindow {
+  readonly start: number;
+  readonly end: number;
+  /** The dataset's time_index_interval in seconds, 1..2^32 − 1: the width of the time-form ids asked for. */
+  readonly interval: number;
+}
+
+/** The version of `time_window` this build writes and reads. */
+export const TIME_WINDOW_VERSION = 1;
 
 /** HDQuery `top`: the best k records of each batch by one field. */
 export interface TopSpec {
@@ -141,7 +161,7 @@ export const MAX_QUERY_JSON_BYTES = HDWP_MAX_JSON_LEN;
 /** Largest `field_mask`, in bytes (a record is never larger). */
 export const MAX_FIELD_MASK_BYTES = 1024 * 1024;
 
-const KEYS = ['query_id', 'dataset', 'batch_ids', 'sub_queries', 'targets', 'verify_hash', 'query_qos', 'return_address', 'token', 'limit', 'field_mask', 'result_format', 'columns', 'aggregate', 'top', 'merge_batches', 'trace_context'] as const;
+const KEYS = ['query_id', 'dataset', 'batch_ids', 'sub_queries', 'targets', 'verify_hash', 'query_qos', 'return_address', 'token', 'limit', 'field_mask', 'result_format', 'columns', 'aggregate', 'top', 'merge_batches', 'trace_context', 'time_window'] as const;
 const BATCH_HEX = /^[0-9a-fA-F]{128}$/;
 const LOWER_HEX = /^[0-9a-f]*$/;
 const TOKEN_HEX = new RegExp(`^[0-9a-fA-F]{${TOKEN_LEN * 2}}$`);
@@ -259,7 +279,18 @@ export function hdQueryFromJson(raw: unknown): HdQuery {
     ...topOf(raw.top, raw.limit, raw.aggregate),
     ...(raw.merge_batches === undefined ? {} : { mergeBatches: bool(raw.merge_batches, 'merge_batches') }),
     ...(raw.trace_context === undefined ? {} : { traceContext: traceContextOf(raw.trace_context) }),
+    ...(raw.time_window === undefined ? {} : { timeWindow: timeWindowOf(raw.time_window, q.batchIds.length) }),
   };
+}
+
+/** `time_window`: `{version: 1, start, end, interval}`, never beside named `batch_ids`. */
+function timeWindowOf(raw: unknown, namedBatches: number): TimeWindow {
+  if (!isObject(raw)) throw new QueryError('time_window', `expected {version: ${TIME_WINDOW_VERSION}, start, end, interval}, got ${jsonType(raw)}`);
+  refuseUnknownKeys(raw, ['version', 'start', 'end', 'interval'], 'time_window');
+  if (raw.version !== TIME_WINDOW_VERSION) throw new QueryError('time_window.version', `expected ${TIME_WINDOW_VERSION} (the version this build reads), got ${jsonType(raw.version)}`);
+  if (namedBatches > 0) throw new QueryError('time_window', `give batch_ids or time_window, not both (${namedBatches} batch ids are named)`);
+  const r = checkTimeRange(raw.start, raw.end, int(raw.interval, 'time_window.interval', 1, 0xffff_ffff), { start: 'time_window.start', end: 'time_window.end' });
+  return { start: r.start, end: r.end, interval: r.interval };
 }
 
 /** `trace_context` (also the payload of an HDWP trace_context frame): `{traceparent, tracestate?}`, a W3C traceparent (version 00 layout) and optional tracestate. */
@@ -341,6 +372,7 @@ export function hdQueryJsonObject(q: HdQuery): Record<string, unknown> {
     ...(q.top !== undefined ? { top: { field: q.top.field, k: q.top.k, desc: q.top.desc } } : {}),
     ...(q.mergeBatches !== undefined ? { merge_batches: q.mergeBatches } : {}),
     ...(q.traceContext !== undefined ? { trace_context: q.traceContext.tracestate === undefined ? { traceparent: q.traceContext.traceparent } : { ...q.traceContext } } : {}),
+    ...(q.timeWindow !== undefined ? { time_window: { version: TIME_WINDOW_VERSION, start: q.timeWindow.start, end: q.timeWindow.end, interval: q.timeWindow.interval } } : {}),
   };
 }
 

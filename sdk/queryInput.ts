@@ -2,17 +2,32 @@
  * What the query client's execute calls take: the HDQuery JSON wire form (docs/query.md) minus the
  * parts the client fills in itself (token, return address, targets), plus a time window that names
  * the batches when `batch_ids` is not given.
+ *
+ * Straight to an SCC, a window of at most {@link MAX_ENUMERATED_INTERVALS} intervals is enumerated
+ * here as before (`batch_ids`, what every SCC reads); a longer one, `ts > 0` or a year of one-minute
+ * batches, goes as HDQuery `time_window` (ours) and the SCC names the batches its replicas hold in
+ * it (docs/query.md, "Time windows").
  */
 import { generateBatchIdHexesTime } from '../engine-rs/batchId';
 import type { Schema } from '../engine-rs/schema';
 import type { SccTarget } from '../control/api';
-import { hdQueryFromJson, QueryError, type HdQuery, type ReturnAddress } from '../query/hdQuery';
+import { hdQueryFromJson, QueryError, TIME_WINDOW_VERSION, type HdQuery, type ReturnAddress } from '../query/hdQuery';
+import { enumeratedCount } from '../query/timeRange';
 import { newQueryId, newQueryToken } from '../query/token';
 
 /** Keys of the execute input that are not HDQuery keys. */
 const WINDOW_KEYS = ['start_time', 'end_time'] as const;
 /** Keys the client owns: a caller cannot set them. */
 const CLIENT_KEYS = ['token', 'return_address', 'targets'] as const;
+
+/**
+ * Direct SCC mode: the most intervals a window is enumerated into `batch_ids` on the client; a longer
+ * window goes as `time_window`, resolved at the SCC. 4 096 ids are about 540 KB of query JSON and fit
+ * one leg's query frame (7 000), so a small window costs nothing more than before (no round to the
+ * replicas' batch index); past it, enumerating pays for intervals nobody ingested (each a lookup on
+ * every replica) and a window of a day at 60 s is already 1 441 of them, a month 43 201.
+ */
+export const MAX_ENUMERATED_INTERVALS = 4096;
 
 /** What {@link buildQuery} needs besides the input text. */
 export interface BuildContext {
@@ -58,7 +73,11 @@ export function buildQueryInput(input: string | Record<string, unknown>, ctx: Bu
     if (o.batch_ids !== undefined) throw new QueryError('start_time', 'give batch_ids or a start_time/end_time window, not both');
     if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end)) throw new QueryError('start_time', 'start_time and end_time are Unix seconds (integers), both given');
     if ((end as number) < (start as number)) throw new QueryError('end_time', 'is before start_time');
-    if (!ctx.upstreamNamesBatches) o.batch_ids = generateBatchIdHexesTime(start as number, end as number, ctx.schema.timeIndexInterval);
+    const iv = ctx.schema.timeIndexInterval;
+    if (!ctx.upstreamNamesBatches) {
+      if (enumeratedCount({ start: start as number, end: end as number }, iv) <= MAX_ENUMERATED_INTERVALS) o.batch_ids = generateBatchIdHexesTime(start as number, end as number, iv);
+      else o.time_window = { version: TIME_WINDOW_VERSION, start, end, interval: iv };
+    }
   }
   o.dataset ??= ctx.schema.id;
   o.query_id ??= ctx.queryId ?? newQueryId();

@@ -28,16 +28,21 @@ const NO_REPLICA = 13;
 /**
  * Direct SCC mode: the query goes to the first target's gRPC port over `scc` (a channel the
  * caller keeps open across queries, query/dispatchChannels.ts); without an expectation, the
- * query's own batches are waited for.
+ * query's own batches are waited for — for a `time_window`, the batches the SCC resolved it to
+ * (the reply's `batch_ids`), as Proxy mode waits for the result event's.
  */
 export function directRoute(target: SccTarget, accounting: QueryAccounting, scc: QueryDispatchClient): QueryRoute {
   /** Whether the run waits for exactly the query's batches (no expectation set by the caller). */
   let ownExpectation = false;
   return {
     async dispatch(query) {
-      ownExpectation = !accounting.hasExpectation;
+      const callerExpects = accounting.hasExpectation;
+      const windowed = query.timeWindow !== undefined;
+      ownExpectation = !callerExpects && !windowed;
       if (ownExpectation) accounting.expect(query.batchIds);
       const reply = await scc.dispatch(query);
+      // Batches may have arrived before the reply: the accounting keeps them, and counts them against this list.
+      if (windowed && !callerExpects) accounting.expect(reply.batchIds ?? []);
       for (const b of reply.missingBatchIds) accounting.batchFailed({ batchId: b, code: NO_REPLICA, message: 'no healthy replica holds this batch' });
     },
     async cancel(query) {

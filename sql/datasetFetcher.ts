@@ -7,8 +7,10 @@
 import type * as arrow from 'apache-arrow';
 import { HDWP_ERROR_FRAME_CODES } from '../engine-rs/hdwpFrame';
 import type { Schema } from '../engine-rs/schema';
-import { MAX_BATCH_IDS, type BatchError } from '../query/hdQuery';
-import { enumeratedCount, recordWindow } from '../query/timeRange';
+import { status as grpcStatus } from '@grpc/grpc-js';
+import { DispatchError } from '../query/dispatch/dispatchClient';
+import type { BatchError } from '../query/hdQuery';
+import { recordWindow } from '../query/timeRange';
 import type { PlatformQueryClient } from '../sdk/platformQueryClient';
 import type { AggregatePartial } from './aggregateMerge';
 import type { AggregateSpec } from './aggregatePushdown';
@@ -143,16 +145,10 @@ export class QueryClientFetcher implements DatasetFetcher {
       c.addControlHeader('x-forwarded-email', user.email);
     }
     // Only the intervals that can hold the window's records (the reference's enumeration adds one past the end).
+    // However long, the window costs the batches that exist: the Proxy, or straight to the SCCs the
+    // SCC (a window over a few thousand intervals goes as `time_window`), names the batches the
+    // Storage Nodes hold in it (docs/sql.md, "Time window").
     const w = recordWindow({ start: read.startTime, end: read.endTime }, read.schema.timeIndexInterval);
-    // Straight to the SCCs every interval of the window is named in the query; only the Proxy
-    // names just the batches the Storage Nodes hold (docs/sql.md, "Proxy mode").
-    const intervals = c.proxyUrl === '' ? enumeratedCount(w, read.schema.timeIndexInterval) : 0;
-    if (intervals > MAX_BATCH_IDS) {
-      throw new SqlError(
-        'limit_exceeded',
-        `the time range of ${read.schema.id} [${w.start}, ${w.end}] spans ${intervals} batch intervals of ${read.schema.timeIndexInterval} s; straight to the SCCs a query names each one and at most ${MAX_BATCH_IDS} fit. Narrow the range on ${read.schema.timeField}, or run hd_sql through the HD Proxy (HD_PROXY_ENDPOINT), which reads only the batches that exist`,
-      );
-    }
     c.loadDatasetSchema(read.schema as Schema);
     let why: 'timeout' | 'cancel' | undefined;
     const timer = setTimeout(() => {
@@ -195,6 +191,11 @@ export class QueryClientFetcher implements DatasetFetcher {
       }
     } catch (err) {
       const msg = err instanceof Error ? err.message : String(err);
+      // The SCC's refusals of a window it cannot resolve (nodes/scc/queryWindow.ts): too many batches exist in it, or no replica could say which.
+      if (err instanceof DispatchError && err.details.startsWith('time_window')) {
+        if (err.code === grpcStatus.INVALID_ARGUMENT && /holds more than \d+ batches/.test(err.details)) throw new SqlError('limit_exceeded', `the time range of ${read.schema.id} [${w.start}, ${w.end}] is too long to read at once: ${err.details} (on ${read.schema.timeField})`, { cause: err });
+        if (err.code === grpcStatus.FAILED_PRECONDITION || err.code === grpcStatus.UNAVAILABLE) throw new SqlError('upstream_unavailable', `the SCC could not name the batches of ${read.schema.id} in [${w.start}, ${w.end}]: ${err.details}`, { cause: err });
+      }
       if (/UNAVAILABLE|ECONNREFUSED|No connection established|DEADLINE/i.test(msg)) throw new SqlError('upstream_unavailable', `the SCC cannot be reached: ${msg}`, { cause: err });
       throw new SqlError('internal', `dispatch of the read of ${read.schema.id} failed: ${msg}`, { cause: err });
     } finally {

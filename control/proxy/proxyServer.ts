@@ -23,7 +23,7 @@ import { PolicySlot, readPolicyConfig } from './policySlot';
 import { handleQuery } from './queryRoute';
 import type { ProxySettings } from './settings';
 import { StorageNodeFilters } from './storageNodeFilters';
-import { StorageNodeBatches, type BatchWindowSource } from './storageNodeBatches';
+import { StorageNodeBatches, type BatchWindowSource } from '../../net/storageNodeBatches';
 import type { BatchFilterSource } from './verdict';
 import { logLine, type LogFn } from '../../lib/logging';
 
@@ -137,7 +137,7 @@ export class ProxyServer {
     // declared with an observability address: no filter is known and the verdict is `off`).
     const batchFilters =
       parts.batchFilters ?? new StorageNodeFilters({ nodes: () => currentView().storageNodes, schema: (d) => currentView().datasets.get(d), timeoutMs: settings.batchFilterTimeoutMs, log, identity });
-    // A window's batches are the ones the same Storage Nodes hold (storageNodeBatches.ts), read over
+    // A window's batches are the ones the same Storage Nodes hold (net/storageNodeBatches.ts), read over
     // the same mutual-TLS connections.
     const nodeLink = batchFilters instanceof StorageNodeFilters ? batchFilters : new StorageNodeFilters({ nodes: () => currentView().storageNodes, schema: (d) => currentView().datasets.get(d), log, identity });
     const batchWindows = parts.batchWindows ?? new StorageNodeBatches({ nodes: nodeLink, log });

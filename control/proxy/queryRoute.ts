@@ -17,7 +17,7 @@ import type { Identity } from './identity';
 import type { PolicySlot } from './policySlot';
 import { rewriteQuery, type RewriteSummary } from './rewrite';
 import { computeVerdict, type BatchFilterSource } from './verdict';
-import type { BatchWindowSource } from './storageNodeBatches';
+import type { BatchWindowSource } from '../../net/storageNodeBatches';
 import { inSpan, SpanKind, type Span } from '../../lib/tracing/index';
 import { proxyQueryParent, withActiveTraceContext, type RequestHeaders } from './querySpans';
 
@@ -31,7 +31,7 @@ export interface QueryRouteDeps {
   readonly dispatcher: SccDispatcher;
   readonly batchFilters: BatchFilterSource;
   /**
-   * Resolves a window to the batches the Storage Nodes hold (storageNodeBatches.ts). Absent, or
+   * Resolves a window to the batches the Storage Nodes hold (net/storageNodeBatches.ts). Absent, or
    * when no node answers: the window's intervals are enumerated, as long as they fit MAX_BATCH_IDS.
    */
   readonly batchWindows?: BatchWindowSource;

@@ -288,7 +288,7 @@ export class StorageNodeFilters implements BatchFilterSource {
   /**
    * `GET <pathAndQuery>` on a node's observability port over the same connections (mutual TLS with
    * the Proxy's identity, the node's certificate checked to name it; plain without an identity).
-   * Used by the window resolution (storageNodeBatches.ts).
+   * Used by the window resolution (net/storageNodeBatches.ts).
    */
   get(node: StorageNodeAddress, pathAndQuery: string, signal: AbortSignal): Promise<{ status: number; text: string }> {
     const host = node.host.includes(':') ? `[${node.host}]` : node.host;

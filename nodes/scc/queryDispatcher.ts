@@ -15,6 +15,7 @@ import { hostPort, ReachabilityCache, REACHABILITY_TIMEOUT_MS } from '../../lib/
 import { QueryRun, type QueryRunOptions } from './queryRun';
 import type { ReplicaState } from './replicas';
 import type { SnTarget } from './settings';
+import { WindowRefusal, type QueryWindowResolver } from './queryWindow';
 import type { LogFn } from '../../lib/logging';
 
 /** A refused Dispatch or CancelQuery: the gRPC status and a message naming what is wrong. */
@@ -68,6 +69,11 @@ export interface QueryDispatcherOptions {
   readonly onEvent?: LogFn;
   /** Every bbn a node answered a query leg with (QueryRunOptions.onBadBatch). */
   readonly onBadBatch?: QueryRunOptions['onBadBatch'];
+  /**
+   * Resolves a query's `time_window` to the batches the healthy replicas hold (queryWindow.ts);
+   * absent: a window is refused with FAILED_PRECONDITION.
+   */
+  readonly windows?: QueryWindowResolver;
 }
 
 /** Default time a reachable return address is trusted: a few seconds, so a client's stream of small queries pays one probe, and a listener gone for longer is refused again. */
@@ -167,6 +173,18 @@ export class QueryDispatcher {
       const { host, port } = query.returnAddress;
       const why = await this.reachable.check(host, port, this.opts.reachTimeoutMs ?? REACHABILITY_TIMEOUT_MS);
       if (why) throw new QueryDispatchFailure(status.FAILED_PRECONDITION, `return address ${hostPort(host, port)} is not reachable from ${this.opts.nodeName}: ${why}`);
+      // A window (ours) becomes the batches the replicas hold in it: from here on the query names them.
+      const windowIds = query.timeWindow ? await this.resolveWindow(query) : undefined;
+      if (windowIds) {
+        const { timeWindow: _w, ...named } = query;
+        query = { ...named, batchIds: windowIds };
+        // Nothing exists in the window: nothing to run, and the client expects no batch.
+        if (windowIds.length === 0) {
+          this.counts.dispatched++;
+          this.remember(id, query.token);
+          return { queryId: id, batches: 0, nodes: [], missingBatchIds: [], batchIds: [] };
+        }
+      }
       if (this.closed) throw new QueryDispatchFailure(status.UNAVAILABLE, `${this.opts.nodeName} is shutting down`);
       const run = new QueryRun({
         query,
@@ -192,11 +210,30 @@ export class QueryDispatcher {
       }
       this.counts.dispatched++;
       this.watchHealth();
-      return { queryId: id, batches: placed.batches, nodes: placed.nodes, missingBatchIds: placed.missing };
+      return { queryId: id, batches: placed.batches, nodes: placed.nodes, missingBatchIds: placed.missing, ...(windowIds && { batchIds: windowIds }) };
     } finally {
       this.starting.delete(id);
       if (!admitted) this.admission.release();
     }
+  }
+
+  /** The batches of the query's `time_window` (queryWindow.ts), a refusal as a QueryDispatchFailure of its status. */
+  private async resolveWindow(query: HdQuery): Promise<string[]> {
+    const w = query.timeWindow;
+    if (!w) return [];
+    if (!this.opts.windows) throw new QueryDispatchFailure(status.FAILED_PRECONDITION, `time_window: ${this.opts.nodeName} does not resolve time windows; send batch_ids`);
+    try {
+      return await this.opts.windows.resolve(query.dataset, w);
+    } catch (err) {
+      if (err instanceof WindowRefusal) throw new QueryDispatchFailure(err.code, err.message);
+      throw err;
+    }
+  }
+
+  /** Keeps a finished query's token, so a late cancel is answered `cancelled: false`. */
+  private remember(id: number, token: Uint8Array): void {
+    this.recent.set(id, token);
+    if (this.recent.size > RECENT_QUERIES) this.recent.delete(this.recent.keys().next().value as number);
   }
 
   private finished(run: QueryRun): void {
@@ -204,8 +241,7 @@ export class QueryDispatcher {
     if (this.runs.get(id) !== run) return;
     this.runs.delete(id);
     this.admission.release();
-    this.recent.set(id, run.query.token);
-    if (this.recent.size > RECENT_QUERIES) this.recent.delete(this.recent.keys().next().value as number);
+    this.remember(id, run.query.token);
     if (this.runs.size === 0) {
       clearInterval(this.healthTimer);
       this.healthTimer = undefined;

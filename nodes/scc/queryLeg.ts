@@ -1,5 +1,5 @@
 /**
- * One leg of a query on the SCC (docs/query.md, "What the SCC does", step 4): an HDWP connection to
+ * One leg of a query on the SCC (docs/query.md, "What the SCC does", step 5): an HDWP connection to
  * one Storage Node's control port carrying the query with `batch_ids` narrowed to the leg's batches
  * (an idle connection from the SCC's {@link LegConnectionPool} when there is one, handed back once
  * every batch is answered).

@@ -1,5 +1,5 @@
 /**
- * The SCC's own result stream to a client (docs/query.md, "What the SCC does", step 7): batches the
+ * The SCC's own result stream to a client (docs/query.md, "What the SCC does", step 8): batches the
  * SCC gave up on (no replica left to try, a query timeout, a node refusing the query) never reach
  * the client from a Storage Node, so the SCC opens a stream to the return address — hello role 3
  * with the query block — and sends one bbn per such batch, its reason opening with the code. The

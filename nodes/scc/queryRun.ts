@@ -1,5 +1,5 @@
 /**
- * One query being served by the SCC (docs/query.md, "What the SCC does", steps 3-7): which replica
+ * One query being served by the SCC (docs/query.md, "What the SCC does", steps 4-8): which replica
  * reads each batch, the legs that carry them, re-routing when a node fails, is quarantined or does
  * not hold a batch, and the notices for batches nobody could deliver. Each batch is read once: it
  * is on at most one leg at a time, and goes to another replica only when that leg can no longer

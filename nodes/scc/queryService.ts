@@ -10,7 +10,7 @@
  * dispatch only where QUERY_GRPC_ROLES names their roles.
  */
 import * as grpc from '@grpc/grpc-js';
-import { MAX_DISPATCH_MESSAGE_BYTES, queryDispatchService, type CancelReply, type CancelRequest, type DispatchReply, type DispatchRequest } from '../../query/dispatch/dispatchService';
+import { MAX_DISPATCH_MESSAGE_BYTES, MAX_DISPATCH_REPLY_BYTES, queryDispatchService, type CancelReply, type CancelRequest, type DispatchReply, type DispatchRequest } from '../../query/dispatch/dispatchService';
 import { QueryDispatchFailure, type QueryDispatcher } from './queryDispatcher';
 import { hostPort } from '../../lib/reachability';
 import { callPeer, IdentityServerCredentials, type CallAuthContext } from '../../net/grpcTls';
@@ -27,7 +27,7 @@ export interface QueryServiceTls {
 
 /** Serves one dispatcher over gRPC. */
 export class QueryService {
-  private readonly server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_DISPATCH_MESSAGE_BYTES, 'grpc.max_send_message_length': MAX_DISPATCH_MESSAGE_BYTES });
+  private readonly server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_DISPATCH_MESSAGE_BYTES, 'grpc.max_send_message_length': MAX_DISPATCH_REPLY_BYTES });
   private bound = false;
   private credentials: IdentityServerCredentials | undefined;
 

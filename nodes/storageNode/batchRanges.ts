@@ -1,7 +1,7 @@
 /**
  * The Storage Node's batch index as ranges of time-form batch ids (docs/storage-node.md, "Batch
  * ranges"): which batches of a dataset this node holds in a time window, answered as runs of
- * consecutive intervals. The Proxy resolves a query's window with it (docs/proxy.md), so a window of
+ * consecutive intervals. The Proxy and the SCC resolve a query's window with it (docs/proxy.md, docs/scc.md), so a window of
  * a year, or `ts > 0`, costs what the batches that exist cost, not every interval it could hold.
  *
  * ```

@@ -6,7 +6,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { serializeHdQuery, type HdQuery } from '../hdQuery';
 import { withTraceMetadata } from '../../lib/tracing/grpcTrace';
-import { MAX_DISPATCH_MESSAGE_BYTES, queryDispatchService, QUERY_DISPATCH_SERVICE, type CancelReply, type CancelRequest, type DispatchReply, type DispatchRequest } from './dispatchService';
+import { MAX_DISPATCH_MESSAGE_BYTES, MAX_DISPATCH_REPLY_BYTES, queryDispatchService, QUERY_DISPATCH_SERVICE, type CancelReply, type CancelRequest, type DispatchReply, type DispatchRequest } from './dispatchService';
 
 /** A failed call: the gRPC status code (e.g. `grpc.status.FAILED_PRECONDITION`) and the server's message. */
 export class DispatchError extends Error {
@@ -69,7 +69,7 @@ export class QueryDispatchClient {
     this.deadlineMs = opts.deadlineMs ?? 30_000;
     this.raw = new RawClientCtor(address, opts.credentials ?? grpc.credentials.createInsecure(), {
       'grpc.max_send_message_length': MAX_DISPATCH_MESSAGE_BYTES,
-      'grpc.max_receive_message_length': MAX_DISPATCH_MESSAGE_BYTES,
+      'grpc.max_receive_message_length': MAX_DISPATCH_REPLY_BYTES,
       ...opts.channelOptions,
     });
   }

@@ -21,6 +21,11 @@ export interface DispatchReply {
   readonly nodes: readonly string[];
   /** Batches no healthy replica could take. */
   readonly missingBatchIds: readonly string[];
+  /**
+   * Ours: the batches the query's `time_window` was resolved to (ascending), what the client waits
+   * for; empty for a query that named its `batch_ids`. Absent when encoding: none.
+   */
+  readonly batchIds?: readonly string[];
 }
 
 /** CancelQuery's request: the query id and its token (32 hex digits). */
@@ -57,7 +62,7 @@ export function decodeDispatchRequest(b: Buffer): DispatchRequest {
 
 /** Encodes a {@link DispatchReply}. */
 export const encodeDispatchReply = (m: DispatchReply): Buffer =>
-  new ProtoWriter().uint32(1, m.queryId).uint32(2, m.batches).strings(3, m.nodes).strings(4, m.missingBatchIds).finish();
+  new ProtoWriter().uint32(1, m.queryId).uint32(2, m.batches).strings(3, m.nodes).strings(4, m.missingBatchIds).strings(5, m.batchIds ?? []).finish();
 
 /** Decodes a {@link DispatchReply}. */
 export function decodeDispatchReply(b: Buffer): DispatchReply {
@@ -65,13 +70,15 @@ export function decodeDispatchReply(b: Buffer): DispatchReply {
   let batches = 0;
   const nodes: string[] = [];
   const missingBatchIds: string[] = [];
+  const batchIds: string[] = [];
   for (const f of readFields(b)) {
     if (f.field === 1) queryId = num(f);
     else if (f.field === 2) batches = num(f);
     else if (f.field === 3) nodes.push(text(f));
     else if (f.field === 4) missingBatchIds.push(text(f));
+    else if (f.field === 5) batchIds.push(text(f));
   }
-  return { queryId, batches, nodes, missingBatchIds };
+  return { queryId, batches, nodes, missingBatchIds, batchIds };
 }
 
 /** Encodes a {@link CancelRequest}. */
@@ -139,3 +146,5 @@ export const queryDispatchService: QueryDispatchMethods = {
 export const DEFAULT_QUERY_GRPC_PORT = 6990;
 /** Largest Dispatch request the service takes: 16 MiB (100 000 batch ids fit). */
 export const MAX_DISPATCH_MESSAGE_BYTES = 16 * 1024 * 1024 + 64 * 1024;
+/** Largest DispatchReply: a resolved window's 100 000 ids and as many missing ones (131 bytes each on the wire). */
+export const MAX_DISPATCH_REPLY_BYTES = 32 * 1024 * 1024;

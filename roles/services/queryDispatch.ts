@@ -2,6 +2,7 @@ import { bindAddress } from '../../nodes/scc/node';
 import { tlsLegs } from '../../nodes/scc/linkTls';
 import { QueryDispatcher } from '../../nodes/scc/queryDispatcher';
 import { QueryService } from '../../nodes/scc/queryService';
+import { QueryWindowResolver } from '../../nodes/scc/queryWindow';
 import type { ServiceType } from '../../pipelines/registry';
 import { clientTlsOptions } from '../../net/mtls';
 import { int } from '../../pipelines/settings';
@@ -34,6 +35,16 @@ export const queryDispatchType: ServiceType<typeof settings, { identity: typeof 
   start: async (c, ctx) => {
     const { identity: id, scc } = ctx.services;
     const roles = c.query_roles;
+    // A query's time_window is resolved from the healthy replicas' batch index (docs/scc.md, "Time windows at the SCC").
+    const windows = new QueryWindowResolver({
+      nodeName: scc.nodeName,
+      targets: () => scc.targets,
+      health: () => scc.replicas.states(),
+      observabilityOf: scc.observabilityOf,
+      ...(id && { identity: id.identity }),
+      log: (m, level) => ctx.report(m, level),
+      registry: scc.node.observability.registry,
+    });
     const dispatcher = new QueryDispatcher({
       nodeName: scc.nodeName,
       targets: () => scc.targets,
@@ -48,11 +59,13 @@ export const queryDispatchType: ServiceType<typeof settings, { identity: typeof 
       ...(id && { legTls: tlsLegs(id), resultTls: () => clientTlsOptions(id.identity) }),
       onEvent: (m, level) => ctx.report(m, level),
       ...(scc.badBatches && { onBadBatch: (n) => scc.badBatches?.note(n) }),
+      windows,
     });
     // Registered: the gRPC port is mutual TLS too, open to the certificate roles of query_roles.
     const service = new QueryService(dispatcher, id ? { node: id, roles } : undefined);
     const stop = (): Promise<void> => {
       dispatcher.close();
+      windows.close();
       return service.close();
     };
     const host = bindAddress(scc.commandInterface);

@@ -9,7 +9,7 @@ import { SccNode } from '../../nodes/scc/node';
 import { ReplicaSet } from '../../nodes/scc/replicas';
 import type { SnTarget } from '../../nodes/scc/settings';
 import { tlsReplicaConnector } from '../../nodes/scc/linkTls';
-import { observabilityLookup, parseObservabilityPorts, syncStateProbe } from '../../nodes/scc/syncProbe';
+import { observabilityLookup, parseObservabilityPorts, syncStateProbe, type ObservabilityLookup } from '../../nodes/scc/syncProbe';
 import { needs, type ServiceType } from '../../pipelines/registry';
 import { byteSize, int } from '../../pipelines/settings';
 import { optionalSccSetting, sccSetting } from '../stages/sccSetting';
@@ -79,6 +79,8 @@ export interface SccNodeService {
   readonly node: SccNode;
   /** Registered with the DMS: reports the bbns of the Storage Nodes to it (docs/scc.md, "Bad batch notices to the DMS"). */
   readonly badBatches: BadBatchReporter | undefined;
+  /** Where each replica's observability port is: SN_OBSERVABILITY_PORTS, else the DMS's (the sync probe and query windows ask there). */
+  readonly observabilityOf: ObservabilityLookup;
 }
 
 /** How a stage or service uses the SCC node. */
@@ -117,6 +119,7 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
     const election = new SccHashElection(feed, origin, c.record_size, logLine(`scc '${c.node_name}': `));
     const recordSize = election.current.recordSize;
     const recordSizes = new DatasetRecordSizes(recordSize);
+    const observabilityOf = observabilityLookup(c.sn_observability_ports, () => feed?.config?.replicas);
     const replicas: ReplicaSet = new ReplicaSet({
       // Registered with the DMS: replication streams are mutual TLS (docs/control-plane.md).
       ...(id && { connect: tlsReplicaConnector(id) }),
@@ -128,7 +131,7 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
       onEvent: (m, level) => ctx.report(m, level),
       onLag: (name, batches) => node.metrics.replicaLag.set({ replica: name }, batches),
       // Observability ports: SN_OBSERVABILITY_PORTS' entries, else those the nodes registered with the DMS (read at each probe).
-      ...((c.sn_observability_ports.size > 0 || feed) && { syncProbe: syncStateProbe(observabilityLookup(c.sn_observability_ports, () => feed?.config?.replicas), id?.identity) }),
+      ...((c.sn_observability_ports.size > 0 || feed) && { syncProbe: syncStateProbe(observabilityOf, id?.identity) }),
     });
     const node: SccNode = new SccNode({
       nodeName: c.node_name,
@@ -171,6 +174,7 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
         replicas,
         node,
         badBatches,
+        observabilityOf,
       },
       stop: async () => {
         election.stop();

@@ -1,7 +1,7 @@
 /**
  * Resolving a time window to the batches that exist (query/timeRange.ts), the node's route over its
  * batch index (nodes/storageNode/batchRanges.ts), the Proxy's union of node answers
- * (control/proxy/storageNodeBatches.ts) and the query route's naming (control/proxy/queryRoute.ts):
+ * (net/storageNodeBatches.ts) and the query route's naming (control/proxy/queryRoute.ts):
  * the resolved set is exactly the enumeration's ids that some node holds, malformed windows and
  * answers are refused, and nothing is enumerated when nodes answered.
  */
@@ -12,7 +12,7 @@ import { QueryError } from '../../query/queryError';
 import { checkTimeRange, heldRuns, heldRunsOf, readRuns, recordWindow, runsOf, sortedStarts, timeFormHex, timeFormStart, unionStarts } from '../../query/timeRange';
 import { BatchIndex } from '../../nodes/storageNode/batchIndex';
 import { batchRangesRoute } from '../../nodes/storageNode/batchRanges';
-import { StorageNodeBatches, type NodeGetter } from '../../control/proxy/storageNodeBatches';
+import { StorageNodeBatches, type NodeGetter } from '../../net/storageNodeBatches';
 
 const IV = 60;
 const T0 = 1_700_000_000 - (1_700_000_000 % IV);

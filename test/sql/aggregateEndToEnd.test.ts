@@ -196,14 +196,16 @@ e2e("the fetcher against the nodes: merged partials listing every batch once, an
     };
     await refused(spec({ measures: [{ fn: 'sum', field: 'no_such_field' }] }), /refused the aggregate of flows: .*aggregate\.measures\[0\]\.field/);
     await refused(spec({ group_by: [{ field: 'ts' }], max_groups: 1 }), /refused the aggregate of flows: .*max_groups/);
-    // Straight to the SCCs a window wider than a query's batch ids can name is refused before dispatch, saying what to do.
+    // Straight to the SCCs a window of 29 million intervals goes as time_window; this SCC knows no
+    // observability port of its nodes (no SN_OBSERVABILITY_PORTS, no DMS), so it cannot name the
+    // window's batches and refuses it (FAILED_PRECONDITION), saying what to set — never an empty answer.
     try {
       await fetcher.fetchAggregate({ ...read, startTime: 1 }, spec(), () => undefined, opts());
-      assert.unreachable('a window of 29 million intervals should be refused');
+      assert.unreachable('a window the SCC cannot resolve should be refused');
     } catch (err) {
       assert.instance(err, SqlError);
-      assert.is((err as SqlError).kind, 'limit_exceeded', (err as Error).message);
-      assert.match((err as Error).message, /spans \d+ batch intervals of 60 s; .* at most 100000 fit\. Narrow the range on ts, or run hd_sql through the HD Proxy \(HD_PROXY_ENDPOINT\)/);
+      assert.is((err as SqlError).kind, 'upstream_unavailable', (err as Error).message);
+      assert.match((err as Error).message, /the SCC could not name the batches of flows in \[0, \d+\]: time_window \[0, \d+\] of 'flows': scc-test knows no observability address of its healthy replicas \(sn1, sn2\).*set SN_OBSERVABILITY_PORTS on the SCC \(e\.g\. sn1:<observability port>,sn2:<observability port>\)/, (err as Error).message);
     }
     // The client is usable again after a refusal.
     partials.length = 0;

@@ -29,10 +29,10 @@ export interface ProxyCluster {
 
 /**
  * Starts the deployment of `schemaJson` (dataset `flows`, record size 64) with the Proxy named
- * `proxyName`, filling `ctx` as each part starts (so {@link stopProxyCluster} stops what started
+ * `proxyName` (and `sccEnv` added to the SCC's environment), filling `ctx` as each part starts (so {@link stopProxyCluster} stops what started
  * even when a later step fails).
  */
-export async function startProxyCluster(ctx: ProxyCluster, schemaJson: string, tempPrefix: string, proxyName: string): Promise<void> {
+export async function startProxyCluster(ctx: ProxyCluster, schemaJson: string, tempPrefix: string, proxyName: string, sccEnv: Record<string, string> = {}): Promise<void> {
   ctx.dms = await startTestDms();
   const { dms } = ctx;
   const t = tempDir(tempPrefix);
@@ -41,7 +41,7 @@ export async function startProxyCluster(ctx: ProxyCluster, schemaJson: string, t
   writeFileSync(caFile, dms.server.caCertPem);
   await dms.call('PUT', '/v1/clusters/c1', dms.admin, { primary: true });
   const tokenFor = async (name: string, role: NodeRole): Promise<string> => ((await dms.call('POST', '/v1/bootstrap-tokens', dms.admin, { node_name: name, role })).body as { token: string }).token;
-  ctx.cluster = await startCluster({ recordSize: 64, schemas: [schemaJson], dms: { url: dms.url, caFile, token: tokenFor, env: { PLATFORM_KEY_BITS: '2048', PLATFORM_CLUSTER: 'c1' } } });
+  ctx.cluster = await startCluster({ recordSize: 64, schemas: [schemaJson], dms: { url: dms.url, caFile, token: tokenFor, env: { PLATFORM_KEY_BITS: '2048', PLATFORM_CLUSTER: 'c1' } }, sccEnv });
   const { cluster } = ctx;
   // The topology the Proxy reads: the SCC (registered: mutual TLS) and the nodes' observability ports.
   const scc = await dms.call('PUT', '/v1/nodes/scc-test', dms.admin, { role: 'scc', cluster: 'c1', addresses: { production: { host: cluster.host, port: cluster.scc.productionPort }, grpc: { host: cluster.host, port: cluster.scc.queryGrpcPort } } });

@@ -24,9 +24,11 @@ const fromProto = def['hd.query.v1.QueryDispatch'] as unknown as Record<string, 
 const codec = suite('QueryDispatch messages: hand-written codecs against queryDispatch.proto');
 codec('each message encodes as protobufjs decodes it, and decodes what protobufjs encodes', () => {
   const replies = [
-    { queryId: 4294967295, batches: 100000, nodes: ['sn1', 'sn2'], missingBatchIds: ['ab'.repeat(64)] },
-    { queryId: 0, batches: 0, nodes: [], missingBatchIds: [] },
-    { queryId: 300, batches: 1, nodes: ['ünï'], missingBatchIds: [''] },
+    { queryId: 4294967295, batches: 100000, nodes: ['sn1', 'sn2'], missingBatchIds: ['ab'.repeat(64)], batchIds: [] },
+    { queryId: 0, batches: 0, nodes: [], missingBatchIds: [], batchIds: [] },
+    { queryId: 300, batches: 1, nodes: ['ünï'], missingBatchIds: [''], batchIds: [] },
+    // A resolved time_window (ours, field 5): the ids the client waits for.
+    { queryId: 9, batches: 2, nodes: ['sn1'], missingBatchIds: [], batchIds: ['0'.repeat(127) + '1', 'cd'.repeat(64)] },
   ];
   for (const m of replies) {
     assert.equal(fromProto.Dispatch.responseDeserialize(encodeDispatchReply(m)), m);

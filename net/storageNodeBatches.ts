@@ -1,6 +1,7 @@
 /**
- * The Proxy's resolution of a query's time window (docs/proxy.md, "Naming the batches of a window"):
- * every Storage Node of the primary cluster is asked which time-form batches of the dataset it holds
+ * Resolving a query's time window to the batches the Storage Nodes hold (docs/query.md, "Time
+ * windows"), shared by the HD Proxy (docs/proxy.md, "Naming the batches of a window": the primary
+ * cluster's nodes) and the SCC (docs/scc.md, "Windows at the SCC": its healthy replicas): every node is asked which time-form batches of the dataset it holds
  * in the window (`GET /v1/batch-ranges`, docs/storage-node.md), in parallel under one deadline, and
  * the batches the query reads are the union of the answers. A window of a year, or `ts > 0`, so costs
  * what the batches that exist cost; the verdict, the policy's input and the dispatch all see exactly
@@ -11,9 +12,15 @@
  * interval, outside the window, out of order) contributes nothing and is logged once until it
  * answers again. `nodesAnswered` tells the route whether any answer came at all.
  */
-import type { StorageNodeAddress } from './dmsLink';
-import { readRuns, timeFormHex, unionStarts, type BatchRun, type TimeRange } from '../../query/timeRange';
-import type { LogFn } from '../../lib/logging';
+import { readRuns, timeFormHex, unionStarts, type BatchRun, type TimeRange } from '../query/timeRange';
+import type { LogFn } from '../lib/logging';
+
+/** Where a Storage Node serves its observability routes (`/v1/batch-ranges`); its certificate names it `name`. */
+export interface StorageNodeAddress {
+  readonly name: string;
+  readonly host: string;
+  readonly port: number;
+}
 
 /** Default deadline of one resolution, over all nodes. */
 export const DEFAULT_RANGE_TIMEOUT_MS = 2000;
@@ -33,7 +40,7 @@ export interface BatchWindowSource {
   batchesInWindow(dataset: string, range: TimeRange, interval: number, limit: number): Promise<WindowBatches>;
 }
 
-/** How the nodes are reached (StorageNodeFilters does it, over its mutual-TLS connections). */
+/** How the nodes are reached (the Proxy's StorageNodeFilters, the SCC's queryWindow.ts: over mutual TLS with the caller's identity). */
 export interface NodeGetter {
   nodes(): readonly StorageNodeAddress[];
   get(node: StorageNodeAddress, pathAndQuery: string, signal: AbortSignal): Promise<{ status: number; text: string }>;
