@@ -232,22 +232,79 @@ fn value_of<'r, 'x: 'r>(
     })
 }
 
-/// Writes rows `from..to` as messages of type `tag`, each row's body written by `body`; the
-/// length of each message is filled in after its body.
-fn write_messages(
+/// How a row's message is laid out: its type byte and what comes before, between and after the
+/// values (DataRow and COPY text differ only there).
+trait RowFormat {
+    /// The message type byte.
+    const TAG: u8;
+    /// Before the first value of a row of `columns` values.
+    fn begin(out: &mut Vec<u8>, columns: usize);
+    /// Value `c` of the row.
+    fn value(out: &mut Vec<u8>, c: usize, v: Value<'_>);
+    /// After the last value.
+    fn end(out: &mut Vec<u8>);
+}
+
+/// DataRow ('D'): the column count, then each value as its length and bytes (-1: NULL).
+struct DataRow;
+
+impl RowFormat for DataRow {
+    const TAG: u8 = b'D';
+    fn begin(out: &mut Vec<u8>, columns: usize) {
+        // check() refused more than i16::MAX columns.
+        out.extend_from_slice(&(columns as i16).to_be_bytes());
+    }
+    fn value(out: &mut Vec<u8>, _: usize, v: Value<'_>) {
+        match v {
+            Value::Null => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            Value::Plain(b) | Value::Text(b) => {
+                out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                out.extend_from_slice(b);
+            }
+        }
+    }
+    fn end(_: &mut Vec<u8>) {}
+}
+
+/// CopyData ('d') of COPY text: values separated by tabs, `\N` for NULL, text escaped, a newline last.
+struct CopyText;
+
+impl RowFormat for CopyText {
+    const TAG: u8 = b'd';
+    fn begin(_: &mut Vec<u8>, _: usize) {}
+    fn value(out: &mut Vec<u8>, c: usize, v: Value<'_>) {
+        if c > 0 {
+            out.push(b'\t');
+        }
+        match v {
+            Value::Null => out.extend_from_slice(b"\\N"),
+            Value::Plain(b) => out.extend_from_slice(b),
+            Value::Text(b) => copy_escaped(out, b),
+        }
+    }
+    fn end(out: &mut Vec<u8>) {
+        out.push(b'\n');
+    }
+}
+
+/// Appends rows `from..to` of `cols` as `F`'s messages, each one's length filled in after its body.
+fn write_rows<F: RowFormat>(
     cols: &[TextColumn<'_>],
     from: usize,
     to: usize,
     out: &mut Vec<u8>,
-    tag: u8,
-    mut body: impl FnMut(&mut Vec<u8>, usize) -> Result<(), PgTextError>,
 ) -> Result<(), PgTextError> {
     check(cols, to)?;
+    let (mut ints, mut floats) = (itoa::Buffer::new(), ryu_js::Buffer::new());
     for i in from..to {
         let start = out.len();
-        out.push(tag);
+        out.push(F::TAG);
         out.extend_from_slice(&[0; 4]);
-        body(out, i)?;
+        F::begin(out, cols.len());
+        for (c, col) in cols.iter().enumerate() {
+            F::value(out, c, value_of(col, c, i, &mut ints, &mut floats)?);
+        }
+        F::end(out);
         let len = out.len() - start - 1;
         let len = i32::try_from(len).map_err(|_| PgTextError::RowTooLarge(len))?;
         out[start + 1..start + 5].copy_from_slice(&len.to_be_bytes());
@@ -262,21 +319,7 @@ pub fn write_data_rows(
     to: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), PgTextError> {
-    let (mut ints, mut floats) = (itoa::Buffer::new(), ryu_js::Buffer::new());
-    let n = cols.len() as i16;
-    write_messages(cols, from, to, out, b'D', |out, i| {
-        out.extend_from_slice(&n.to_be_bytes());
-        for (c, col) in cols.iter().enumerate() {
-            match value_of(col, c, i, &mut ints, &mut floats)? {
-                Value::Null => out.extend_from_slice(&(-1i32).to_be_bytes()),
-                Value::Plain(b) | Value::Text(b) => {
-                    out.extend_from_slice(&(b.len() as i32).to_be_bytes());
-                    out.extend_from_slice(b);
-                }
-            }
-        }
-        Ok(())
-    })
+    write_rows::<DataRow>(cols, from, to, out)
 }
 
 /// Appends rows `from..to` of `cols` to `out` as `COPY ... TO STDOUT` text: one CopyData message
@@ -288,21 +331,7 @@ pub fn write_copy_rows(
     to: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), PgTextError> {
-    let (mut ints, mut floats) = (itoa::Buffer::new(), ryu_js::Buffer::new());
-    write_messages(cols, from, to, out, b'd', |out, i| {
-        for (c, col) in cols.iter().enumerate() {
-            if c > 0 {
-                out.push(b'\t');
-            }
-            match value_of(col, c, i, &mut ints, &mut floats)? {
-                Value::Null => out.extend_from_slice(b"\\N"),
-                Value::Plain(b) => out.extend_from_slice(b),
-                Value::Text(b) => copy_escaped(out, b),
-            }
-        }
-        out.push(b'\n');
-        Ok(())
-    })
+    write_rows::<CopyText>(cols, from, to, out)
 }
 
 /// `b` with COPY text's escapes: runs without a special byte are copied whole.
