@@ -24,10 +24,10 @@
  * out, and any range that still shares a hidden byte is dropped here: a hidden field's range never
  * reaches the verdict.
  */
-import http from 'node:http';
 import https from 'node:https';
 import { checkServerIdentity } from 'node:tls';
 import type { FieldInfo, Schema } from '../../engine-rs/schema';
+import { getText } from '../../net/getText';
 import type { MtlsIdentity } from '../../net/mtls';
 import type { StorageNodeAddress } from './dmsLink';
 import { overlapsAny, type ByteRange } from './rewrite';
@@ -291,10 +291,8 @@ export class StorageNodeFilters implements BatchFilterSource {
    * Used by the window resolution (net/storageNodeBatches.ts).
    */
   get(node: StorageNodeAddress, pathAndQuery: string, signal: AbortSignal): Promise<{ status: number; text: string }> {
-    const host = node.host.includes(':') ? `[${node.host}]` : node.host;
     const id = this.opts.identity;
-    const url = `${id ? 'https' : 'http'}://${host}:${node.port}${pathAndQuery}`;
-    return getText(url, signal, id && { agent: this.agentOf(id), servername: node.name, checkServerIdentity: (_h, cert) => checkServerIdentity(node.name, cert) });
+    return getText(node, pathAndQuery, signal, id && { agent: this.agentOf(id), servername: node.name, checkServerIdentity: (_h, cert) => checkServerIdentity(node.name, cert) });
   }
 
   /** The Storage Nodes the filters are read from now (the topology's). */
@@ -304,11 +302,9 @@ export class StorageNodeFilters implements BatchFilterSource {
 
   /** One `GET /v1/batch-filters`; throws on any failure or malformed answer. */
   private async call(node: StorageNodeAddress, dataset: string, ids: readonly string[], hidden: readonly ByteRange[], signal: AbortSignal): Promise<Map<string, WireRange[]>> {
-    const host = node.host.includes(':') ? `[${node.host}]` : node.host;
     const id = this.opts.identity;
     const query = `dataset=${encodeURIComponent(dataset)}&batch_ids=${ids.join(',')}${hidden.length > 0 ? `&hidden=${hiddenParam(hidden)}` : ''}`;
-    const url = `${id ? 'https' : 'http'}://${host}:${node.port}/v1/batch-filters?${query}`;
-    const res = await getText(url, signal, id && { agent: this.agentOf(id), servername: node.name, checkServerIdentity: (_h, cert) => checkServerIdentity(node.name, cert) });
+    const res = await getText(node, `/v1/batch-filters?${query}`, signal, id && { agent: this.agentOf(id), servername: node.name, checkServerIdentity: (_h, cert) => checkServerIdentity(node.name, cert) });
     const text = res.text;
     if (res.status !== 200) throw new Error(`HTTP ${res.status} ${text.slice(0, 200)}`);
     let body: unknown;
@@ -333,19 +329,4 @@ export class StorageNodeFilters implements BatchFilterSource {
     }
     return out;
   }
-}
-
-/** GET `url` (https with `tls`, else plain http) as text, under `signal`. */
-function getText(url: string, signal: AbortSignal, tls?: https.RequestOptions): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const done = (res: http.IncomingMessage): void => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString('utf8') }));
-      res.on('error', reject);
-    };
-    const req = tls ? https.request(url, { ...tls, method: 'GET', signal }, done) : http.request(url, { method: 'GET', signal }, done);
-    req.on('error', reject);
-    req.end();
-  });
 }

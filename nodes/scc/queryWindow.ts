@@ -17,10 +17,10 @@
  * from any node UNAVAILABLE (try again), and more than MAX_BATCH_IDS batches INVALID_ARGUMENT
  * (narrow the window). Each is a {@link WindowRefusal} carrying its gRPC status.
  */
-import http from 'node:http';
 import https from 'node:https';
 import { status } from '@grpc/grpc-js';
 import { Counter, type Registry } from 'prom-client';
+import { getText } from '../../net/getText';
 import { clientTlsOptions, type MtlsIdentity } from '../../net/mtls';
 import { DEFAULT_RANGE_TIMEOUT_MS, StorageNodeBatches, type NodeGetter, type StorageNodeAddress } from '../../net/storageNodeBatches';
 import { MAX_BATCH_IDS, type TimeWindow } from '../../query/hdQuery';
@@ -159,18 +159,7 @@ export class QueryWindowResolver {
   /** `GET <pathAndQuery>` on a node's observability port: mutual TLS with the SCC's identity (the node's certificate must name it), else plain. */
   private get(node: StorageNodeAddress, pathAndQuery: string, signal: AbortSignal): Promise<{ status: number; text: string }> {
     const id = this.opts.identity;
-    return new Promise((resolve, reject) => {
-      const done = (res: http.IncomingMessage): void => {
-        const parts: Buffer[] = [];
-        res.on('data', (d: Buffer) => parts.push(d));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString('utf8') }));
-        res.on('error', reject);
-      };
-      const common = { host: node.host, port: node.port, path: pathAndQuery, method: 'GET', signal };
-      const req = id ? https.request({ ...common, ...clientTlsOptions(id, node.name, ['storageNode']), agent: this.agentOf(id) }, done) : http.request(common, done);
-      req.on('error', reject);
-      req.end();
-    });
+    return getText(node, pathAndQuery, signal, id && { ...clientTlsOptions(id, node.name, ['storageNode']), agent: this.agentOf(id) });
   }
 
   /** A keep-alive agent for the identity's current certificate (remade when it renews), so a window costs no handshake per node after the first. */

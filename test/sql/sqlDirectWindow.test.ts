@@ -8,23 +8,14 @@
  * `hd_scc_window_batches_total` counter, and the SDK's Dispatch reply) and the answers are exact.
  */
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PlatformIngestClient } from '../../sdk/platformIngestClient';
 import { PlatformQueryClient } from '../../sdk/platformQueryClient';
 import { freePort, startHd, waitForPort, type HdProcess } from '../support/hdProcess';
-import { query, startProxyCluster, stopProxyCluster, untilBatchIndexHolds, type ProxyCluster } from './proxyCluster';
+import { query, startProxyCluster, stopProxyCluster, type ProxyCluster } from './proxyCluster';
 import { sqlProcessEnv } from './sqlProcessEnv';
+import { NOW, PER_BATCH, schemaJson, sendWindowBatches, STARTS, YEAR } from './windowBatches';
 
-const schemaJson = readFileSync(path.resolve(__dirname, '../../pipelines/examples/data/flows.schema.json'), 'utf8');
-const DAY = 86_400;
-const YEAR = 365 * DAY;
-const NOW = Math.floor(Date.now() / 1000);
-const M = NOW - (NOW % 60);
-/** Batch starts: two years back (outside a year's lookback), 300 days, 100 days and an hour back. */
-const STARTS = [M - 2 * YEAR, M - 300 * DAY, M - 100 * DAY, M - 3600];
-const PER_BATCH = 60;
 
 type Ctx = ProxyCluster;
 
@@ -53,18 +44,7 @@ const dw = suite<Ctx>('open and long windows straight to the SCC: it names the b
 dw.before(async (ctx) => {
   try {
     await startProxyCluster(ctx, schemaJson, 'hd-direct-window-', 'proxy-dw', { QUERY_GRPC_ROLES: 'proxy,sqlServer' });
-    {
-      await using ingest = new PlatformIngestClient();
-      ingest.loadDatasetSchema(schemaJson);
-      ingest.setSccTargets([`${ctx.cluster.host}:${ctx.cluster.scc.productionPort}`]);
-      for (const s of STARTS) {
-        const id = ingest.generateBatchIdTime(s, s + 60);
-        const recs = Array.from({ length: PER_BATCH }, (_, i) => ingest.convertRecordToBinary({ ts: String(s + i), src_ip: '10.0.0.1', dst_ip: '10.0.0.2', src_port: '1000', dst_port: '443', proto: 'tcp', packets: '1', bytes: String(i), duration_ms: '5' }));
-        assert.ok(await ingest.streamInsert(id, recs), String(ingest.lastError));
-        assert.ok(await ingest.sendEob(id), String(ingest.lastError));
-      }
-    }
-    await untilBatchIndexHolds(ctx.cluster, STARTS.length);
+    await sendWindowBatches(ctx.cluster, () => '443');
     // The SCC learns its nodes' observability addresses from its configuration on the DMS (read
     // every DMS_CONFIG_POLL_MS): until then a window is refused with FAILED_PRECONDITION.
     await using q = directClient(ctx);

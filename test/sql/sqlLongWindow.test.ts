@@ -7,21 +7,11 @@
  * batches, resolved from the nodes' batch index, never by enumeration). A constraint the policy
  * enforces still holds over the resolved batches.
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PlatformIngestClient } from '../../sdk/platformIngestClient';
-import { query, startProxyCluster, startProxySql, stopProxyCluster, untilBatchIndexHolds, type ProxyCluster } from './proxyCluster';
+import { query, startProxyCluster, startProxySql, stopProxyCluster, type ProxyCluster } from './proxyCluster';
+import { NOW, PER_BATCH, schemaJson, sendWindowBatches, STARTS, YEAR } from './windowBatches';
 
-const schemaJson = readFileSync(path.resolve(__dirname, '../../pipelines/examples/data/flows.schema.json'), 'utf8');
-const DAY = 86_400;
-const YEAR = 365 * DAY;
-const NOW = Math.floor(Date.now() / 1000);
-const M = NOW - (NOW % 60);
-/** Batch starts: two years back (outside a year's lookback), 300 days, 100 days and an hour back. */
-const STARTS = [M - 2 * YEAR, M - 300 * DAY, M - 100 * DAY, M - 3600];
-const PER_BATCH = 60;
 /** Analysts only see dst_port 443 (an enforced constraint); admins see everything. */
 const POLICY = 'package hd.authz\nimport rego.v1\ndefault allow := true\nconstraints contains {"field": "dst_port", "value": "443"} if input.role == "analyst"\n';
 
@@ -55,18 +45,7 @@ async function setUp(ctx: Ctx): Promise<void> {
   await startProxyCluster(ctx, schemaJson, 'hd-long-window-', 'proxy-lw');
   const { dms, cluster } = ctx;
   assert.is((await dms.call('PUT', '/v1/policy', dms.admin, { rego: POLICY })).status, 200);
-  {
-    await using ingest = new PlatformIngestClient();
-    ingest.loadDatasetSchema(schemaJson);
-    ingest.setSccTargets([`${cluster.host}:${cluster.scc.productionPort}`]);
-    for (const s of STARTS) {
-      const id = ingest.generateBatchIdTime(s, s + 60);
-      const recs = Array.from({ length: PER_BATCH }, (_, i) => ingest.convertRecordToBinary({ ts: String(s + i), src_ip: '10.0.0.1', dst_ip: '10.0.0.2', src_port: '1000', dst_port: i % 2 === 0 ? '443' : '53', proto: 'tcp', packets: '1', bytes: String(i), duration_ms: '5' }));
-      assert.ok(await ingest.streamInsert(id, recs), String(ingest.lastError));
-      assert.ok(await ingest.sendEob(id), String(ingest.lastError));
-    }
-  }
-  await untilBatchIndexHolds(cluster, STARTS.length);
+  await sendWindowBatches(cluster, (i) => (i % 2 === 0 ? '443' : '53'));
 }
 lw.after((ctx) => stopProxyCluster(ctx));
 

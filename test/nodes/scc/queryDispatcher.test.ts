@@ -4,13 +4,14 @@ import * as assert from 'uvu/assert';
 import { generateBatchIdNumber } from '../../../engine-rs/batchId';
 import type { LegConnectionPoolOptions } from '../../../nodes/scc/legConnections';
 import { QueryAdmission } from '../../../nodes/scc/queryAdmission';
-import { QueryDispatcher, QueryDispatchFailure } from '../../../nodes/scc/queryDispatcher';
+import { QueryDispatcher } from '../../../nodes/scc/queryDispatcher';
 import { QueryRun } from '../../../nodes/scc/queryRun';
 import type { ReplicaState } from '../../../nodes/scc/replicas';
 import { serializeHdQuery, type HdQuery } from '../../../query/hdQuery';
 import { newQueryToken } from '../../../query/token';
 import { ResultListener, type OpenQuery } from '../../../hdwp/resultListener';
 import { RS, StandInQueryNode } from '../../query/standInQueryNode';
+import { failure, until } from './dispatchKit';
 
 const adm = suite('QueryAdmission (query_qos)');
 adm('weight 1 gets half the slots, weight 255 all of them; release gives a slot back', () => {
@@ -57,21 +58,6 @@ function query(n: number, qos = 1): { q: HdQuery; json: string; open: OpenQuery 
   const open = w.listener.open({ queryId: q.queryId, token: q.token }, () => undefined);
   return { q, json: serializeHdQuery(q), open };
 }
-
-async function failure(p: Promise<unknown> | (() => unknown)): Promise<QueryDispatchFailure> {
-  const e = await (typeof p === 'function' ? Promise.resolve().then(p) : p).then(() => undefined, (err: unknown) => err);
-  assert.instance(e, QueryDispatchFailure, String(e));
-  return e as QueryDispatchFailure;
-}
-
-/** Waits for `cond`; fails the test (instead of hanging it) after 20 s. */
-const until = async (cond: () => boolean): Promise<void> => {
-  const deadline = Date.now() + 20_000;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within 20 s: ${cond.toString()}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-};
 
 const disp = suite('QueryDispatcher (in process, stand-in query nodes, real sockets)');
 disp.before(async () => {

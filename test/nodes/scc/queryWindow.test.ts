@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { status } from '@grpc/grpc-js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { QueryDispatcher, QueryDispatchFailure } from '../../../nodes/scc/queryDispatcher';
+import { QueryDispatcher } from '../../../nodes/scc/queryDispatcher';
 import { QueryWindowResolver } from '../../../nodes/scc/queryWindow';
 import type { ReplicaState } from '../../../nodes/scc/replicas';
 import { serializeHdQuery, type HdQuery, type TimeWindow } from '../../../query/hdQuery';
@@ -26,6 +26,7 @@ import { QueryService } from '../../../nodes/scc/queryService';
 import { PlatformQueryClient } from '../../../sdk/platformQueryClient';
 import { QueryClientFetcher } from '../../../sql/datasetFetcher';
 import { SqlError } from '../../../sql/sqlError';
+import { failure, until } from './dispatchKit';
 
 const IV = 60;
 const DAY = 86_400;
@@ -90,20 +91,6 @@ function windowQuery(tw: TimeWindow): { q: HdQuery; json: string; close: () => v
   const open = w.listener.open({ queryId: q.queryId, token: q.token }, () => undefined);
   return { q, json: serializeHdQuery(q), close: () => open.close(), completed: () => open.completed.size };
 }
-
-async function failure(p: Promise<unknown>): Promise<QueryDispatchFailure> {
-  const e = await p.then(() => undefined, (err: unknown) => err);
-  assert.instance(e, QueryDispatchFailure, String(e));
-  return e as QueryDispatchFailure;
-}
-
-const until = async (cond: () => boolean): Promise<void> => {
-  const deadline = Date.now() + 20_000;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within 20 s: ${cond.toString()}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-};
 
 const tw = suite('SCC time_window resolution (stand-in nodes, real sockets)');
 tw.before(async () => {

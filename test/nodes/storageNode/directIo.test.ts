@@ -4,34 +4,16 @@
  * makes it, and a file system that refuses O_DIRECT is written buffered and said once.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { from, lastValueFrom } from 'rxjs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { directIoSupported, generateBatchIdNumber, SegmentWriter, verifySegment } from '../../../engine-rs/index';
-import { HdwpClient } from '../../../hdwp/hdwpClient';
-import { loadPipelineFile } from '../../../pipelines/load';
-import { runPipeline } from '../../../pipelines/run';
-import { builtinRegistry } from '../../../roles/builtins';
-import type { AckResult, Chunk } from '../../../stream/chunk';
-import { ConfigError, parseStorageNodeConfig, withDevices } from '../../../nodes/storageNode/config';
+import { parseStorageNodeConfig, withDevices } from '../../../nodes/storageNode/config';
 import { StorageNode } from '../../../nodes/storageNode/node';
-import { segmentStore } from '../../../nodes/storageNode/segmentStore';
-import { closing, DS, R, records, yaml } from './ingestKit';
-import { freePort } from '../../support/hdProcess';
-
-
-function issues(raw: Record<string, unknown>): string[] {
-  try {
-    parseStorageNodeConfig({ node_name: 'sn', production_port: 6987, ...raw }, { baseDir: '/srv' });
-  } catch (err) {
-    assert.instance(err, ConfigError);
-    return (err as ConfigError).issues.map((i) => `${i.key}: ${i.message}`);
-  }
-  return [];
-}
+import { connect, DS, R, records, sendBatch, startNode, storeBatches } from './ingestKit';
+import { issues, mountRamfs, ramfsNode } from './ioKit';
 
 const config = suite('direct I/O: config');
 config('io defaults to buffered, takes direct, and refuses anything else naming the key', () => {
@@ -64,41 +46,15 @@ node('a node on a direct device stores a batch over HDWP and serves the same byt
   if (!directIoSupported(dir)) {
     console.warn(`${os.tmpdir()} refuses O_DIRECT: the direct path is not exercised here (the fallback test below covers it)`);
   }
-  const port = await freePort();
-  const obsPort = await freePort();
-  const cfg = {
-    node_name: 'sn-direct',
-    production_ip: '127.0.0.1',
-    production_port: port,
-    command_port: await freePort(),
-    observability_port: obsPort,
-    reserve_bytes: 0,
-    storage_devices: [{ name: 'd0', address: 'd0', type: 'nvme', io: 'direct' }],
-  };
-  const file = path.join(dir, 'config.json');
-  writeFileSync(file, JSON.stringify(cfg));
-  const overrides = { CONFIG_FILE: file, production_ip: '127.0.0.1', production_port: String(port), HASH_ALGORITHM: 'sha256', HASH_CHAIN_BLOCK_SIZE: '16' };
-  const loaded = await loadPipelineFile(yaml, { registry: builtinRegistry(), env: {}, overrides });
-  if (!loaded.ok) throw new Error(loaded.problems.map((p) => p.message).join('\n'));
-  const abort = new AbortController();
-  const run = runPipeline(loaded.pipeline, { signal: abort.signal });
+  const sn = await startNode(dir, { nodeName: 'sn-direct', devices: [{ name: 'd0', address: 'd0', type: 'nvme', io: 'direct' }] });
+  const obsPort = sn.obsPort;
   try {
-    let c: HdwpClient | undefined;
-    // The node listens once recovery is done; until then connections are refused.
-    for (let i = 0; !c; i++) {
-      try {
-        c = await HdwpClient.connect({ host: '127.0.0.1', port, role: 'scc', datasetId: DS, recordSize: R });
-      } catch (err) {
-        if (i > 200) throw err;
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    }
+    const c = await connect(sn.port);
     // 5.2 MB: more than one 4 MiB direct window, and an unaligned tail.
     const id = generateBatchIdNumber(7n);
     const data = records(130_001, 4);
-    const hash = await closing(id, data);
-    for (let at = 0; at < data.length; at += 26_214 * R) await c.sendRecords(id, data.subarray(at, at + 26_214 * R));
-    assert.ok(Buffer.from((await c.sendEob(id, 130_001, hash)).closingHash).equals(hash));
+    const { hash, acked } = await sendBatch(c, id, data);
+    assert.ok(acked.equals(hash));
     await c.close();
 
     const res = await fetch(`http://127.0.0.1:${obsPort}/v1/segment?dataset=${DS}&batch_id=${id.toHex()}`);
@@ -119,47 +75,21 @@ node('a node on a direct device stores a batch over HDWP and serves the same byt
     assert.is(d0?.io_configured, 'direct');
     assert.is(d0?.io, directIoSupported(dir) ? 'direct' : 'buffered');
   } finally {
-    abort.abort();
-    await run;
+    await sn.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-/** A ramfs (refuses O_DIRECT on every kernel) mounted at `dir`; false where this process may not mount. */
-function mountRamfs(dir: string): boolean {
-  return spawnSync('mount', ['-t', 'ramfs', 'ramfs', dir]).status === 0;
-}
-
 node('a device whose file system refuses O_DIRECT is written buffered, said once in the log and in /health', async () => {
-  const root = mkdtempSync(path.join(os.tmpdir(), 'hd-snramfs-'));
-  const dev = path.join(root, 'ram');
-  mkdirSync(dev);
-  if (!mountRamfs(dev)) {
-    console.warn('cannot mount a ramfs here (needs root): the refusal path is covered by the engine-rs tests only');
-    rmSync(root, { recursive: true, force: true });
-    return;
-  }
-  const logs: string[] = [];
-  const cfg = parseStorageNodeConfig(
-    { node_name: 'sn-ram', production_port: 6987, production_ip: '127.0.0.1', observability_port: 0, reserve_bytes: 0, storage_devices: [{ name: 'ram', address: dev, type: 'dir', io: 'direct' }] },
-    { baseDir: root },
-  );
-  // A ramfs reports no free space (statfs); the drive strategy is not what this test is about.
-  const n = new StorageNode({ config: cfg, algorithm: 'sha512', blockSize: 8, log: (l) => logs.push(l), freeSpace: async () => 1 << 30 });
+  const ram = ramfsNode('snramfs', 'sn-ram', 'direct');
+  if (!ram) return;
+  const { dev, logs, node: n } = ram;
   try {
     const store = await n.start();
     const refusals = (): string[] => logs.filter((l) => l.includes('refuses O_DIRECT'));
     assert.equal(refusals(), [`storage node 'sn-ram': device 'ram' (${dev}) is configured for io 'direct' but its file system refuses O_DIRECT; its segments are written buffered (through the page cache)`]);
     assert.match(n.startupLine(), /devices \(round_robin\): ram \(dir, .*, buffered I\/O: O_DIRECT refused\)/);
-    const acks: AckResult[] = [];
-    const els: Chunk[] = [];
-    for (const k of [1n, 2n]) {
-      const id = generateBatchIdNumber(k);
-      const d = records(1000, Number(k));
-      els.push({ kind: 'records', dataset: DS, batchId: id, count: 1000, recordSize: R, buf: d });
-      els.push({ kind: 'eob', dataset: DS, batchId: id, recordCount: 1000, ack: (a) => acks.push(a) });
-    }
-    await lastValueFrom(segmentStore({ open: async () => store })(from(els)), { defaultValue: undefined });
+    const acks = await storeBatches(store, [1n, 2n], 1000);
     assert.equal(
       acks.map((a) => (a.ok ? true : a.message)),
       [true, true],
@@ -172,9 +102,7 @@ node('a device whose file system refuses O_DIRECT is written buffered, said once
       [['buffered', 'direct']],
     );
   } finally {
-    await n.stop();
-    spawnSync('umount', [dev]);
-    rmSync(root, { recursive: true, force: true });
+    await ram.close();
   }
 });
 node('a writer refused O_DIRECT after start (a dataset directory on another mount) turns the device buffered, said once', async () => {
@@ -195,12 +123,7 @@ node('a writer refused O_DIRECT after start (a dataset directory on another moun
   try {
     const store = await n.start();
     assert.match(n.startupLine(), /disk \(ssd, .*, direct I\/O\)/);
-    const acks: AckResult[] = [];
-    const els: Chunk[] = [1n, 2n, 3n].flatMap((k): Chunk[] => [
-      { kind: 'records', dataset: DS, batchId: generateBatchIdNumber(k), count: 10, recordSize: R, buf: records(10, Number(k)) },
-      { kind: 'eob', dataset: DS, batchId: generateBatchIdNumber(k), recordCount: 10, ack: (a) => acks.push(a) },
-    ]);
-    await lastValueFrom(segmentStore({ open: async () => store })(from(els)), { defaultValue: undefined });
+    const acks = await storeBatches(store, [1n, 2n, 3n], 10);
     assert.equal(
       acks.map((a) => a.ok),
       [true, true, true],

@@ -2,69 +2,18 @@
  * The Storage Node pipeline as it runs: pipelines/storage-node.yaml loaded with a config.json the
  * way `hd run --config` passes it, fed by an HdwpClient over a real socket.
  */
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { generateBatchIdNumber, readSegment, verifySegment } from '../../../engine-rs/index';
-import { builtinRegistry } from '../../../roles/builtins';
-import { loadPipelineFile } from '../../../pipelines/load';
-import { runPipeline, type RunResult } from '../../../pipelines/run';
-import { HdwpClient } from '../../../hdwp/hdwpClient';
 import { HdwpStreamError } from '../../../hdwp/hdwpStreamError';
-import { closing, DS, R, records, yaml } from './ingestKit';
-import { freePort } from '../../support/hdProcess';
+import { closing, connect, DS, R, records, startNode, type RunningNode } from './ingestKit';
 
-
-interface Running {
-  dir: string;
-  port: number;
-  obsPort: number;
-  stop(): Promise<RunResult>;
-}
-
-async function start(dir = mkdtempSync(path.join(os.tmpdir(), 'hd-sningest-'))): Promise<Running> {
-  const port = await freePort();
-  const obsPort = await freePort();
-  const config = {
-    node_name: 'sn-ingest',
-    production_ip: '127.0.0.1',
-    production_port: port,
-    command_port: await freePort(),
-    observability_port: obsPort,
-    reserve_bytes: 0,
-    storage_devices: [{ name: 'd0', address: 'd0', type: 'dir' }],
-  };
-  const file = path.join(dir, 'config.json');
-  writeFileSync(file, JSON.stringify(config));
-  // What `hd run --config` passes: the file's keys and its path.
-  const overrides = { CONFIG_FILE: file, production_ip: '127.0.0.1', production_port: String(port), HASH_ALGORITHM: 'sha256', HASH_CHAIN_BLOCK_SIZE: '16' };
-  const loaded = await loadPipelineFile(yaml, { registry: builtinRegistry(), env: {}, overrides });
-  if (!loaded.ok) throw new Error(loaded.problems.map((p) => p.message).join('\n'));
-  const abort = new AbortController();
-  const result = runPipeline(loaded.pipeline, { signal: abort.signal });
-  return {
-    dir,
-    port,
-    obsPort,
-    stop: async () => {
-      abort.abort();
-      return result;
-    },
-  };
-}
-
-async function connect(port: number): Promise<HdwpClient> {
-  for (let i = 0; ; i++) {
-    try {
-      return await HdwpClient.connect({ host: '127.0.0.1', port, role: 'scc', datasetId: DS, recordSize: R });
-    } catch (err) {
-      // The node listens once recovery is done; until then connections are refused.
-      if (i > 200) throw err;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
+/** A node in a new temp directory, or again in `dir`. */
+function start(dir = mkdtempSync(path.join(os.tmpdir(), 'hd-sningest-'))): Promise<RunningNode> {
+  return startNode(dir);
 }
 
 const ingest = suite('storage-node.yaml over a socket');

@@ -5,41 +5,22 @@
  * kernel's refusal of a ring in the engine-rs tests) steps the device down to direct or buffered,
  * said once per step.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { from, lastValueFrom } from 'rxjs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { directIoSupported, generateBatchIdNumber, SegmentWriter, uringIoRefusal, verifySegment } from '../../../engine-rs/index';
 import { readSegment } from '../../../engine-rs/segmentReader';
-import { HdwpClient } from '../../../hdwp/hdwpClient';
-import { loadPipelineFile } from '../../../pipelines/load';
-import { runPipeline } from '../../../pipelines/run';
-import { builtinRegistry } from '../../../roles/builtins';
-import type { AckResult, Chunk } from '../../../stream/chunk';
-import { ConfigError, parseStorageNodeConfig, withDevices } from '../../../nodes/storageNode/config';
+import { parseStorageNodeConfig, withDevices } from '../../../nodes/storageNode/config';
 import { ioRefusedLine, StorageDevice } from '../../../nodes/storageNode/devices';
-import { StorageNode } from '../../../nodes/storageNode/node';
-import { segmentStore } from '../../../nodes/storageNode/segmentStore';
-import { closing, DS, R, records, yaml } from './ingestKit';
-import { freePort } from '../../support/hdProcess';
+import { closing, connect, DS, R, records, sendBatch, startNode, storeBatches } from './ingestKit';
+import { issues, ramfsNode } from './ioKit';
 
 /** The mode a `uring` device gets in `dir` on this machine. */
 function expectedIo(dir: string): string {
   if (uringIoRefusal(dir) === null) return 'uring';
   return directIoSupported(dir) ? 'direct' : 'buffered';
-}
-
-function issues(raw: Record<string, unknown>): string[] {
-  try {
-    parseStorageNodeConfig({ node_name: 'sn', production_port: 6987, ...raw }, { baseDir: '/srv' });
-  } catch (err) {
-    assert.instance(err, ConfigError);
-    return (err as ConfigError).issues.map((i) => `${i.key}: ${i.message}`);
-  }
-  return [];
 }
 
 const config = suite('uring I/O: config and fallback steps');
@@ -73,44 +54,18 @@ node('a node on a uring device stores batches over HDWP that read back, verify a
   const dir = mkdtempSync(path.join(os.tmpdir(), 'hd-snuring-'));
   const want = expectedIo(dir);
   if (want !== 'uring') console.warn(`io_uring refused in ${os.tmpdir()} (${uringIoRefusal(dir)}): the node writes ${want} here`);
-  const port = await freePort();
-  const obsPort = await freePort();
-  const cfg = {
-    node_name: 'sn-uring',
-    production_ip: '127.0.0.1',
-    production_port: port,
-    command_port: await freePort(),
-    observability_port: obsPort,
-    reserve_bytes: 0,
-    storage_devices: [{ name: 'u0', address: 'u0', type: 'nvme', io: 'uring' }],
-  };
-  const file = path.join(dir, 'config.json');
-  writeFileSync(file, JSON.stringify(cfg));
-  const overrides = { CONFIG_FILE: file, production_ip: '127.0.0.1', production_port: String(port), HASH_ALGORITHM: 'sha256', HASH_CHAIN_BLOCK_SIZE: '16' };
-  const loaded = await loadPipelineFile(yaml, { registry: builtinRegistry(), env: {}, overrides });
-  if (!loaded.ok) throw new Error(loaded.problems.map((p) => p.message).join('\n'));
-  const abort = new AbortController();
-  const run = runPipeline(loaded.pipeline, { signal: abort.signal });
+  const sn = await startNode(dir, { nodeName: 'sn-uring', devices: [{ name: 'u0', address: 'u0', type: 'nvme', io: 'uring' }] });
+  const obsPort = sn.obsPort;
   try {
-    let c: HdwpClient | undefined;
-    // The node listens once recovery is done; until then connections are refused.
-    for (let i = 0; !c; i++) {
-      try {
-        c = await HdwpClient.connect({ host: '127.0.0.1', port, role: 'scc', datasetId: DS, recordSize: R });
-      } catch (err) {
-        if (i > 200) throw err;
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    }
+    const c = await connect(sn.port);
     // 10.4 MB: more 1 MiB blocks than the ring keeps in flight, and an unaligned tail; then a small batch.
     const batches = [
       { id: generateBatchIdNumber(11n), data: records(260_001, 5) },
       { id: generateBatchIdNumber(12n), data: records(3, 6) },
     ];
     for (const { id, data } of batches) {
-      const hash = await closing(id, data);
-      for (let at = 0; at < data.length; at += 26_214 * R) await c.sendRecords(id, data.subarray(at, at + 26_214 * R));
-      assert.ok(Buffer.from((await c.sendEob(id, data.length / R, hash)).closingHash).equals(hash), 'eob acknowledged with the closing hash');
+      const { hash, acked } = await sendBatch(c, id, data);
+      assert.ok(acked.equals(hash), 'eob acknowledged with the closing hash');
     }
     await c.close();
 
@@ -136,28 +91,15 @@ node('a node on a uring device stores batches over HDWP that read back, verify a
     assert.is(u0?.io, want);
     assert.is(u0?.io_refused, want === 'uring' ? undefined : (uringIoRefusal(dir) ?? undefined));
   } finally {
-    abort.abort();
-    await run;
+    await sn.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
 node('a uring device on a file system that refuses O_DIRECT is written buffered, said once in the log, the start-up line and /health', async () => {
-  const root = mkdtempSync(path.join(os.tmpdir(), 'hd-snuringram-'));
-  const dev = path.join(root, 'ram');
-  mkdirSync(dev);
-  if (spawnSync('mount', ['-t', 'ramfs', 'ramfs', dev]).status !== 0) {
-    console.warn('cannot mount a ramfs here (needs root): the refusal path is covered by the engine-rs tests only');
-    rmSync(root, { recursive: true, force: true });
-    return;
-  }
-  const logs: string[] = [];
-  const cfg = parseStorageNodeConfig(
-    { node_name: 'sn-uram', production_port: 6987, production_ip: '127.0.0.1', observability_port: 0, reserve_bytes: 0, storage_devices: [{ name: 'ram', address: dev, type: 'dir', io: 'uring' }] },
-    { baseDir: root },
-  );
-  // A ramfs reports no free space (statfs); the drive strategy is not what this test is about.
-  const n = new StorageNode({ config: cfg, algorithm: 'sha512', blockSize: 8, log: (l) => logs.push(l), freeSpace: async () => 1 << 30 });
+  const ram = ramfsNode('snuringram', 'sn-uram', 'uring');
+  if (!ram) return;
+  const { dev, logs, node: n } = ram;
   try {
     const store = await n.start();
     const why = uringIoRefusal(dev);
@@ -165,12 +107,7 @@ node('a uring device on a file system that refuses O_DIRECT is written buffered,
     const refusals = (): string[] => logs.filter((l) => l.includes("configured for io 'uring'"));
     assert.equal(refusals(), [`storage node 'sn-uram': device 'ram' (${dev}) is configured for io 'uring' but ${why}; its segments are written buffered (through the page cache)`]);
     assert.match(n.startupLine(), /ram \(dir, .*, buffered I\/O: io_uring and O_DIRECT refused\)/);
-    const acks: AckResult[] = [];
-    const els: Chunk[] = [1n, 2n].flatMap((k): Chunk[] => [
-      { kind: 'records', dataset: DS, batchId: generateBatchIdNumber(k), count: 1000, recordSize: R, buf: records(1000, Number(k)) },
-      { kind: 'eob', dataset: DS, batchId: generateBatchIdNumber(k), recordCount: 1000, ack: (a) => acks.push(a) },
-    ]);
-    await lastValueFrom(segmentStore({ open: async () => store })(from(els)), { defaultValue: undefined });
+    const acks = await storeBatches(store, [1n, 2n], 1000);
     assert.equal(
       acks.map((a) => (a.ok ? true : a.message)),
       [true, true],
@@ -188,9 +125,7 @@ node('a uring device on a file system that refuses O_DIRECT is written buffered,
       [['buffered', 'uring', why]],
     );
   } finally {
-    await n.stop();
-    spawnSync('umount', [dev]);
-    rmSync(root, { recursive: true, force: true });
+    await ram.close();
   }
 });
 node.run();

@@ -6,20 +6,8 @@ use std::path::Path;
 use std::process::Command;
 
 use super::super::direct::{SegmentOut, REFUSE_DIRECT};
+use super::io_kit::{assert_same_as_buffered, edge_bytes, partial_of_batch_1, write_io, writer};
 use super::*;
-
-/// Writes `n` records in `chunk`-byte appends with `io` and finishes; returns the summary and the
-/// mode that was in effect.
-fn write_io(dir: &Path, io_mode: SegmentIo, n: u32, chunk: usize) -> (SegmentSummary, SegmentIo) {
-    let cfg = config(dir, HashAlgorithm::Sha256, 64);
-    let data = records(n);
-    let mut w = SegmentWriter::create_with_io(cfg, io_mode).expect("create");
-    let mode = w.io();
-    for c in data.chunks(chunk.max(1)) {
-        w.append(c).expect("append");
-    }
-    (w.finish(None).expect("finish"), mode)
-}
 
 /// Whether this test machine's temp dir takes O_DIRECT (a tmpfs before Linux 6.6 does not).
 fn direct_here(dir: &Path) -> bool {
@@ -45,23 +33,8 @@ fn direct_segments_are_byte_identical_to_buffered_ones() {
         if direct_here(&d.0) {
             assert_eq!(md, SegmentIo::Direct, "{n} records");
         }
-        assert_eq!(
-            (sd.records, sd.blocks, sd.bytes),
-            (sb.records, sb.blocks, sb.bytes)
-        );
-        assert_eq!(sd.closing_hash, sb.closing_hash);
-        let (fb, fd) = (fs::read(&sb.path).unwrap(), fs::read(&sd.path).unwrap());
-        assert_eq!(fd.len() as u64, sd.bytes, "{n} records: exact length");
-        assert!(fb == fd, "{n} records: files differ");
-        let v = verify_segment(&sd.path).expect("verify");
-        assert_eq!((v.records, v.closing_hash), (u64::from(n), sb.closing_hash));
-        if n > 0 {
-            let r = SegmentReader::open(&sd.path).unwrap();
-            assert_eq!(r.read_blocks(0, sd.blocks).unwrap(), records(n));
-        }
-        let partial =
-            d.0.join(format!("{}{PARTIAL_SUFFIX}", segment_file_name(&batch(1))));
-        assert!(!partial.exists());
+        assert_same_as_buffered(n, &sd, &sb);
+        assert!(!partial_of_batch_1(&d.0).exists());
     }
 }
 
@@ -82,7 +55,7 @@ fn direct_output_keeps_exact_lengths_at_alignment_edges() {
         2 * c + a,
         2 * c + 5000,
     ] {
-        let data: Vec<u8> = (0..len).map(|i| (i * 131 % 251) as u8).collect();
+        let data = edge_bytes(len);
         let path = s.0.join(format!("edge-{len}"));
         let file = File::create(&path).unwrap();
         let mut out = SegmentOut::new(file, SegmentIo::Direct).unwrap();
@@ -133,12 +106,9 @@ fn refused_direct_io_falls_back_to_buffered() {
 #[test]
 fn abort_and_bad_closing_hash_remove_the_direct_partial() {
     let s = Scratch::new("dio-abort");
-    let partial =
-        s.0.join(format!("{}{PARTIAL_SUFFIX}", segment_file_name(&batch(1))));
+    let partial = partial_of_batch_1(&s.0);
     let data = records(300_000);
-    let mut w =
-        SegmentWriter::create_with_io(config(&s.0, HashAlgorithm::Sha256, 64), SegmentIo::Direct)
-            .unwrap();
+    let mut w = writer(&s.0, SegmentIo::Direct);
     w.append(&data).unwrap();
     assert!(partial.exists());
     w.abort();
@@ -146,16 +116,12 @@ fn abort_and_bad_closing_hash_remove_the_direct_partial() {
     assert_eq!(w.io(), SegmentIo::Buffered);
     assert!(matches!(w.append(&data), Err(SegmentError::Closed)));
 
-    let mut w =
-        SegmentWriter::create_with_io(config(&s.0, HashAlgorithm::Sha256, 64), SegmentIo::Direct)
-            .unwrap();
+    let mut w = writer(&s.0, SegmentIo::Direct);
     w.append(&data).unwrap();
     drop(w);
     assert!(!partial.exists());
 
-    let mut w =
-        SegmentWriter::create_with_io(config(&s.0, HashAlgorithm::Sha256, 64), SegmentIo::Direct)
-            .unwrap();
+    let mut w = writer(&s.0, SegmentIo::Direct);
     w.append(&data).unwrap();
     let err = w.finish(Some(&[0u8; 32])).unwrap_err();
     assert!(matches!(err, SegmentError::ClosingHash { .. }));

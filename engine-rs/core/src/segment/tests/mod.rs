@@ -3,6 +3,7 @@
 mod damage;
 mod direct;
 mod footer_cache;
+mod io_kit;
 mod roundtrip;
 mod uring;
 

@@ -7,20 +7,8 @@ use std::path::Path;
 
 use super::super::direct::{SegmentOut, REFUSE_DIRECT};
 use super::super::uring::REFUSE_URING;
+use super::io_kit::{assert_same_as_buffered, edge_bytes, partial_of_batch_1, write_io, writer};
 use super::*;
-
-/// Writes `n` records in `chunk`-byte appends with `io` and finishes; returns the summary and the
-/// mode that was in effect.
-fn write_io(dir: &Path, io_mode: SegmentIo, n: u32, chunk: usize) -> (SegmentSummary, SegmentIo) {
-    let cfg = config(dir, HashAlgorithm::Sha256, 64);
-    let data = records(n);
-    let mut w = SegmentWriter::create_with_io(cfg, io_mode).expect("create");
-    let mode = w.io();
-    for c in data.chunks(chunk.max(1)) {
-        w.append(c).expect("append");
-    }
-    (w.finish(None).expect("finish"), mode)
-}
 
 /// Whether this machine writes segments in `dir` through io_uring (a seccomp filter or the
 /// io_uring_disabled sysctl may refuse it; then the tests check the fallback instead).
@@ -62,19 +50,7 @@ fn uring_segments_are_byte_identical_to_buffered_ones() {
         let (sb, _) = write_io(&b.0, SegmentIo::Buffered, n, chunk);
         let (su, mu) = write_io(&u.0, SegmentIo::Uring, n, chunk);
         assert_eq!(mu, expected_mode(&u.0), "{n} records");
-        assert_eq!(
-            (su.records, su.blocks, su.bytes, su.closing_hash),
-            (sb.records, sb.blocks, sb.bytes, sb.closing_hash)
-        );
-        let (fb, fu) = (fs::read(&sb.path).unwrap(), fs::read(&su.path).unwrap());
-        assert_eq!(fu.len() as u64, su.bytes, "{n} records: exact length");
-        assert!(fb == fu, "{n} records: files differ");
-        let v = verify_segment(&su.path).expect("verify");
-        assert_eq!((v.records, v.closing_hash), (u64::from(n), sb.closing_hash));
-        if n > 0 {
-            let r = SegmentReader::open(&su.path).unwrap();
-            assert_eq!(r.read_blocks(0, su.blocks).unwrap(), records(n));
-        }
+        assert_same_as_buffered(n, &su, &sb);
         assert_eq!(fs::read_dir(&u.0).unwrap().count(), 1, "only the segment");
     }
 }
@@ -96,7 +72,7 @@ fn uring_output_keeps_exact_lengths_at_alignment_edges() {
         URING_DEPTH * c,
         (URING_DEPTH + 2) * c + 5000,
     ] {
-        let data: Vec<u8> = (0..len).map(|i| (i * 131 % 251) as u8).collect();
+        let data = edge_bytes(len);
         let path = s.0.join(format!("edge-{len}"));
         let mut out = SegmentOut::new(File::create(&path).unwrap(), SegmentIo::Uring).unwrap();
         assert_eq!(out.io(), want);
@@ -255,21 +231,16 @@ fn segments_torn_mid_write_are_recovered_like_any_other() {
 #[test]
 fn abort_and_a_bad_closing_hash_remove_the_uring_partial() {
     let s = Scratch::new("uring-abort");
-    let partial =
-        s.0.join(format!("{}{PARTIAL_SUFFIX}", segment_file_name(&batch(1))));
+    let partial = partial_of_batch_1(&s.0);
     let data = records(3 * URING_DEPTH as u32 * URING_CHUNK as u32 / R / 2);
-    let mut w =
-        SegmentWriter::create_with_io(config(&s.0, HashAlgorithm::Sha256, 64), SegmentIo::Uring)
-            .unwrap();
+    let mut w = writer(&s.0, SegmentIo::Uring);
     w.append(&data).unwrap();
     assert!(partial.exists());
     w.abort();
     assert!(!partial.exists());
     assert!(matches!(w.append(&data), Err(SegmentError::Closed)));
 
-    let mut w =
-        SegmentWriter::create_with_io(config(&s.0, HashAlgorithm::Sha256, 64), SegmentIo::Uring)
-            .unwrap();
+    let mut w = writer(&s.0, SegmentIo::Uring);
     w.append(&data).unwrap();
     let err = w.finish(Some(&[0u8; 32])).unwrap_err();
     assert!(matches!(err, SegmentError::ClosingHash { .. }));
