@@ -35,6 +35,19 @@ export type ChainHandle = { readonly __brand: 'ChainHandle' };
 export type SegmentWriterHandle = { readonly __brand: 'SegmentWriterHandle' };
 /** A compiled Rego policy held natively (a boxed `Arc<Policy>`); made by `policyCompile`. */
 export type PolicyHandle = { readonly __brand: 'PolicyHandle' };
+
+/** A NORM sender or receiver (a boxed instance, session and event thread); made by `normSenderOpen` / `normReceiverOpen`. */
+export type NormHandle = { readonly __brand: 'NormHandle' };
+
+/** Where a NORM session meets (engine-rs/node/src/norm.rs). */
+export interface NativeNormSession {
+  address: string;
+  port: number;
+  nodeId: number;
+  interface?: string;
+  loopback?: boolean;
+  rxSocketBuffer?: number;
+}
 /** An open, validated segment (a boxed `SegmentReader`); made by `segmentOpen`. */
 export type SegmentReaderHandle = { readonly __brand: 'SegmentReaderHandle' };
 
@@ -214,6 +227,20 @@ export interface Native {
   hdwpEncodeEobs(batchIds: Uint8Array, recordCounts: Float64Array, queryId: number, token: Uint8Array | null): Buffer;
   /** Trace context frame (the sender's W3C trace context as a JSON object). */
   hdwpEncodeTraceContext(json: string, queryId: number, token: Uint8Array | null): Buffer;
+
+  // --- norm.rs -------------------------------------------------------------------------------
+  /** The loaded NORM library's version; throws ERR_NORM (saying to install libnorm1) without it. */
+  normVersion(): string;
+  /** Opens a NORM sender with one stream; `onEvent('vacancy' | 'send-error')` off its event thread. */
+  normSenderOpen(opts: NativeNormSession & { segmentSize: number; bufferBytes: number; streamBytes: number; txRateBps: number; blockSize?: number; parity?: number; grttEstimate?: number }, onEvent: (kind: string) => void): NormHandle;
+  /** Opens a NORM receiver; `onEvent('data', bytes)` in stream order from a message start, or 'break' | 'sender' | 'aborted' | 'completed'. */
+  normReceiverOpen(opts: NativeNormSession & { bufferBytes: number }, onEvent: (kind: string, data?: Buffer) => void): NormHandle;
+  /** Writes what fits now; returns the bytes taken (fewer: wait for 'vacancy'). */
+  normWrite(handle: NormHandle, bytes: Uint8Array): number;
+  /** Marks the end of a message and flushes it; `active`: with flush commands, so a lost tail is asked for at once. */
+  normEndMessage(handle: NormHandle, active: boolean): void;
+  /** Stops the handle (idempotent). */
+  normClose(handle: NormHandle): void;
 
   // --- hash.rs -------------------------------------------------------------------------------
   /** Starts a batch's hash chain (algorithm sha512 | sha256 | blake3; batchId 64 bytes). */

@@ -8,6 +8,7 @@ import { hdwpFileSinkStage } from './stages/hdwpFileSink';
 import { batchTimeoutStage } from './stages/batchTimeout';
 import { hashChainStage } from './stages/hashChain';
 import { hdwpSourceStage } from './stages/hdwpSource';
+import { normIngestStage } from './stages/normIngest';
 import { parseStage } from './stages/parse';
 import { queryListenerStage } from './stages/queryListener';
 import { replicateStage } from './stages/replicate';
@@ -35,6 +36,7 @@ export function builtinRegistry(): Registry {
       .register(timeBatchStage)
       .register(hdwpFileSinkStage)
       .register(hdwpSourceStage)
+      .register(normIngestStage)
       .register(segmentStoreStage)
       .register(batchTimeoutStage)
       .register(hashChainStage)

@@ -6,11 +6,14 @@
  * backoff and caught up (catchUp.ts) — or, when it missed a batch the log no longer holds, out of
  * sync. The {@link ReplicaSet} (replicas.ts) decides which replicas get what; this file holds what
  * happens on one replica's link, and is the {@link CatchUpContext} catch-up works through.
+ * With `replication: norm` a replica that answers an eob with a batch mismatch (it missed records on
+ * the multicast group) gets that batch again over its TCP stream, then the eob again.
  */
 import type { LogFn, LogLevel } from '../../lib/logging';
 import type { BatchID } from '../../engine-rs/batchId';
 import { HdwpClient } from '../../hdwp/hdwpClient';
 import type { HdwpStreamError } from '../../hdwp/hdwpStreamError';
+import { HDWP_ERROR_FRAME_CODES } from '../../engine-rs/hdwpFrame';
 import { catchUpReplica, type CatchUpContext } from './catchUp';
 import type { CatchUpLog, LoggedBatch } from './catchUpLog';
 import { isBatchRefusal, TIMEOUT, within, type Replica } from './replica';
@@ -38,6 +41,8 @@ export interface ReplicaLinksOptions {
   readonly onLag?: (replica: string, batches: number) => void;
   /** Whether the node reports cold-boot synchronisation (false when nobody can tell). */
   readonly syncing: (r: Replica) => Promise<boolean>;
+  /** `replication: norm`: an eob answered with a batch mismatch is followed by the batch over TCP and the eob again. */
+  readonly resendMismatched?: boolean;
 }
 
 /** The per-replica side of replication: streams, lag, acknowledgements and failures. */
@@ -45,6 +50,8 @@ export class ReplicaLinks implements CatchUpContext {
   readonly log: CatchUpLog;
   readonly ackTimeoutMs: number;
   readonly minBackoffMs: number;
+  /** Batches resent over TCP per replica (norm: records it missed on the group). */
+  private readonly resent = new Map<string, number>();
 
   /** @param opts the catch-up log, bounds and callbacks */
   constructor(private readonly opts: ReplicaLinksOptions) {
@@ -133,8 +140,15 @@ export class ReplicaLinks implements CatchUpContext {
     const epoch = r.epoch;
     try {
       const c = await this.client(r, b.dataset, b.recordSize);
-      const ack = await within(c.sendEob(b.batchId, recordCount, closingHash), this.ackTimeoutMs);
-      if (ack === TIMEOUT) throw new Error(`no durable ack for batch ${b.batchId.toString()} within ${this.ackTimeoutMs} ms`);
+      const eob = async (): Promise<void> => {
+        const ack = await within(c.sendEob(b.batchId, recordCount, closingHash), this.ackTimeoutMs);
+        if (ack === TIMEOUT) throw new Error(`no durable ack for batch ${b.batchId.toString()} within ${this.ackTimeoutMs} ms`);
+      };
+      await eob().catch(async (err: unknown) => {
+        if (!this.opts.resendMismatched || !isBatchRefusal(err) || err.frameCode !== HDWP_ERROR_FRAME_CODES.batchMismatch || r.epoch !== epoch) throw err;
+        await this.resend(r, c, b);
+        await eob();
+      });
       r.acked++;
       this.log.done(b, r.target.name);
       this.lag(r);
@@ -148,6 +162,24 @@ export class ReplicaLinks implements CatchUpContext {
       this.fail(r, (err as Error).message);
       return 'failed';
     }
+  }
+
+  /** How many batches `r` was sent again over TCP after missing records on the multicast group. */
+  resends(r: Replica): number {
+    return this.resent.get(r.target.name) ?? 0;
+  }
+
+  /**
+   * Sends `b` again on `r`'s TCP stream (norm: it missed some of its records on the group): a bbn
+   * first, so its partial copy is dropped and later group records of the batch are ignored, then
+   * the records from the catch-up log. The caller sends the eob again.
+   */
+  private async resend(r: Replica, c: HdwpClient, b: LoggedBatch): Promise<void> {
+    if (b.truncated) throw new Error(`batch ${b.batchId.toString()} missed on the multicast group is no longer in the catch-up log`);
+    this.resent.set(r.target.name, this.resends(r) + 1);
+    this.event(`replica ${r.target.name} missed records of batch ${b.batchId.toString()} on the multicast group: sending it over TCP`, 'info');
+    if ((await within(c.sendBbn(b.batchId, 'SCC: resending over TCP what the multicast group lost'), this.ackTimeoutMs)) === TIMEOUT) throw new Error(`bbn of batch ${b.batchId.toString()} not echoed within ${this.ackTimeoutMs} ms`);
+    for (const chunk of b.chunks) await c.sendRecords(b.batchId, chunk);
   }
 
   /** Sends the bbn to `r` and waits for its echo; a replica that cannot answer is marked down. */

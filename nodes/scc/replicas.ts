@@ -9,6 +9,11 @@
  * membership (the DMS's replica set and quarantine) and /health. What happens on one replica's
  * link — streams, lag, acknowledgements, failures — is replicaLinks.ts; the cold-boot
  * synchronisation probe is replicaSyncPoll.ts.
+ *
+ * With `replication: norm` (docs/replication-norm.md) records, eob and bbn go once to the NORM
+ * multicast group (normReplication.ts) instead of once per replica; each replica still gets its
+ * eob / bbn on its TCP stream and answers there, so an eob is durable only when every healthy
+ * replica said so, and catch-up stays on TCP.
  */
 import type { LogFn } from '../../lib/logging';
 import { HDWP_ERROR_FRAME_CODES } from '../../engine-rs/hdwpFrame';
@@ -20,6 +25,7 @@ import { batchKey, CatchUpLog, type LoggedBatch } from './catchUpLog';
 import { newReplica, type Replica, type ReplicaState } from './replica';
 import { ReplicaLinks, type ReplicaConnector } from './replicaLinks';
 import { ReplicaSyncPoll } from './replicaSyncPoll';
+import type { NormReplication } from './normReplication';
 import type { SnTarget } from './settings';
 import type { SyncProbe } from './syncProbe';
 import { inSpan, SpanKind } from '../../lib/tracing/spans';
@@ -49,6 +55,8 @@ export interface ReplicaSetOptions {
   readonly syncProbe?: SyncProbe;
   /** How often healthy and syncing replicas are asked; default 500 ms. */
   readonly syncPollMs?: number;
+  /** `replication: norm`: the multicast stream batches are written to once (closed with the set); absent: TCP per replica. */
+  readonly norm?: NormReplication;
 }
 
 /** The replicas of one SCC. */
@@ -83,6 +91,7 @@ export class ReplicaSet {
       ...(opts.onEvent && { onEvent: opts.onEvent }),
       ...(opts.onLag && { onLag: opts.onLag }),
       syncing: async (r) => (await this.opts.syncProbe?.(r.target)) === 'syncing',
+      resendMismatched: opts.norm !== undefined,
     });
     if (opts.syncProbe) this.syncPoll = new ReplicaSyncPoll(opts.syncProbe, opts.syncPollMs ?? 500, () => this.replicas, this.links);
   }
@@ -98,6 +107,12 @@ export class ReplicaSet {
     this.log.append(b, c.buf);
     const live = this.replicas.filter((r) => this.isLive(r, b));
     for (const r of this.replicas) if (!live.includes(r) && r.state !== 'out-of-sync') this.markBehind(r, b);
+    if (this.opts.norm) {
+      // Once on the group; each live replica's TCP stream is opened for its eob (a failure to open marks it down).
+      for (const r of live) this.links.client(r, b.dataset, b.recordSize).catch(() => undefined);
+      await this.opts.norm.records(b.dataset, c.batchId, b.recordSize, c.buf);
+      return;
+    }
     for (const r of live) this.links.sendRecords(r, b.dataset, b.recordSize, c.batchId, c.buf);
     await Promise.all(live.map((r) => this.links.underLag(r)));
   }
@@ -109,6 +124,8 @@ export class ReplicaSet {
     const live = this.replicas.filter((r) => this.isLive(r, b));
     for (const r of this.replicas) if (!live.includes(r) && r.state !== 'out-of-sync') this.markBehind(r, b);
     const counted = live.filter((r) => r.state === 'healthy');
+    // On the group first: a replica's eob waits there until the group's records and eob reached it.
+    await this.opts.norm?.eob(b.dataset, b.batchId, el.recordCount, el.closingHash);
     // One `scc.replicate` span a replica, under the batch's `scc.batch` (batchSpans.ts): its close until durable there.
     const results = await Promise.all(
       live.map((r) =>
@@ -142,6 +159,7 @@ export class ReplicaSet {
     this.log.end(b, { kind: 'bbn', reason: el.reason });
     const live = this.replicas.filter((r) => this.isLive(r, b));
     for (const r of this.replicas) if (!live.includes(r) && r.state !== 'out-of-sync') this.markBehind(r, b);
+    await this.opts.norm?.bbn(b.dataset, b.batchId, el.reason);
     await Promise.all(live.map((r) => this.links.discard(r, b, el.reason)));
     return { ok: true };
   }
@@ -155,6 +173,7 @@ export class ReplicaSet {
       healthy,
       total: this.replicas.length,
       catch_up_log: { batches: this.log.size, bytes: this.log.bytes, truncated_batches: this.log.truncations },
+      replication: this.opts.norm?.health() ?? { mode: 'tcp' },
       replicas: this.replicas.map((r) => ({
         name: r.target.name,
         address: `${r.target.host}:${r.target.prodPort}`,
@@ -167,6 +186,7 @@ export class ReplicaSet {
         behind_batches: r.behind.size,
         acked_batches: r.acked,
         failures: r.failures,
+        ...(this.opts.norm && { tcp_resends: this.links.resends(r) }),
       })),
     };
   }
@@ -259,6 +279,7 @@ export class ReplicaSet {
       this.links.wakeLag(r);
     }
     await Promise.all(all);
+    this.opts.norm?.close();
     this.log.clear();
   }
 

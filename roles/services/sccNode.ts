@@ -11,7 +11,10 @@ import type { SnTarget } from '../../nodes/scc/settings';
 import { tlsReplicaConnector } from '../../nodes/scc/linkTls';
 import { observabilityLookup, parseObservabilityPorts, syncStateProbe, type ObservabilityLookup } from '../../nodes/scc/syncProbe';
 import { needs, type ServiceType } from '../../pipelines/registry';
-import { byteSize, int } from '../../pipelines/settings';
+import { byteSize, int, oneOf, str } from '../../pipelines/settings';
+import { isIP } from 'node:net';
+import { NormReplication } from '../../nodes/scc/normReplication';
+import { datagramPayloadBytes } from '../../net/mtuMode';
 import { optionalSccSetting, sccSetting } from '../stages/sccSetting';
 import { dmsConfigOf, dmsEndpointOf, usesIdentity } from './nodeIdentity';
 import { BadBatchReporter } from '../../nodes/scc/badBatchReporter';
@@ -56,6 +59,11 @@ const settings = {
       }
     },
   },
+  replication: oneOf(['tcp', 'norm'] as const, { doc: 'tcp: every batch on one HDWP stream per replica; norm: once on the NORM multicast group, eob and acknowledgements per replica over TCP (docs/replication-norm.md) — REPLICATION', default: 'tcp' }),
+  norm_group: str({ doc: 'NORM multicast group the Storage Nodes join — NORM_GROUP', default: '239.192.0.88' }),
+  norm_port: int({ doc: "NORM UDP port — NORM_PORT (the reference's 6988)", default: 6988, min: 1, max: 65535 }),
+  norm_interface: str({ doc: "interface NORM sends on — NORM_INTERFACE; empty: the default route's", default: '', allowEmpty: true }),
+  norm_tx_rate: int({ doc: "NORM send rate in bits/s — NORM_TX_RATE; 0: NORM's congestion control", default: 100_000_000, min: 0, max: 100_000_000_000 }),
   catch_up_log_bytes: byteSize({ doc: 'record bytes kept to catch up replicas that were down', default: 256 * 1024 * 1024, min: 0, max: 64 * 1024 ** 3 }),
 };
 
@@ -119,8 +127,12 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
     const election = new SccHashElection(feed, origin, c.record_size, logLine(`scc '${c.node_name}': `));
     const recordSize = election.current.recordSize;
     const recordSizes = new DatasetRecordSizes(recordSize);
+    if (c.replication === 'norm' && isIP(c.norm_group) === 0) throw new Error(`NORM_GROUP must be an IP address, got '${c.norm_group}'`);
+    // NORM segments are the MTU mode's datagram payload (Standard 1200, Jumbo 8500).
+    const norm = c.replication === 'norm' ? new NormReplication({ group: c.norm_group, port: c.norm_port, interface: c.norm_interface, segmentSize: datagramPayloadBytes(c.mtu_mode), txRateBps: c.norm_tx_rate }) : undefined;
     const observabilityOf = observabilityLookup(c.sn_observability_ports, () => feed?.config?.replicas);
     const replicas: ReplicaSet = new ReplicaSet({
+      ...(norm && { norm }),
       // Registered with the DMS: replication streams are mutual TLS (docs/control-plane.md).
       ...(id && { connect: tlsReplicaConnector(id) }),
       targets,

@@ -10,6 +10,7 @@ mod decode;
 mod encode_arrow;
 mod hash;
 mod hdwp;
+mod norm;
 mod pg_text;
 mod policy;
 mod scan;
