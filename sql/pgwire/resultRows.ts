@@ -12,7 +12,13 @@ import { PgTextRows } from '../../engine-rs/index';
 import { textCellWriter, type CellWriter } from './textCells';
 import { textColumnOf } from './textColumns';
 
-/** Rows per native call when every column is text: about 0.1-0.3 MiB of DataRows, well under a millisecond. */
+/**
+ * Bytes of messages a native call aims at when every column is text: the door checks the client's
+ * backlog (HD_SQL_SEND_BUFFER_BYTES) between calls, so a call must stay well under it whatever a
+ * row weighs (a 1 000-byte row × 2 048 rows would overshoot it eightfold).
+ */
+const TEXT_BYTES_PER_CALL = 64 * 1024;
+/** The most rows a native call writes (narrow rows: 2 048 is about 0.1-0.2 MiB, well under a millisecond). */
 const TEXT_ROWS_PER_CALL = 2048;
 
 /** Where rows go. */
@@ -73,16 +79,31 @@ async function writeTextRows(sink: RowSink, t: arrow.Table, from: number, to: nu
     const hi = Math.min(to, base + batch.numRows);
     if (lo < hi) {
       const rows = new PgTextRows(batch.data.children.map((d) => textColumnOf(d)));
-      for (let r = lo; r < hi; r += TEXT_ROWS_PER_CALL) {
-        sink.send(rows.dataRows(r - base, Math.min(hi, r + TEXT_ROWS_PER_CALL) - base));
-        const wait = sink.drain();
-        if (wait) await wait;
-        if (sink.gone) return;
-      }
+      if (!(await writeInBlocks(sink, lo - base, hi - base, (a, b) => rows.dataRows(a, b)))) return;
     }
     base += batch.numRows;
     if (base >= to) break;
   }
+}
+
+/**
+ * Sends rows `from`..`to` as `write` makes them, a block a call, each block sized from the bytes the
+ * last one took a row (the first is small, to learn them), pausing while the client has not read
+ * what was sent. False when the client is gone.
+ */
+async function writeInBlocks(sink: RowSink, from: number, to: number, write: (from: number, to: number) => Buffer): Promise<boolean> {
+  let per = 64;
+  for (let r = from; r < to; ) {
+    const end = Math.min(to, r + per);
+    const block = write(r, end);
+    sink.send(block);
+    per = Math.max(1, Math.min(TEXT_ROWS_PER_CALL, Math.floor(TEXT_BYTES_PER_CALL / Math.max(1, block.length / (end - r)))));
+    r = end;
+    const wait = sink.drain();
+    if (wait) await wait;
+    if (sink.gone) return false;
+  }
+  return true;
 }
 
 /** Binary-format values of one column chunk, for the types that have one (else 0A000 naming the column). */
@@ -102,12 +123,7 @@ export async function writeCopy(sink: RowSink, t: arrow.Table): Promise<void> {
   sink.send(backend.copyOutResponse(t.schema.fields.length));
   for (const batch of t.batches) {
     const rows = new PgTextRows(batch.data.children.map((d) => textColumnOf(d)));
-    for (let r = 0; r < batch.numRows; r += TEXT_ROWS_PER_CALL) {
-      sink.send(rows.copyRows(r, Math.min(batch.numRows, r + TEXT_ROWS_PER_CALL)));
-      const wait = sink.drain();
-      if (wait) await wait;
-      if (sink.gone) return;
-    }
+    if (!(await writeInBlocks(sink, 0, batch.numRows, (a, b) => rows.copyRows(a, b)))) return;
   }
   sink.send(Buffer.concat([backend.copyDone(), backend.commandComplete(`COPY ${t.numRows}`)]));
 }

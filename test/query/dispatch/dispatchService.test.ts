@@ -77,8 +77,9 @@ rpc('a client generated from the .proto calls our service; our client maps statu
   const ours = new QueryDispatchClient(`127.0.0.1:${port}`);
   try {
     const reply = await new Promise((resolve, reject) => gen.Dispatch({ queryJson: 'ok' }, (e, r) => (e ? reject(e) : resolve(r))));
-    assert.equal(reply, { queryId: 9, batches: 2, nodes: ['sn1'], missingBatchIds: [] });
-    assert.equal(await ours.dispatch('ok'), { queryId: 9, batches: 2, nodes: ['sn1'], missingBatchIds: [] });
+    // The generated client gives every field of the .proto, batch_ids (ours, for time windows) included.
+    assert.equal(reply, { queryId: 9, batches: 2, nodes: ['sn1'], missingBatchIds: [], batchIds: [] });
+    assert.equal(await ours.dispatch('ok'), { queryId: 9, batches: 2, nodes: ['sn1'], missingBatchIds: [], batchIds: [] });
     const bad = await ours.dispatch('bad').then(() => undefined, (e: unknown) => e);
     assert.instance(bad, DispatchError);
     assert.is((bad as DispatchError).code, grpc.status.INVALID_ARGUMENT);
