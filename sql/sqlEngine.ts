@@ -203,7 +203,11 @@ export class SqlEngine {
     try {
       // The statement's span (docs/observability.md, "Traces"): plan, fetch and evaluation are its children.
       return await inSpan('sql.statement', () => this.withSession(async (session) => {
-        const r = await this.executeIn(session, sql, opts, deadline);
+        // Rows streamed to the door go out under PostgreSQL's column names too, named before the first one.
+        const rows = opts.rows;
+        const naming = rows ? await this.namingOf(session, sql) : undefined;
+        const named: ExecuteOptions = rows && naming ? { ...opts, rows: { begin: (schema) => rows.begin(schemaWithNames(schema, naming.namesFor(schema.fields.map((f) => f.name)))), rows: (b) => rows.rows(b) } } : opts;
+        const r = await this.executeIn(session, sql, named, deadline);
         // PostgreSQL's column names, whichever path answered (sql/resultNames.ts).
         return { ...r, table: withNames(r.table, (await this.namingOf(session, sql)).namesFor(r.table.schema.fields.map((f) => f.name))) };
       }), { attributes: { 'db.system.name': 'hd', 'db.query.text': sql.length > 2048 ? `${sql.slice(0, 2048)}…` : sql } });
