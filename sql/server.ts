@@ -127,6 +127,10 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
     });
     const local = new LocalSql(s.threads !== undefined ? { threads: s.threads } : {});
     closers.push(() => local.close());
+    // The background warm-up (below) may be running a DuckDB statement: DuckDB is closed after it
+    // ends (closing it under a running statement crashed the process at a stop right after start).
+    let warming: Promise<unknown> = Promise.resolve();
+    closers.push(async () => void (await warming));
     const engine = new MeteredSqlEngine(new Catalog(s.schemas), local, new QueryClientFetcher(clients, { forwardSqlUser: security.identity === 'user', resultFormat: process.env.HD_SQL_RESULT_FORMAT === 'records' ? 'records' : 'columns' }), s.engine);
     if (s.reloadSchemas && (s.catalogRefreshMs ?? 0) > 0) {
       const refresh = startCatalogRefresh({ intervalMs: s.catalogRefreshMs as number, load: s.reloadSchemas, current: () => engine.catalog, apply: (c) => engine.setCatalog(c), log: bare });
@@ -183,7 +187,10 @@ export async function startSqlServer(s: SqlServerSettings): Promise<RunningSqlSe
     }
     for (const line of startupLines(s, security, out as RunningSqlServer)) s.log(line, 'info');
     // With the doors open, the first statements' plans, tables and sessions are prepared meanwhile (issue #17).
-    void engine.warmUpPlans().then((ms) => s.log(`prepared the first statements (plans of ${Math.min(engine.catalog.schemas.length, 8)} dataset(s), sessions) in ${ms} ms`, 'debug'));
+    warming = engine.warmUpPlans().then(
+      (ms) => s.log(`prepared the first statements (plans of ${Math.min(engine.catalog.schemas.length, 8)} dataset(s), sessions) in ${ms} ms`, 'debug'),
+      () => undefined,
+    );
     // What checkDoorSecurity let through but an operator should know (e.g. an open door on loopback).
     for (const line of warnings) s.log(line, 'warn');
     return { ...(out as RunningSqlServer), close: closeAll };
