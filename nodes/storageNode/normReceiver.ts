@@ -55,6 +55,10 @@ export function normIngest(opts: NormIngestOptions): (input: Observable<Element>
        * whole batch over TCP.
        */
       const dropped = new Map<string, true>();
+      /** Records of each open batch the group delivered (a receiver that joined mid-batch has fewer than its eob says). */
+      const delivered = new Map<string, number>();
+      /** Batches whose bbn came on the group before its TCP copy (a sender's discard goes both ways: no takeover). */
+      const groupBbns = new Map<string, true>();
       /** Batches whose end went by on the group before their TCP eob came. */
       const groupEnded = new Map<string, true>();
       /** Batches with group records and no group end yet. */
@@ -91,12 +95,33 @@ export function normIngest(opts: NormIngestOptions): (input: Observable<Element>
           if (ignored.has(key)) return remember(dropped, key);
           if (lost.has(key)) return;
           open.add(key);
+          delivered.set(key, (delivered.get(key) ?? 0) + f.payload.byteLength / f.recordSize);
           emitRecords(dataset, f.batchId, f.recordSize, f.payload);
           return;
         }
         open.delete(key);
+        const got = delivered.get(key) ?? 0;
+        delivered.delete(key);
+        if (f.kind === 'bbn') {
+          // A sender's discard, sent on TCP too (which discards). Did the TCP copy come first, it took
+          // the batch for TCP as a catch-up's bbn would: the group carries it again from here.
+          if (tcp.delete(key)) {
+            ignored.delete(key);
+            dropped.delete(key);
+          } else remember(groupBbns, key);
+          lost.delete(key);
+          groupEnded.delete(key);
+          return;
+        }
         if (ignored.delete(key) || lost.delete(key)) return; // the group's copy of a batch TCP carries (or that it broke) is over
-        if (f.kind === 'bbn') return; // the TCP bbn discards it
+        if (got !== f.recordCount) {
+          // Joined after some of its records went by: the group's copy is short, TCP must bring it.
+          const w = waiting.get(key);
+          if (!w) return remember(lost, key);
+          waiting.delete(key);
+          clearTimeout(w.timer);
+          return mismatch(w.el, `the multicast group delivered ${got} of the batch's ${f.recordCount} records (this node joined after the rest went by)`);
+        }
         if (waiting.has(key)) release(key);
         else remember(groupEnded, key);
       };
@@ -147,6 +172,13 @@ export function normIngest(opts: NormIngestOptions): (input: Observable<Element>
       const sub: Subscription = input.subscribe({
         next: (el) => {
           const key = batchKey(el.dataset, el.batchId);
+          if (el.kind === 'bbn' && groupBbns.delete(key)) {
+            // The TCP copy of a sender's discard the group already had: the group keeps the batch.
+            dropped.delete(key);
+            groupEnded.delete(key);
+            subscriber.next(el);
+            return;
+          }
           if (el.kind === 'records' || el.kind === 'bbn') {
             // TCP carries this batch now (catch-up or resend: they start with a bbn, which also
             // discards whatever of it arrived before).
