@@ -170,11 +170,14 @@ fn norm_sender_open<'cx>(
         Err(e) => return norm_err(cx, e),
     };
     let notify = Notify::new(cx, on_event);
-    let stopping = notify.stopping.clone();
-    let events = inst.clone();
-    let thread = std::thread::Builder::new()
-        .name("norm-tx".into())
-        .spawn(move || {
+    boxed(
+        cx,
+        "norm-tx",
+        inst,
+        session,
+        Some(stream),
+        notify,
+        |events, notify| {
             while let Some(ev) = events.next_event() {
                 match ev {
                     Event::TxQueueVacancy => notify.send("vacancy", None),
@@ -182,8 +185,27 @@ fn norm_sender_open<'cx>(
                     _ => {}
                 }
             }
-        });
-    let thread = match thread {
+        },
+    )
+}
+
+/// Starts the handle's event thread (`name`, running `events` over its instance) and boxes the
+/// handle for JS; a thread that cannot start is an `ERR_NORM`.
+fn boxed<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    name: &str,
+    inst: Arc<Instance>,
+    session: Arc<Session>,
+    stream: Option<TxStream>,
+    notify: Notify,
+    events: impl FnOnce(Arc<Instance>, Notify) + Send + 'static,
+) -> JsResult<'cx, Boxed> {
+    let stopping = notify.stopping.clone();
+    let on = inst.clone();
+    let thread = match std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || events(on, notify))
+    {
         Ok(t) => t,
         Err(e) => {
             return throw_coded(
@@ -196,7 +218,7 @@ fn norm_sender_open<'cx>(
     Ok(cx.boxed(Arc::new(NormBox {
         inst,
         session: Mutex::new(Some(session)),
-        stream: Mutex::new(Some(stream)),
+        stream: Mutex::new(stream),
         thread: Mutex::new(Some(thread)),
         stopping,
     })))
@@ -224,28 +246,15 @@ fn norm_receiver_open<'cx>(
         Err(e) => return norm_err(cx, e),
     };
     let notify = Notify::new(cx, on_event);
-    let stopping = notify.stopping.clone();
-    let events = inst.clone();
-    let thread = std::thread::Builder::new()
-        .name("norm-rx".into())
-        .spawn(move || receive(&events, &notify));
-    let thread = match thread {
-        Ok(t) => t,
-        Err(e) => {
-            return throw_coded(
-                cx,
-                "ERR_NORM",
-                &format!("cannot start the NORM event thread: {e}"),
-            )
-        }
-    };
-    Ok(cx.boxed(Arc::new(NormBox {
+    boxed(
+        cx,
+        "norm-rx",
         inst,
-        session: Mutex::new(Some(session)),
-        stream: Mutex::new(None),
-        thread: Mutex::new(Some(thread)),
-        stopping,
-    })))
+        session,
+        None,
+        notify,
+        |events, notify| receive(&events, &notify),
+    )
 }
 
 /// The receiver's event loop: reads every stream update and hands the bytes to JS.
