@@ -167,6 +167,8 @@ export interface Native {
   // --- columnar.rs ---------------------------------------------------------------------------
   /** Records (a copy ANDed with `mask` when given) → the columnar body of field indices `fields`, off the event loop. */
   columnarEncodeAsync(handle: SchemaHandle, records: Buffer, fields: readonly number[], rawAddresses: boolean, mask: Buffer | null): Promise<Buffer>;
+  /** `columnarEncodeAsync` on the calling thread (a few records: the hop costs more than the encode). */
+  columnarEncode(handle: SchemaHandle, records: Buffer, fields: readonly number[], rawAddresses: boolean, mask: Buffer | null): Buffer;
   /** Checks a columnar body against `fields` and `rows` (negative: any); throws `ERR_COLUMNAR_*`. */
   columnarRead(handle: SchemaHandle, fields: readonly number[], rawAddresses: boolean, rows: number, body: Uint8Array): NativeColumns;
   /** `columnarRead` off the event loop (the body is copied). */

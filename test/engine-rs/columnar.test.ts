@@ -56,6 +56,26 @@ for (const order of ['little', 'big'] as const) {
   });
 }
 
+diff('a few records are encoded and read on the calling thread, many off it: the same columns either way', async () => {
+  const schema = everyTypeSchema('little');
+  const names = schema.fields.map((f) => f.name);
+  // Above 256 KiB of records the encode is a task, above 2 MiB of body the read is one too.
+  const n = Math.ceil((3 * 1024 * 1024) / schema.recordSize);
+  const records = randomRecords(schema, n, 12);
+  const body = await encodeColumnar(schema, records, { fields: names });
+  assert.ok(body.length > 2 * 1024 * 1024, `a body of ${body.length} bytes crosses the read's threshold`);
+  await same(schema, records, names);
+  // The same records in pieces below 256 KiB (each encoded and read on this thread) give the same rows.
+  const per = Math.floor((200 * 1024) / schema.recordSize);
+  const parts: string[] = [];
+  for (let at = 0; at < n; at += per) {
+    const part = records.subarray(at * schema.recordSize, Math.min(n, at + per) * schema.recordSize);
+    const got = await readColumnar(schema, await encodeColumnar(schema, part, { fields: names }), { fields: names });
+    parts.push(rowsOf(got).slice(1, -1));
+  }
+  assert.is(`[${parts.join(',')}]`, rowsOf(await readColumnar(schema, body, { fields: names })));
+});
+
 diff('a masked field reads as zeros in the columnar path too (mask before decode)', async () => {
   const schema = everyTypeSchema('little');
   const records = randomRecords(schema, 40, 9);

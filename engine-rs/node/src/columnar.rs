@@ -85,6 +85,26 @@ fn columnar_encode_async<'cx>(
     Ok(promise)
 }
 
+/// `columnarEncodeAsync` on the calling thread, for a few records (the task's hop costs more).
+#[neon::export(name = "columnarEncode")]
+fn columnar_encode<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    handle: Handle<'cx, JsValue>,
+    records: Handle<'cx, JsBuffer>,
+    fields: Handle<'cx, JsArray>,
+    raw_addresses: bool,
+    mask: Option<Handle<'cx, JsBuffer>>,
+) -> JsResult<'cx, JsBuffer> {
+    let (schema, ix) = schema_fields(cx, handle, fields)?;
+    let opts = options(raw_addresses);
+    let mask = mask.map(|m| m.as_slice(cx).to_vec());
+    let result = encode_columnar(&schema, records.as_slice(cx), &ix, &opts, mask.as_deref());
+    match result {
+        Ok(body) => JsBuffer::from_slice(cx, &body),
+        Err(e) => throw_decode(cx, &e),
+    }
+}
+
 /// Checks a columnar body against the columns of `fields` and `rows` (negative: any) and returns
 /// the columns as `decodeRecords` does; a malformed body throws with an `ERR_COLUMNAR_*` code.
 #[neon::export(name = "columnarRead")]
