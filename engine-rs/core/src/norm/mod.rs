@@ -274,8 +274,13 @@ impl Session {
         }
     }
 
-    /// Starts receiving with `buffer_bytes` of repair buffer per remote sender.
+    /// Starts receiving with `buffer_bytes` of repair buffer per remote sender. A sender is
+    /// followed from the beginning of its stream (NORM_SYNC_STREAM): with NORM's default
+    /// (NORM_SYNC_CURRENT) a receiver that lost the stream's first packets synced at a later
+    /// message, and the batch it missed had to come over TCP.
     pub fn start_receiver(&self, buffer_bytes: u32) -> Result<(), NormError> {
+        // SAFETY: a valid session; the policy is one of normApi.h's NormSyncPolicy values.
+        unsafe { (self.inst.api.set_default_sync_policy)(self.h, sys::SYNC_STREAM) };
         // SAFETY: a valid session.
         if unsafe { (self.inst.api.start_receiver)(self.h, buffer_bytes) } {
             Ok(())

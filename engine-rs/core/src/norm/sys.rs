@@ -44,6 +44,9 @@ pub const OBJECT_STREAM: c_int = 3;
 pub const FLUSH_ACTIVE: c_int = 2;
 /// `NormFlushMode::NORM_FLUSH_PASSIVE`.
 pub const FLUSH_PASSIVE: c_int = 1;
+/// `NormSyncPolicy::NORM_SYNC_STREAM`: a receiver that joins asks for the sender's stream from its
+/// beginning (what the sender still buffers), not from the first message it happens to hear.
+pub const SYNC_STREAM: c_int = 1;
 
 /// The library's entry points (a table of function pointers kept alive with the library).
 pub struct Api {
@@ -71,6 +74,7 @@ pub struct Api {
     pub stream_write: unsafe extern "C" fn(Handle, *const c_char, c_uint) -> c_uint,
     pub stream_flush: unsafe extern "C" fn(Handle, bool, c_int),
     pub stream_mark_eom: unsafe extern "C" fn(Handle),
+    pub set_default_sync_policy: unsafe extern "C" fn(Handle, c_int),
     pub start_receiver: unsafe extern "C" fn(Handle, u32) -> bool,
     pub stop_receiver: unsafe extern "C" fn(Handle),
     pub stream_read: unsafe extern "C" fn(Handle, *mut c_char, *mut c_uint) -> bool,
@@ -143,6 +147,7 @@ fn resolve(lib: Library) -> Result<Api, libloading::Error> {
         stream_write: sym!("NormStreamWrite"),
         stream_flush: sym!("NormStreamFlush"),
         stream_mark_eom: sym!("NormStreamMarkEom"),
+        set_default_sync_policy: sym!("NormSetDefaultSyncPolicy"),
         start_receiver: sym!("NormStartReceiver"),
         stop_receiver: sym!("NormStopReceiver"),
         stream_read: sym!("NormStreamRead"),
