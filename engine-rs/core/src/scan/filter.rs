@@ -80,4 +80,55 @@ impl ScanFilter {
     pub fn subs(&self) -> &[Vec<CompiledFilter>] {
         &self.subs
     }
+
+    /// The program without the filters `drop` names (each proven to hold for every record the
+    /// result will see); a sub-query left with none matches every record, and so does the whole.
+    /// `None` when `drop` names none.
+    pub(crate) fn without(&self, drop: impl Fn(&CompiledFilter) -> bool) -> Option<ScanFilter> {
+        let mut dropped = false;
+        let mut match_all = self.match_all;
+        let mut subs = Vec::with_capacity(self.subs.len());
+        for sub in &self.subs {
+            let kept: Vec<CompiledFilter> = sub.iter().filter(|f| !drop(f)).cloned().collect();
+            dropped |= kept.len() < sub.len();
+            match_all |= kept.is_empty();
+            subs.push(kept);
+        }
+        if !dropped {
+            return None;
+        }
+        if match_all {
+            subs.clear();
+        }
+        Some(ScanFilter {
+            record_size: self.record_size,
+            written: self.written,
+            match_all,
+            subs,
+        })
+    }
+
+    /// The same program over records of `record_size` bytes whose every load sits at
+    /// `map(offset)` (narrow copies, `projection.rs`). Zone hints keep the stored layout's offsets:
+    /// blocks are still ruled out with the filter as compiled.
+    pub(crate) fn remapped(&self, record_size: usize, map: impl Fn(usize) -> usize) -> ScanFilter {
+        let subs = self
+            .subs
+            .iter()
+            .map(|sub| {
+                sub.iter()
+                    .map(|f| CompiledFilter {
+                        pred: f.pred.remapped(&map),
+                        zone: f.zone.clone(),
+                    })
+                    .collect()
+            })
+            .collect();
+        ScanFilter {
+            record_size,
+            written: self.written,
+            match_all: self.match_all,
+            subs,
+        }
+    }
 }

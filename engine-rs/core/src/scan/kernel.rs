@@ -408,6 +408,50 @@ impl ScanFilter {
     /// vector the aggregates accumulate from). Returns how many records matched.
     pub fn select_chunks<F: FnMut(&[u8], &[u32])>(&self, data: &[u8], mut visit: F) -> u64 {
         let rs = self.record_size();
+        self.selections(data, |k, n, sel| {
+            let at = k * CHUNK * rs;
+            visit(&data[at..at + n * rs], sel);
+        })
+    }
+
+    /// [`ScanFilter::select_chunks`] evaluated over `narrow` (this filter is the narrow form,
+    /// `projection.rs`) and visiting the same records of `raw`, whole records of `raw_size` bytes
+    /// in the same order.
+    pub fn select_chunks_narrow<F: FnMut(&[u8], &[u32])>(
+        &self,
+        narrow: &[u8],
+        raw: &[u8],
+        raw_size: usize,
+        mut visit: F,
+    ) -> u64 {
+        self.selections(narrow, |k, n, sel| {
+            let at = k * CHUNK * raw_size;
+            visit(&raw[at..at + n * raw_size], sel);
+        })
+    }
+
+    /// [`ScanFilter::filter_into`] evaluated over `narrow`, appending the matching records of
+    /// `raw` (see [`ScanFilter::select_chunks_narrow`]).
+    pub fn filter_into_narrow(
+        &self,
+        narrow: &[u8],
+        raw: &[u8],
+        raw_size: usize,
+        out: &mut Vec<u8>,
+    ) -> u64 {
+        self.select_chunks_narrow(narrow, raw, raw_size, |chunk, sel| {
+            out.reserve(sel.len() * raw_size);
+            for &i in sel {
+                let at = i as usize * raw_size;
+                out.extend_from_slice(&chunk[at..at + raw_size]);
+            }
+        })
+    }
+
+    /// Calls `visit(k, n, selection)` for every chunk `k` of `data` (its `n` records) holding a
+    /// match; returns how many records matched.
+    fn selections<F: FnMut(usize, usize, &[u32])>(&self, data: &[u8], mut visit: F) -> u64 {
+        let rs = self.record_size();
         let n_all = data.len() / rs;
         let data = &data[..n_all * rs];
         let subs = self.subs();
@@ -416,7 +460,7 @@ impl ScanFilter {
         }
         let mut scratch = Scratch::new();
         let mut matched = 0u64;
-        for chunk in data.chunks(CHUNK * rs) {
+        for (k, chunk) in data.chunks(CHUNK * rs).enumerate() {
             let n = chunk.len() / rs;
             let len = if self.matches_all() {
                 for (i, s) in scratch.sel[..n].iter_mut().enumerate() {
@@ -435,7 +479,7 @@ impl ScanFilter {
                 m
             };
             if len > 0 {
-                visit(chunk, &scratch.sel[..len]);
+                visit(k, n, &scratch.sel[..len]);
                 matched += len as u64;
             }
         }

@@ -7,6 +7,7 @@
 //! - `key`: order keys of stored bytes; `compile` (+ `ranges`, `compile_bytes`): spec →
 //!   predicate + zone test (`pred`);
 //! - `filter`: the compiled program; `kernel`: its evaluation; `zones`: block skipping;
+//! - `projection`: the byte ranges a filter loads, kept as narrow copies it runs over;
 //! - `scanner`: a segment read block range by block range, with optional hash verification;
 //! - `top`: a batch's best k records by one field's order (HDQuery `top`).
 
@@ -20,6 +21,7 @@ mod kernel;
 pub(crate) mod key;
 mod op;
 mod pred;
+mod projection;
 mod ranges;
 mod scanner;
 #[cfg(test)]
@@ -34,8 +36,9 @@ pub use json::{parse_sub_queries, FilterSpec};
 pub use kernel::{read_baseline, CHUNK};
 pub use op::FilterOp;
 pub use pred::{CompiledFilter, Pred, ZoneCheck, ZoneHint};
+pub use projection::{Narrowed, Projection};
 pub use scanner::{
     GroupAnswer, GroupBudget, GroupFold, ScanError, ScanStep, SegmentScanner, MAX_STEP_BYTES,
 };
 pub use top::{TopLengthError, TopPlan, MAX_TOP_K};
-pub use zones::ZonePlan;
+pub use zones::{reduced_for_segment, ZonePlan};

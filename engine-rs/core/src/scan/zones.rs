@@ -45,6 +45,30 @@ fn same_field(h: &ZoneHint, f: &ZoneField) -> bool {
         && (h.kind == ZoneKind::Bytes || h.size == 1 || h.big_endian == f.big_endian)
 }
 
+/// `filter` without the filters that every record of a segment passes, by the segment's batch
+/// zones (`zones`, one per field of `fields`): an exact zone check that every key of the batch's
+/// zone passes (a time range that covers the whole batch) needs no evaluation per record there.
+/// `None` when no filter is proven so.
+pub fn reduced_for_segment(
+    filter: &ScanFilter,
+    fields: &[ZoneField],
+    zones: &[Zone],
+) -> Option<ScanFilter> {
+    if filter.matches_all() || filter.matches_none() {
+        return None;
+    }
+    let proven = |c: &super::pred::CompiledFilter| {
+        c.zone.as_ref().filter(|h| h.exact).is_some_and(|h| {
+            fields
+                .iter()
+                .position(|f| same_field(h, f))
+                .and_then(|i| zones.get(i))
+                .is_some_and(|z| h.check.all_match(*z))
+        })
+    };
+    filter.without(proven)
+}
+
 /// A filter's zone tests resolved against one segment's zone fields.
 #[derive(Clone, Debug)]
 pub struct ZonePlan {

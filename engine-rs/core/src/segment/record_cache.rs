@@ -9,6 +9,10 @@
 //! keys of recent first reads, no bytes): a scan that passes over more data than the cache holds,
 //! once, reads as it would without a cache instead of paying for keeping what is never read again.
 //! Audits (`verify_hash`) never use it: they read the file.
+//!
+//! Beside the pieces it keeps their narrow copies (`scan::Projection`: only the bytes a filter
+//! loads, a tenth of the record or less), within an eighth of the limit, so a filter runs over
+//! them and reads whole records only where it matched.
 
 use std::fs::Metadata;
 use std::hash::{Hash, Hasher};
@@ -80,7 +84,13 @@ struct Inner {
     bytes: usize,
     /// Pieces read once recently and not kept (keys only).
     seen: LruCache<PieceKey, ()>,
+    /// Narrow copies of kept pieces, by piece and projection signature.
+    narrow: LruCache<(PieceKey, u64), Arc<Vec<u8>>>,
+    narrow_bytes: usize,
 }
+
+/// Narrow copies are kept within the limit divided by this.
+const NARROW_SHARE: usize = 8;
 
 /// What the cache says of a piece.
 #[derive(Debug)]
@@ -115,6 +125,8 @@ impl RecordCache {
                 map: LruCache::unbounded(),
                 bytes: 0,
                 seen: LruCache::unbounded(),
+                narrow: LruCache::unbounded(),
+                narrow_bytes: 0,
             }),
             limit: AtomicUsize::new(limit),
             hits: AtomicU64::new(0),
@@ -177,11 +189,35 @@ impl RecordCache {
         evict(&mut g, limit);
     }
 
+    /// The narrow copy of the piece at `key` made for projection `signature`, if kept.
+    pub(super) fn narrow(&self, key: &PieceKey, signature: u64) -> Option<Arc<Vec<u8>>> {
+        let mut g = self.inner.lock().ok()?;
+        g.narrow.get(&(*key, signature)).map(Arc::clone)
+    }
+
+    /// Keeps a narrow copy of the piece at `key` (within an eighth of the limit, least recently
+    /// used first out).
+    pub(super) fn put_narrow(&self, key: PieceKey, signature: u64, copy: Arc<Vec<u8>>) {
+        let most = self.limit.load(Ordering::Relaxed) / NARROW_SHARE;
+        if copy.len() > most {
+            return;
+        }
+        let Ok(mut g) = self.inner.lock() else {
+            return;
+        };
+        g.narrow_bytes += copy.len();
+        if let Some(old) = g.narrow.put((key, signature), copy) {
+            g.narrow_bytes -= old.len();
+        }
+        evict_narrow(&mut g, most);
+    }
+
     /// Sets the limit (0: off, and everything kept or remembered is dropped).
     pub(super) fn set_limit(&self, limit: usize) {
         self.limit.store(limit, Ordering::Relaxed);
         if let Ok(mut g) = self.inner.lock() {
             evict(&mut g, limit);
+            evict_narrow(&mut g, limit / NARROW_SHARE);
             if limit == 0 {
                 g.seen.clear();
             }
@@ -208,6 +244,15 @@ fn evict(g: &mut Inner, limit: usize) {
     while g.bytes > limit {
         match g.map.pop_lru() {
             Some((_, p)) => g.bytes -= p.len(),
+            None => break,
+        }
+    }
+}
+
+fn evict_narrow(g: &mut Inner, most: usize) {
+    while g.narrow_bytes > most {
+        match g.narrow.pop_lru() {
+            Some((_, p)) => g.narrow_bytes -= p.len(),
             None => break,
         }
     }
@@ -295,6 +340,22 @@ mod tests {
         changed.end = 2;
         assert_eq!(first(&c, &changed), None);
         assert_eq!(first(&c, &key(1, 0)), Some(1));
+    }
+
+    #[test]
+    fn narrow_copies_stay_within_an_eighth_of_the_limit() {
+        let c = RecordCache::new(800);
+        c.put_narrow(key(1, 0), 7, Arc::new(vec![1; 60]));
+        c.put_narrow(key(1, 1), 7, Arc::new(vec![2; 60]));
+        // 100 bytes for narrow copies: the least recently used goes.
+        assert_eq!(c.narrow(&key(1, 0), 7).map(|p| p[0]), None);
+        assert_eq!(c.narrow(&key(1, 1), 7).map(|p| p[0]), Some(2));
+        // Another projection of the same piece is another copy; a copy above the share is not kept.
+        assert_eq!(c.narrow(&key(1, 1), 8), None);
+        c.put_narrow(key(1, 2), 7, Arc::new(vec![3; 101]));
+        assert_eq!(c.narrow(&key(1, 2), 7), None);
+        c.set_limit(0);
+        assert_eq!(c.narrow(&key(1, 1), 7), None, "off");
     }
 
     #[test]

@@ -74,9 +74,17 @@ fn run_with(json: &str, mask: Option<&[u8]>, filter: &str, recs: &[Rec]) -> Opti
     let s = schema();
     let plan = Arc::new(AggregatePlan::compile(&s, json, mask).expect("plan"));
     let f = ScanFilter::compile(&s, filter).expect("filter");
-    let mut st = AggregateState::new(plan);
+    let mut st = AggregateState::new(Arc::clone(&plan));
     let data = encode(recs);
     f.select_chunks(&data, |c, sel| st.add(c, sel));
+    // The filter over narrow copies selects the same records: the same partial.
+    if let Some(nw) = crate::scan::Projection::of_any(&f) {
+        let mut narrow = AggregateState::new(plan);
+        let copy = nw.projection.project(&data);
+        nw.filter
+            .select_chunks_narrow(&copy, &data, s.record_size, |c, sel| narrow.add(c, sel));
+        assert_eq!(narrow.to_json(), st.to_json(), "narrow copies: {filter}");
+    }
     st.to_json()
 }
 

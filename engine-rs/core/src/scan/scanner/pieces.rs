@@ -5,6 +5,7 @@
 use super::{ScanError, ScanStep, SegmentScanner, PIECE_BYTES};
 use crate::scan::aggregate::AggregateState;
 use crate::scan::filter::ScanFilter;
+use crate::scan::projection::{Narrowed, Projection};
 use std::sync::Arc;
 
 use crate::segment::{BlockEntry, PieceLookup, SegmentError};
@@ -20,6 +21,17 @@ enum Source {
 }
 
 impl SegmentScanner {
+    /// The filter's narrow form (`projection.rs`), worked out on first use; `None` when the
+    /// filter gains nothing from narrow copies or they are turned off for this scan.
+    fn narrowed(&mut self) -> Option<Arc<Narrowed>> {
+        if !self.narrow_copies {
+            return None;
+        }
+        self.narrow
+            .get_or_insert_with(|| Projection::of(&self.filter).map(Arc::new))
+            .clone()
+    }
+
     /// Scans the wanted blocks of `first .. end` through the record cache: pieces on a fixed grid
     /// of about `PIECE_BYTES` (so later queries ask for the same pieces, whichever blocks their
     /// zones rule out). A piece read for the second time recently is read whole, checked and
@@ -36,6 +48,7 @@ impl SegmentScanner {
         let grid = (PIECE_BYTES / block_bytes.max(1)).max(1);
         let total = self.reader.blocks();
         let want = |b: u64| wanted[(b - first) as usize];
+        let narrowed = self.narrowed();
         let mut k = first;
         while let Some((run, _)) = next_run(k, end, want) {
             k = run;
@@ -60,11 +73,44 @@ impl SegmentScanner {
                 PieceLookup::Miss => Source::Runs,
             };
             let stop = piece_end.min(end);
+            // A kept piece and a filter that loads a few bytes of each record: the filter runs
+            // over the piece's narrow copy, and only matching records are read whole.
+            let narrow = match (&source, &narrowed) {
+                (Source::Cached(p), Some(nw)) => {
+                    self.narrow_pieces += 1;
+                    let sig = nw.projection.signature();
+                    Some(match self.reader.find_narrow(piece_first, piece_end, sig) {
+                        Some(copy) => copy,
+                        None => self.reader.keep_narrow(
+                            piece_first,
+                            piece_end,
+                            sig,
+                            nw.projection.project(p),
+                        ),
+                    })
+                }
+                _ => None,
+            };
             while let Some((run, j)) = next_run(k, stop, want) {
                 k = run;
                 let index = self.reader.block_index();
                 let at = (index[k as usize].offset - index[piece_first as usize].offset) as usize;
                 let len = (records_in(index, k, j) * rs) as usize;
+                if let (Some(copy), Some(nw), Source::Cached(p)) = (&narrow, &narrowed, &source) {
+                    let w = nw.projection.width();
+                    let (r0, n) = (at / rs as usize, len / rs as usize);
+                    step.matched += run_kernel_narrow(
+                        &nw.filter,
+                        self.aggregate.as_mut(),
+                        &copy[r0 * w..(r0 + n) * w],
+                        &p[at..at + len],
+                        rs as usize,
+                        &mut step.records,
+                    );
+                    step.scanned += n as u64;
+                    k = j;
+                    continue;
+                }
                 let data = match &source {
                     Source::Cached(p) => {
                         // Staged into the scanner's buffer first: one sequential copy brings the
@@ -110,6 +156,22 @@ pub(super) fn run_kernel(
     match aggregate {
         Some(agg) => filter.select_chunks(data, |c, sel| agg.add(c, sel)),
         None => filter.filter_into(data, records),
+    }
+}
+
+/// [`run_kernel`] with the filter evaluated over `narrow` (`filter` is the narrow form) and the
+/// matches taken from `raw`, the same records whole (`raw_size` bytes each).
+fn run_kernel_narrow(
+    filter: &ScanFilter,
+    aggregate: Option<&mut AggregateState>,
+    narrow: &[u8],
+    raw: &[u8],
+    raw_size: usize,
+    records: &mut Vec<u8>,
+) -> u64 {
+    match aggregate {
+        Some(agg) => filter.select_chunks_narrow(narrow, raw, raw_size, |c, sel| agg.add(c, sel)),
+        None => filter.filter_into_narrow(narrow, raw, raw_size, records),
     }
 }
 

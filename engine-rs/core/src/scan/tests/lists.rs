@@ -2,6 +2,7 @@
 
 use super::reference::{int, Rng, V};
 use crate::encode::RecordEncoder;
+use crate::scan::projection::assert_narrow_agrees;
 use crate::scan::ScanFilter;
 use crate::schema::parse;
 
@@ -150,6 +151,10 @@ fn list_contains_on_every_element_type() {
                     let q =
                         format!(r#"[{{"filters":[{{"field":"xs","op":"{op}","value":"{v}"}}]}}]"#);
                     let f = ScanFilter::compile(&sc, &q).unwrap_or_else(|e| panic!("{q}: {e}"));
+                    assert!(
+                        assert_narrow_agrees(&f, &data),
+                        "{q}: list filters have a narrow form"
+                    );
                     let got: Vec<u32> = f
                         .filter(&data)
                         .chunks_exact(sc.record_size)

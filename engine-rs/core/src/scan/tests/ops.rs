@@ -4,6 +4,7 @@
 use super::cases::{cases, record, schema, value};
 use super::reference::{holds, Rng, V};
 use crate::encode::RecordEncoder;
+use crate::scan::projection::assert_narrow_agrees;
 use crate::scan::{FilterOp, ScanFilter};
 use crate::schema::parse;
 
@@ -37,6 +38,7 @@ fn every_op_on_every_type_matches_the_reference() {
         Eq, Ne, Lt, Le, Gt, Ge, Between, In, IsNull, IsNotNull, Prefix,
     ];
     let mut checked = 0;
+    let mut narrowed = 0;
     for case in cases() {
         for big in [false, true] {
             let sc = schema(&case, big);
@@ -83,6 +85,8 @@ fn every_op_on_every_type_matches_the_reference() {
                         let f = ScanFilter::compile(&sc, &json)
                             .unwrap_or_else(|e| panic!("{} {json}: {e}", case.ty));
                         let got = ids(&f.filter(&data), sc.record_size);
+                        // The same filter over narrow copies matches the same records.
+                        narrowed += usize::from(assert_narrow_agrees(&f, &data));
                         let vv: Vec<V> = vals.iter().map(|t| value(&case, t, op)).collect();
                         let want: Vec<u16> = texts
                             .iter()
@@ -102,6 +106,11 @@ fn every_op_on_every_type_matches_the_reference() {
         }
     }
     assert!(checked > 3000, "checked {checked}");
+    // Every op but those folded to a constant (is_null on a type without a null) has a narrow form.
+    assert!(
+        narrowed * 10 > checked * 9,
+        "narrowed {narrowed} of {checked}"
+    );
 }
 
 #[test]
@@ -139,6 +148,7 @@ fn masked_eq_on_every_type_compares_stored_bytes() {
                 );
                 let f = ScanFilter::compile(&sc, &json).expect("masked_eq compiles");
                 let got = ids(&f.filter(&data), rs);
+                assert_narrow_agrees(&f, &data);
                 let want: Vec<u16> = (0..texts.len())
                     .filter(|&i| {
                         let x = &data[i * rs + 11..i * rs + 11 + case.size];
@@ -188,6 +198,10 @@ fn sub_queries_are_or_ed_and_filters_and_ed() {
         })
         .collect();
     assert_eq!(got, want);
+    assert!(
+        assert_narrow_agrees(&f, &data),
+        "OR of ANDs over narrow copies"
+    );
     // No sub-queries: every record; a sub-query that can never match is folded away.
     let all = ScanFilter::compile(&sc, "[]").expect("empty");
     assert!(all.matches_all());

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use super::reference::Rng;
 use crate::hash::HashAlgorithm;
-use crate::scan::{ScanError, ScanFilter, ScanStep, SegmentScanner, ZonePlan};
+use crate::scan::aggregate::AggregatePlan;
+use crate::scan::{reduced_for_segment, ScanError, ScanFilter, ScanStep, SegmentScanner, ZonePlan};
 use crate::schema::{parse, Schema};
 use crate::segment::{
     zone_fields_from_schema, SegmentConfig, SegmentError, SegmentReader, SegmentWriter,
@@ -220,6 +221,112 @@ fn zone_skipping_never_changes_results() {
             assert_eq!(without.blocks_skipped, 0, "no zones, no skipping");
         }
     }
+}
+
+/// Scans `path` to its end with the record cache on, narrow copies on or off, and `plan` as the
+/// aggregate when given: the rows, the final partial, how many pieces came from the cache and
+/// over how many the filter ran on narrow copies.
+fn scan_narrow(
+    path: &Path,
+    f: &Arc<ScanFilter>,
+    plan: Option<&Arc<AggregatePlan>>,
+    narrow: bool,
+) -> (Vec<u8>, Option<String>, u64, u64) {
+    let mut s = SegmentScanner::open(path, Arc::clone(f), false).expect("open");
+    s.set_narrow_copies(narrow);
+    if let Some(p) = plan {
+        s.set_aggregate(Arc::clone(p));
+    }
+    let mut rows = Vec::new();
+    loop {
+        let st = s.next(40).expect("step");
+        rows.extend(st.records);
+        if st.done {
+            return (rows, st.partial, s.cached_pieces(), s.narrow_pieces());
+        }
+    }
+}
+
+#[test]
+fn narrow_copies_never_change_results() {
+    let dir = Scratch::new();
+    let data = records(64 * 250 + 17, 31);
+    let path = write(&dir.0, "n.hdseg", &data, true);
+    let sc = schema();
+    let plan = Arc::new(
+        AggregatePlan::compile(
+            &sc,
+            r#"{"version":1,"group_by":[{"field":"s"}],"measures":[{"fn":"count"},{"fn":"sum","field":"a"},{"fn":"min","field":"x"},{"fn":"max","field":"ts"}]}"#,
+            None,
+        )
+        .expect("plan"),
+    );
+    let mut narrowed = 0;
+    for (q, _) in QUERIES {
+        let f = Arc::new(ScanFilter::compile(&sc, q).expect(q));
+        // Read twice: the pieces are kept, and the third scan reads them from memory.
+        for _ in 0..2 {
+            scan_narrow(&path, &f, None, true);
+        }
+        let (rows, _, cached, narrow_pieces) = scan_narrow(&path, &f, None, true);
+        assert!(rows == f.filter(&data), "{q}: rows over narrow copies");
+        let whole = scan_narrow(&path, &f, Some(&plan), false);
+        let narrow = scan_narrow(&path, &f, Some(&plan), true);
+        assert_eq!(narrow.1, whole.1, "{q}: the aggregate over narrow copies");
+        assert!(whole.1.is_some());
+        assert_eq!(whole.3, 0, "{q}: narrow copies turned off");
+        // (A query whose zones rule out every block reads no piece.)
+        if crate::scan::Projection::of(&f).is_some() && !rows.is_empty() {
+            assert!(cached > 0, "{q}: served from the record cache");
+            assert!(
+                narrow_pieces > 0 && narrow.3 > 0,
+                "{q}: the filter ran over narrow copies"
+            );
+            narrowed += 1;
+        }
+    }
+    // ts, a, f, x, ip alone are narrow enough (a quarter of 40 bytes); s and pad, or two fields, are not.
+    assert!(narrowed >= 6, "narrowed {narrowed}");
+}
+
+#[test]
+fn filters_the_batch_zones_prove_are_left_out_of_the_kernel() {
+    let dir = Scratch::new();
+    // ts runs 1000 .. 1000 + 5000 over the batch.
+    let data = records(5000, 41);
+    let path = write(&dir.0, "p.hdseg", &data, true);
+    let sc = schema();
+    let reader = SegmentReader::open(&path).expect("open");
+    let fields = &reader.header().fields;
+    let reduce = |q: &str| {
+        let f = ScanFilter::compile(&sc, q).expect(q);
+        (reduced_for_segment(&f, fields, reader.batch_filter()), f)
+    };
+    // A time range covering the batch, and a filter on a: only a's is evaluated.
+    let (r, f) = reduce(
+        r#"[{"filters":[{"field":"ts","op":"between","values":["0","99999"]},{"field":"a","op":"lt","value":"100"}]}]"#,
+    );
+    let r = r.expect("ts proven");
+    assert_eq!(r.subs().iter().map(Vec::len).collect::<Vec<_>>(), [1]);
+    assert!(r.filter(&data) == f.filter(&data));
+    let f = Arc::new(f);
+    assert!(scan_all(&path, &f, false, 7).expect("scan").records == f.filter(&data));
+    // A sub-query proven whole: every record matches.
+    let (r, _) = reduce(
+        r#"[{"filters":[{"field":"ts","op":"ge","value":"1000"}]},{"filters":[{"field":"a","op":"eq","value":"3"}]}]"#,
+    );
+    assert!(r.expect("proven").matches_all());
+    // A range the batch crosses, and a filter without an exact zone check (a string), prove nothing.
+    assert!(
+        reduce(r#"[{"filters":[{"field":"ts","op":"lt","value":"3000"}]}]"#)
+            .0
+            .is_none()
+    );
+    assert!(
+        reduce(r#"[{"filters":[{"field":"s","op":"prefix","value":""}]}]"#)
+            .0
+            .is_none()
+    );
 }
 
 #[test]

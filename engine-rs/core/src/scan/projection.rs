@@ -1,0 +1,244 @@
+//! Narrow copies of records for the filter (issue #17, a filtered aggregate's scan): a filter
+//! reads a few bytes of each 150-byte record (`proto`, `dport`, `ts`), yet the kernel's strided
+//! loads bring in a cache line or two per record, so a warm scan moves most of the records'
+//! bytes through the CPU to test a tenth of them. A [`Projection`] lists the byte ranges the
+//! filter's predicates load; the record cache keeps each piece's records cut down to those
+//! ranges (`segment::record_cache`), the filter is evaluated over them with its offsets mapped
+//! ([`Narrowed::filter`]), and only the records that match are read whole (the aggregate, or the
+//! rows sent). The zone maps still use the filter as compiled: blocks are skipped as before.
+
+use std::hash::{Hash, Hasher};
+
+use super::filter::ScanFilter;
+use super::key::Load64;
+use super::pred::{Elem, Pred};
+
+/// A filter whose loads cover at most this share of a record (1 / `WORTH`) runs over narrow
+/// copies; a wider one gains too little for the copy it needs.
+const WORTH: usize = 4;
+
+/// One byte range of a record kept in the narrow copy, and where it lands there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Span {
+    raw: usize,
+    len: usize,
+    at: usize,
+}
+
+/// The byte ranges of a record that a narrow copy keeps, back to back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Projection {
+    spans: Vec<Span>,
+    width: usize,
+    record_size: usize,
+    signature: u64,
+}
+
+/// A filter over narrow copies: the projection and the filter with its offsets mapped into it.
+#[derive(Clone, Debug)]
+pub struct Narrowed {
+    pub projection: Projection,
+    pub filter: ScanFilter,
+}
+
+impl Projection {
+    /// The narrow form of `filter`: `None` when every record matches or none can (nothing to
+    /// evaluate), or when its loads cover more than a quarter of the record.
+    pub fn of(filter: &ScanFilter) -> Option<Narrowed> {
+        Self::narrowed(filter, true)
+    }
+
+    /// [`Projection::of`] however wide the loads are (the tests' way to reach every predicate).
+    #[cfg(test)]
+    pub(crate) fn of_any(filter: &ScanFilter) -> Option<Narrowed> {
+        Self::narrowed(filter, false)
+    }
+
+    fn narrowed(filter: &ScanFilter, worth: bool) -> Option<Narrowed> {
+        if filter.matches_all() || filter.matches_none() {
+            return None;
+        }
+        let rs = filter.record_size();
+        let mut windows: Vec<(usize, usize)> = Vec::new();
+        for sub in filter.subs() {
+            for f in sub {
+                windows.extend(loads_of(&f.pred));
+            }
+        }
+        let projection = Projection::over(&mut windows, rs)?;
+        if worth && projection.width * WORTH > rs {
+            return None;
+        }
+        let filter = filter.remapped(projection.width, |off| projection.map(off));
+        Some(Narrowed { projection, filter })
+    }
+
+    /// Spans covering `windows` (offset, length), overlapping or touching ones merged.
+    fn over(windows: &mut [(usize, usize)], record_size: usize) -> Option<Projection> {
+        windows.sort_unstable();
+        let mut spans: Vec<Span> = Vec::new();
+        for &(off, len) in windows.iter() {
+            if len == 0 || off + len > record_size {
+                return None;
+            }
+            match spans.last_mut() {
+                Some(s) if off <= s.raw + s.len => s.len = s.len.max(off + len - s.raw),
+                _ => spans.push(Span {
+                    raw: off,
+                    len,
+                    at: 0,
+                }),
+            }
+        }
+        let mut width = 0;
+        for s in &mut spans {
+            s.at = width;
+            width += s.len;
+        }
+        if width == 0 {
+            return None;
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (record_size, &spans).hash(&mut h);
+        Some(Projection {
+            spans,
+            width,
+            record_size,
+            signature: h.finish(),
+        })
+    }
+
+    /// Bytes per narrow record.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Names the byte ranges kept (the record cache's key for narrow copies of a piece).
+    pub fn signature(&self) -> u64 {
+        self.signature
+    }
+
+    /// Where a record's byte `off` (inside a kept range) lands in its narrow copy.
+    fn map(&self, off: usize) -> usize {
+        let i = self.spans.partition_point(|s| s.raw + s.len <= off);
+        match self.spans.get(i) {
+            Some(s) if s.raw <= off => s.at + (off - s.raw),
+            // Every offset mapped is the start of a load the spans were made from.
+            _ => unreachable!("offset {off} is outside the projection's spans"),
+        }
+    }
+
+    /// The narrow copies of the whole records of `raw`, back to back.
+    pub fn project(&self, raw: &[u8]) -> Vec<u8> {
+        let n = raw.len() / self.record_size;
+        let mut out = vec![0u8; n * self.width];
+        for (rec, dst) in raw
+            .chunks_exact(self.record_size)
+            .zip(out.chunks_exact_mut(self.width))
+        {
+            for s in &self.spans {
+                dst[s.at..s.at + s.len].copy_from_slice(&rec[s.raw..s.raw + s.len]);
+            }
+        }
+        out
+    }
+}
+
+/// Bytes a 64-bit key load reads.
+fn load_width(l: Load64) -> usize {
+    match l {
+        Load64::U8 | Load64::I8 => 1,
+        Load64::U16Le | Load64::U16Be | Load64::I16Le | Load64::I16Be => 2,
+        Load64::U32Le | Load64::U32Be | Load64::I32Le | Load64::I32Be => 4,
+        Load64::F32Le | Load64::F32Be => 4,
+        Load64::U64Le | Load64::U64Be | Load64::I64Le | Load64::I64Be => 8,
+        Load64::F64Le | Load64::F64Be => 8,
+    }
+}
+
+/// The byte ranges (offset, length) of a record that `p` reads.
+fn loads_of(p: &Pred) -> Vec<(usize, usize)> {
+    match p {
+        Pred::Const(_) => Vec::new(),
+        Pred::K64 { off, load, .. } => vec![(*off, load_width(*load))],
+        Pred::K128 { off, .. } => vec![(*off, 16)],
+        Pred::K256 { off, .. } => vec![(*off, 32)],
+        Pred::Masked { words, .. } => words.iter().map(|w| (w.at, w.len)).collect(),
+        Pred::Bytes { off, len, .. } | Pred::BytesSet { off, len, .. } => vec![(*off, *len)],
+        Pred::List {
+            off,
+            stride,
+            count,
+            elem,
+            ..
+        } => {
+            let last = match elem {
+                Elem::K64 { load, .. } => load_width(*load),
+                Elem::K128 { .. } => 16,
+                Elem::K256 { .. } => 32,
+            };
+            vec![(*off, stride * count.saturating_sub(1) + last)]
+        }
+    }
+}
+
+impl Pred {
+    /// This predicate reading its bytes at `map(offset)` instead (a narrow copy's layout).
+    pub(crate) fn remapped(&self, map: &impl Fn(usize) -> usize) -> Pred {
+        let mut p = self.clone();
+        match &mut p {
+            Pred::Const(_) => {}
+            Pred::K64 { off, .. }
+            | Pred::K128 { off, .. }
+            | Pred::K256 { off, .. }
+            | Pred::Bytes { off, .. }
+            | Pred::BytesSet { off, .. }
+            | Pred::List { off, .. } => *off = map(*off),
+            Pred::Masked { words, .. } => {
+                for w in words {
+                    w.at = map(w.at);
+                }
+            }
+        }
+        p
+    }
+}
+
+/// Asserts that `f` over the narrow copies of `data` matches exactly what it matches over
+/// `data` (rows, and the selections aggregates take); false when `f` has no narrow form.
+#[cfg(test)]
+pub(crate) fn assert_narrow_agrees(f: &ScanFilter, data: &[u8]) -> bool {
+    let Some(nw) = Projection::of_any(f) else {
+        return false;
+    };
+    let rs = f.record_size();
+    let data = &data[..data.len() / rs * rs];
+    let narrow = nw.projection.project(data);
+    assert_eq!(narrow.len(), data.len() / rs * nw.projection.width());
+    let mut rows = Vec::new();
+    let n = nw.filter.filter_into_narrow(&narrow, data, rs, &mut rows);
+    assert!(rows == f.filter(data), "narrow rows differ");
+    assert_eq!(n as usize, rows.len() / rs);
+    let selections = |narrow_form: bool| {
+        let mut got: Vec<(usize, Vec<u32>)> = Vec::new();
+        let mut visit = |c: &[u8], sel: &[u32]| {
+            got.push((c.as_ptr() as usize - data.as_ptr() as usize, sel.to_vec()))
+        };
+        if narrow_form {
+            nw.filter
+                .select_chunks_narrow(&narrow, data, rs, &mut visit);
+        } else {
+            f.select_chunks(data, &mut visit);
+        }
+        got
+    };
+    assert_eq!(
+        selections(true),
+        selections(false),
+        "narrow selections differ"
+    );
+    true
+}
+
+#[cfg(test)]
+mod tests;
