@@ -7,8 +7,6 @@
 //! ([`Narrowed::filter`]), and only the records that match are read whole (the aggregate, or the
 //! rows sent). The zone maps still use the filter as compiled: blocks are skipped as before.
 
-use std::hash::{Hash, Hasher};
-
 use super::filter::ScanFilter;
 use super::key::Load64;
 use super::pred::{Elem, Pred};
@@ -18,7 +16,7 @@ use super::pred::{Elem, Pred};
 const WORTH: usize = 4;
 
 /// One byte range of a record kept in the narrow copy, and where it lands there.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Span {
     raw: usize,
     len: usize,
@@ -31,7 +29,8 @@ pub struct Projection {
     spans: Vec<Span>,
     width: usize,
     record_size: usize,
-    signature: u64,
+    /// The record size, then each span's offset and length: names the copy exactly.
+    key: Vec<u32>,
 }
 
 /// A filter over narrow copies: the projection and the filter with its offsets mapped into it.
@@ -98,13 +97,13 @@ impl Projection {
         if width == 0 {
             return None;
         }
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (record_size, &spans).hash(&mut h);
+        let mut key = vec![record_size as u32];
+        key.extend(spans.iter().flat_map(|s| [s.raw as u32, s.len as u32]));
         Some(Projection {
             spans,
             width,
             record_size,
-            signature: h.finish(),
+            key,
         })
     }
 
@@ -113,9 +112,9 @@ impl Projection {
         self.width
     }
 
-    /// Names the byte ranges kept (the record cache's key for narrow copies of a piece).
-    pub fn signature(&self) -> u64 {
-        self.signature
+    /// Names the byte ranges kept, exactly (with the piece, the record cache's key for a copy).
+    pub fn key(&self) -> &[u32] {
+        &self.key
     }
 
     /// Where a record's byte `off` (inside a kept range) lands in its narrow copy.

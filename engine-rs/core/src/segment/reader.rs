@@ -388,27 +388,33 @@ impl SegmentReader {
         RECORD_CACHE.put(key, Arc::new(records));
     }
 
-    /// The record cache's narrow copy of blocks `first .. end` for projection `signature`
-    /// (`scan::Projection`), made from a piece it keeps.
-    pub fn find_narrow(&self, first: u64, end: u64, signature: u64) -> Option<Arc<Vec<u8>>> {
+    /// The record cache's narrow copy of blocks `first .. end` for the projection named by
+    /// `projection` (`scan::Projection::key`), made from a piece it keeps.
+    pub fn find_narrow(&self, first: u64, end: u64, projection: &[u32]) -> Option<Arc<Vec<u8>>> {
         let key = PieceKey {
             file: self.key,
             first,
             end,
         };
-        RECORD_CACHE.narrow(&key, signature)
+        RECORD_CACHE.narrow(&key, projection)
     }
 
-    /// Keeps `copy`, the narrow copy of blocks `first .. end` (checked records) for projection
-    /// `signature`, in the record cache; returns it shared.
-    pub fn keep_narrow(&self, first: u64, end: u64, signature: u64, copy: Vec<u8>) -> Arc<Vec<u8>> {
+    /// Keeps `copy`, the narrow copy of blocks `first .. end` (checked records) for the projection
+    /// named by `projection`, in the record cache; returns it shared.
+    pub fn keep_narrow(
+        &self,
+        first: u64,
+        end: u64,
+        projection: &[u32],
+        copy: Vec<u8>,
+    ) -> Arc<Vec<u8>> {
         let key = PieceKey {
             file: self.key,
             first,
             end,
         };
         let copy = Arc::new(copy);
-        RECORD_CACHE.put_narrow(key, signature, Arc::clone(&copy));
+        RECORD_CACHE.put_narrow(key, projection, Arc::clone(&copy));
         copy
     }
 

@@ -84,8 +84,8 @@ struct Inner {
     bytes: usize,
     /// Pieces read once recently and not kept (keys only).
     seen: LruCache<PieceKey, ()>,
-    /// Narrow copies of kept pieces, by piece and projection signature.
-    narrow: LruCache<(PieceKey, u64), Arc<Vec<u8>>>,
+    /// Narrow copies of kept pieces, by piece and the projection's key (`scan::Projection::key`).
+    narrow: LruCache<(PieceKey, Vec<u32>), Arc<Vec<u8>>>,
     narrow_bytes: usize,
 }
 
@@ -189,15 +189,15 @@ impl RecordCache {
         evict(&mut g, limit);
     }
 
-    /// The narrow copy of the piece at `key` made for projection `signature`, if kept.
-    pub(super) fn narrow(&self, key: &PieceKey, signature: u64) -> Option<Arc<Vec<u8>>> {
+    /// The narrow copy of the piece at `key` made for projection `projection`, if kept.
+    pub(super) fn narrow(&self, key: &PieceKey, projection: &[u32]) -> Option<Arc<Vec<u8>>> {
         let mut g = self.inner.lock().ok()?;
-        g.narrow.get(&(*key, signature)).map(Arc::clone)
+        g.narrow.get(&(*key, projection.to_vec())).map(Arc::clone)
     }
 
     /// Keeps a narrow copy of the piece at `key` (within an eighth of the limit, least recently
     /// used first out).
-    pub(super) fn put_narrow(&self, key: PieceKey, signature: u64, copy: Arc<Vec<u8>>) {
+    pub(super) fn put_narrow(&self, key: PieceKey, projection: &[u32], copy: Arc<Vec<u8>>) {
         let most = self.limit.load(Ordering::Relaxed) / NARROW_SHARE;
         if copy.len() > most {
             return;
@@ -206,7 +206,7 @@ impl RecordCache {
             return;
         };
         g.narrow_bytes += copy.len();
-        if let Some(old) = g.narrow.put((key, signature), copy) {
+        if let Some(old) = g.narrow.put((key, projection.to_vec()), copy) {
             g.narrow_bytes -= old.len();
         }
         evict_narrow(&mut g, most);
@@ -345,17 +345,17 @@ mod tests {
     #[test]
     fn narrow_copies_stay_within_an_eighth_of_the_limit() {
         let c = RecordCache::new(800);
-        c.put_narrow(key(1, 0), 7, Arc::new(vec![1; 60]));
-        c.put_narrow(key(1, 1), 7, Arc::new(vec![2; 60]));
+        c.put_narrow(key(1, 0), &[7], Arc::new(vec![1; 60]));
+        c.put_narrow(key(1, 1), &[7], Arc::new(vec![2; 60]));
         // 100 bytes for narrow copies: the least recently used goes.
-        assert_eq!(c.narrow(&key(1, 0), 7).map(|p| p[0]), None);
-        assert_eq!(c.narrow(&key(1, 1), 7).map(|p| p[0]), Some(2));
+        assert_eq!(c.narrow(&key(1, 0), &[7]).map(|p| p[0]), None);
+        assert_eq!(c.narrow(&key(1, 1), &[7]).map(|p| p[0]), Some(2));
         // Another projection of the same piece is another copy; a copy above the share is not kept.
-        assert_eq!(c.narrow(&key(1, 1), 8), None);
-        c.put_narrow(key(1, 2), 7, Arc::new(vec![3; 101]));
-        assert_eq!(c.narrow(&key(1, 2), 7), None);
+        assert_eq!(c.narrow(&key(1, 1), &[8]), None);
+        c.put_narrow(key(1, 2), &[7], Arc::new(vec![3; 101]));
+        assert_eq!(c.narrow(&key(1, 2), &[7]), None);
         c.set_limit(0);
-        assert_eq!(c.narrow(&key(1, 1), 7), None, "off");
+        assert_eq!(c.narrow(&key(1, 1), &[7]), None, "off");
     }
 
     #[test]

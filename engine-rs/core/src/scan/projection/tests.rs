@@ -103,7 +103,7 @@ fn not_when_nothing_is_evaluated_or_the_loads_are_wide() {
 }
 
 #[test]
-fn another_set_of_bytes_is_another_signature() {
+fn another_set_of_bytes_is_another_key() {
     let a = Projection::of(&filter(
         r#"[{"filters":[{"field":"proto","op":"eq","value":"6"}]}]"#,
     ))
@@ -117,8 +117,8 @@ fn another_set_of_bytes_is_another_signature() {
     ))
     .expect("dport");
     // The copies depend on the bytes kept, not on the values compared.
-    assert_eq!(a.projection.signature(), b.projection.signature());
-    assert_ne!(a.projection.signature(), c.projection.signature());
+    assert_eq!(a.projection.key(), b.projection.key());
+    assert_ne!(a.projection.key(), c.projection.key());
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::scan::filter::ScanFilter;
 use crate::scan::projection::{Narrowed, Projection};
 use std::sync::Arc;
 
-use crate::segment::{BlockEntry, PieceLookup, SegmentError};
+use crate::segment::{BlockEntry, PieceLookup, SegmentError, SegmentReader};
 
 /// Where a piece's runs of wanted blocks are read from.
 enum Source {
@@ -32,6 +32,37 @@ impl SegmentScanner {
             .clone()
     }
 
+    /// Blocks per piece of the record cache's grid (about `PIECE_BYTES` of records).
+    fn piece_grid(&self) -> u64 {
+        let rs = u64::from(self.reader.header().record_size);
+        let block_bytes = u64::from(self.reader.header().block_size).max(1) * rs;
+        (PIECE_BYTES / block_bytes.max(1)).max(1)
+    }
+
+    /// How many times a step's blocks may grow when it starts on a piece the record cache keeps a
+    /// narrow copy of for this filter: the record size over the copy's width, at most 8; 1 when
+    /// the step reads whole records (no narrow form, verify_hash, the cache off or cold there).
+    pub(super) fn narrow_step_factor(&mut self, first: u64) -> u64 {
+        if self.chain.is_some() || !self.record_cache || !SegmentReader::record_cache_on() {
+            return 1;
+        }
+        let Some(nw) = self.narrowed() else {
+            return 1;
+        };
+        let grid = self.piece_grid();
+        let piece_first = first / grid * grid;
+        let piece_end = (piece_first + grid).min(self.reader.blocks());
+        if self
+            .reader
+            .find_narrow(piece_first, piece_end, nw.projection.key())
+            .is_none()
+        {
+            return 1;
+        }
+        let width = nw.projection.width().max(1) as u64;
+        (self.filter.record_size() as u64 / width).clamp(1, 8)
+    }
+
     /// Scans the wanted blocks of `first .. end` through the record cache: pieces on a fixed grid
     /// of about `PIECE_BYTES` (so later queries ask for the same pieces, whichever blocks their
     /// zones rule out). A piece read for the second time recently is read whole, checked and
@@ -44,8 +75,7 @@ impl SegmentScanner {
         step: &mut ScanStep,
     ) -> Result<(), ScanError> {
         let rs = u64::from(self.reader.header().record_size);
-        let block_bytes = u64::from(self.reader.header().block_size).max(1) * rs;
-        let grid = (PIECE_BYTES / block_bytes.max(1)).max(1);
+        let grid = self.piece_grid();
         let total = self.reader.blocks();
         let want = |b: u64| wanted[(b - first) as usize];
         let narrowed = self.narrowed();
@@ -78,13 +108,13 @@ impl SegmentScanner {
             let narrow = match (&source, &narrowed) {
                 (Source::Cached(p), Some(nw)) => {
                     self.narrow_pieces += 1;
-                    let sig = nw.projection.signature();
-                    Some(match self.reader.find_narrow(piece_first, piece_end, sig) {
+                    let key = nw.projection.key();
+                    Some(match self.reader.find_narrow(piece_first, piece_end, key) {
                         Some(copy) => copy,
                         None => self.reader.keep_narrow(
                             piece_first,
                             piece_end,
-                            sig,
+                            key,
                             nw.projection.project(p),
                         ),
                     })

@@ -225,26 +225,33 @@ fn zone_skipping_never_changes_results() {
 
 /// Scans `path` to its end with the record cache on, narrow copies on or off, and `plan` as the
 /// aggregate when given: the rows, the final partial, how many pieces came from the cache and
-/// over how many the filter ran on narrow copies.
+/// over how many the filter ran on narrow copies, and the steps it took.
 fn scan_narrow(
     path: &Path,
     f: &Arc<ScanFilter>,
     plan: Option<&Arc<AggregatePlan>>,
     narrow: bool,
-) -> (Vec<u8>, Option<String>, u64, u64) {
+) -> (Vec<u8>, Option<String>, u64, u64, u32) {
     let mut s = SegmentScanner::open(path, Arc::clone(f), false).expect("open");
     s.set_narrow_copies(narrow);
     if let Some(p) = plan {
         s.set_aggregate(Arc::clone(p));
     }
     let mut rows = Vec::new();
-    loop {
+    for steps in 1.. {
         let st = s.next(40).expect("step");
         rows.extend(st.records);
         if st.done {
-            return (rows, st.partial, s.cached_pieces(), s.narrow_pieces());
+            return (
+                rows,
+                st.partial,
+                s.cached_pieces(),
+                s.narrow_pieces(),
+                steps,
+            );
         }
     }
+    unreachable!("a scan ends")
 }
 
 #[test]
@@ -268,7 +275,7 @@ fn narrow_copies_never_change_results() {
         for _ in 0..2 {
             scan_narrow(&path, &f, None, true);
         }
-        let (rows, _, cached, narrow_pieces) = scan_narrow(&path, &f, None, true);
+        let (rows, _, cached, narrow_pieces, _) = scan_narrow(&path, &f, None, true);
         assert!(rows == f.filter(&data), "{q}: rows over narrow copies");
         let whole = scan_narrow(&path, &f, Some(&plan), false);
         let narrow = scan_narrow(&path, &f, Some(&plan), true);
