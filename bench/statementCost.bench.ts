@@ -12,11 +12,10 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { PlatformIngestClient } from '../sdk/platformIngestClient';
 import { startCluster } from '../test/support/cluster';
-import { freePort, startHd, waitForPort } from '../test/support/hdProcess';
+import type { startHd } from '../test/support/hdProcess';
 import { makeDataset } from './peers/dataset';
-import { FLOWS_SCHEMA } from './peers/hd';
+import { FLOWS_SCHEMA, ingest, startSql } from './peers/hd';
 import { median, since, tsBound, workload } from './peers/workload';
 
 const arg = (name: string, dflt: string): string => {
@@ -53,29 +52,10 @@ async function main(): Promise<void> {
   const cluster = await startCluster({ recordSize: 150, schemas: [FLOWS_SCHEMA] });
   let sql: ReturnType<typeof startHd> | undefined;
   try {
-    {
-      await using client = new PlatformIngestClient();
-      client.loadDatasetSchema(FLOWS_SCHEMA);
-      client.setSccTargets([`${cluster.host}:${cluster.scc.productionPort}`]);
-      for (const b of d.batches) {
-        const id = client.generateBatchIdTime(b.start, b.start + 60);
-        if (!(await client.streamInsert(id, d.records.subarray(b.from * 150, b.to * 150)))) throw new Error(String(client.lastError));
-        if (!(await client.sendEob(id))) throw new Error(String(client.lastError));
-      }
-    }
-    const [pgPort, http, ret] = [await freePort(), await freePort(), await freePort()];
-    sql = startHd(['run', 'pipelines/sql.yaml', '--quiet'], {
-      HD_SQL_SCC_TARGETS: `${cluster.host}:${cluster.scc.productionPort}:${cluster.scc.queryGrpcPort}`,
-      HD_SQL_SCHEMA_DIR: path.join(dir, 'schemas'),
-      PLATFORM_DATA_RETURN_HOST: '127.0.0.1',
-      PLATFORM_DATA_RETURN_PORT: String(ret),
-      HD_SQL_PGWIRE_ADDRESS: `127.0.0.1:${pgPort}`,
-      HD_SQL_HTTP_ADDRESS: `127.0.0.1:${http}`,
-      HD_SQL_FLIGHTSQL_ENABLED: 'false',
-      OBSERVABILITY_PORT: '-1',
-    });
-    await waitForPort('127.0.0.1', pgPort, sql, 60_000);
-    const c = new pg.Client({ host: '127.0.0.1', port: pgPort, user: 'hd', database: 'hd' });
+    await ingest(d, `${cluster.host}:${cluster.scc.productionPort}`);
+    const door = await startSql(cluster, path.join(dir, 'schemas'));
+    sql = door.sql;
+    const c = new pg.Client({ host: '127.0.0.1', port: door.pgPort, user: 'hd', database: 'hd' });
     await c.connect();
     try {
       const w = workload(d, tsBound);

@@ -22,7 +22,7 @@ const MAX_UNACKED = 4;
 export const FLOWS_SCHEMA = JSON.stringify({ ...FLOW, id: 'flows' });
 
 /** Sends every batch, at most MAX_UNACKED eobs unanswered; ms from the first byte to the last durable ack. */
-async function ingest(d: Dataset, sccAddress: string): Promise<number> {
+export async function ingest(d: Dataset, sccAddress: string): Promise<number> {
   await using client = new PlatformIngestClient();
   client.loadDatasetSchema(FLOWS_SCHEMA);
   client.setSccTargets([sccAddress]);
@@ -93,6 +93,27 @@ async function fetchOnly(d: Dataset, w: Workload, scc: { host: string; productio
   }
 }
 
+/**
+ * hd_sql (`hd run pipelines/sql.yaml`) in direct SCC mode against `cluster`, its PostgreSQL door on
+ * a free loopback port, once that port answers.
+ */
+export async function startSql(cluster: { host: string; scc: { productionPort: number; queryGrpcPort: number } }, schemaDir: string): Promise<{ sql: ReturnType<typeof startHd>; pgPort: number }> {
+  const [pgPort, http, ret] = [await freePort(), await freePort(), await freePort()];
+  const sql = startHd(['run', 'pipelines/sql.yaml', '--quiet'], {
+    HD_SQL_SCC_TARGETS: `${cluster.host}:${cluster.scc.productionPort}:${cluster.scc.queryGrpcPort}`,
+    HD_SQL_SCHEMA_DIR: schemaDir,
+    PLATFORM_DATA_RETURN_HOST: '127.0.0.1',
+    PLATFORM_DATA_RETURN_PORT: String(ret),
+    HD_SQL_PGWIRE_ADDRESS: `127.0.0.1:${pgPort}`,
+    HD_SQL_HTTP_ADDRESS: `127.0.0.1:${http}`,
+    HD_SQL_FLIGHTSQL_ENABLED: 'false',
+    OBSERVABILITY_PORT: '-1',
+    HD_SQL_QUERY_TIMEOUT_MS: '600000',
+  });
+  await waitForPort('127.0.0.1', pgPort, sql, 60_000);
+  return { sql, pgPort };
+}
+
 /** Runs HD's part of the bench. */
 export async function runHd(d: Dataset): Promise<SystemResult> {
   const r: SystemResult = { system: 'HD', answers: {}, notes: [] };
@@ -104,20 +125,9 @@ export async function runHd(d: Dataset): Promise<SystemResult> {
   let c: pg.Client | undefined;
   try {
     r.ingestMs = await ingest(d, `${cluster.host}:${cluster.scc.productionPort}`);
-    const [pgPort, http, ret] = [await freePort(), await freePort(), await freePort()];
-    sql = startHd(['run', 'pipelines/sql.yaml', '--quiet'], {
-      HD_SQL_SCC_TARGETS: `${cluster.host}:${cluster.scc.productionPort}:${cluster.scc.queryGrpcPort}`,
-      HD_SQL_SCHEMA_DIR: path.join(dir, 'schemas'),
-      PLATFORM_DATA_RETURN_HOST: '127.0.0.1',
-      PLATFORM_DATA_RETURN_PORT: String(ret),
-      HD_SQL_PGWIRE_ADDRESS: `127.0.0.1:${pgPort}`,
-      HD_SQL_HTTP_ADDRESS: `127.0.0.1:${http}`,
-      HD_SQL_FLIGHTSQL_ENABLED: 'false',
-      OBSERVABILITY_PORT: '-1',
-      HD_SQL_QUERY_TIMEOUT_MS: '600000',
-    });
-    await waitForPort('127.0.0.1', pgPort, sql, 60_000);
-    c = new pg.Client({ host: '127.0.0.1', port: pgPort, user: 'hd', database: 'hd' });
+    const door = await startSql(cluster, path.join(dir, 'schemas'));
+    sql = door.sql;
+    c = new pg.Client({ host: '127.0.0.1', port: door.pgPort, user: 'hd', database: 'hd' });
     await c.connect();
     const client = c;
     const w = workload(d, tsBound);

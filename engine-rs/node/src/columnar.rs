@@ -57,6 +57,14 @@ fn field_indices<'cx, C: Context<'cx>>(
     Ok(out)
 }
 
+/// The field mask's bytes, copied (a task may run after JavaScript changed the buffer).
+fn mask_of<'cx>(
+    cx: &mut FunctionContext<'cx>,
+    mask: Option<Handle<'cx, JsBuffer>>,
+) -> Option<Vec<u8>> {
+    mask.map(|m| m.as_slice(cx).to_vec())
+}
+
 fn throw_columnar<'cx, C: Context<'cx>, T>(cx: &mut C, e: &ColumnarError) -> NeonResult<T> {
     throw_coded(cx, e.code(), &e.to_string())
 }
@@ -74,7 +82,7 @@ fn columnar_encode_async<'cx>(
 ) -> JsResult<'cx, JsPromise> {
     let (schema, ix) = schema_fields(cx, handle, fields)?;
     let bytes = records.as_slice(cx).to_vec();
-    let mask = mask.map(|m| m.as_slice(cx).to_vec());
+    let mask = mask_of(cx, mask);
     let opts = options(raw_addresses);
     let promise = cx
         .task(move || encode_columnar(&schema, &bytes, &ix, &opts, mask.as_deref()))
@@ -96,9 +104,14 @@ fn columnar_encode<'cx>(
     mask: Option<Handle<'cx, JsBuffer>>,
 ) -> JsResult<'cx, JsBuffer> {
     let (schema, ix) = schema_fields(cx, handle, fields)?;
-    let opts = options(raw_addresses);
-    let mask = mask.map(|m| m.as_slice(cx).to_vec());
-    let result = encode_columnar(&schema, records.as_slice(cx), &ix, &opts, mask.as_deref());
+    let mask = mask_of(cx, mask);
+    let result = encode_columnar(
+        &schema,
+        records.as_slice(cx),
+        &ix,
+        &options(raw_addresses),
+        mask.as_deref(),
+    );
     match result {
         Ok(body) => JsBuffer::from_slice(cx, &body),
         Err(e) => throw_decode(cx, &e),
