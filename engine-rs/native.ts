@@ -286,7 +286,7 @@ export interface Native {
   /** Sets the record cache's limit in bytes (0: off); returns it. Throws ERR_INVALID_ARG. */
   setRecordCacheBytes(bytes: number): number;
   /** The record cache: limit, bytes and pieces held, pieces found (hits) and read (misses). */
-  recordCacheStats(): { limit: number; bytes: number; pieces: number; hits: number; misses: number };
+  recordCacheStats(): { limit: number; bytes: number; pieces: number; hits: number; misses: number; narrowBytes: number; narrowPieces: number };
   /** Recomputes the chain over every record; damage resolves `{ ok: false, code, message }`. */
   segmentVerify(path: string): Promise<{ ok: true; records: number; blocks: number; closingHash: Buffer } | { ok: false; code: string; message: string }>;
   /** Crash recovery of a segment directory. */

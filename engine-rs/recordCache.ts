@@ -3,6 +3,7 @@
  * kept in memory after every block in them passed its CRC-32C, so scans that read the same batches
  * again skip the read, the copy out of the page cache and the checksum. A piece belongs to one
  * unchanged file; least recently used pieces go first; audits (verify_hash) always read the file.
+ * Beside the pieces it keeps narrow copies of them, the few bytes a filter loads of each record.
  */
 import { native } from './native';
 
@@ -21,6 +22,13 @@ export interface RecordCacheStats {
   readonly hits: number;
   /** Pieces scans read from a file. */
   readonly misses: number;
+  /**
+   * Bytes of narrow copies kept now: a kept piece cut down to the bytes a filter loads, which the
+   * filter runs over (engine-rs `scan/projection.rs`); within an eighth of the limit, beside it.
+   */
+  readonly narrowBytes: number;
+  /** Narrow copies kept now. */
+  readonly narrowPieces: number;
 }
 
 /**

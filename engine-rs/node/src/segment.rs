@@ -503,7 +503,8 @@ fn set_record_cache<'cx>(cx: &mut FunctionContext<'cx>, bytes: f64) -> JsResult<
     Ok(cx.number(set_record_cache_bytes(bytes as usize) as f64))
 }
 
-/// The record cache: its limit, what it holds, and the pieces found and read since start.
+/// The record cache: its limit, what it holds (pieces and narrow copies), and the pieces found
+/// and read since start.
 #[neon::export(name = "recordCacheStats")]
 fn record_cache<'cx>(cx: &mut FunctionContext<'cx>) -> JsResult<'cx, JsObject> {
     let s = record_cache_stats();
@@ -514,6 +515,8 @@ fn record_cache<'cx>(cx: &mut FunctionContext<'cx>) -> JsResult<'cx, JsObject> {
         ("pieces", s.pieces as f64),
         ("hits", s.hits as f64),
         ("misses", s.misses as f64),
+        ("narrowBytes", s.narrow_bytes as f64),
+        ("narrowPieces", s.narrow_pieces as f64),
     ] {
         let n = cx.number(v);
         o.set(cx, name, n)?;

@@ -77,6 +77,10 @@ pub struct RecordCacheStats {
     pub hits: u64,
     /// Pieces read from a file (and then kept, if they fit) since the process started.
     pub misses: u64,
+    /// Bytes of narrow copies kept now (within an eighth of the limit, beside the pieces).
+    pub narrow_bytes: usize,
+    /// Narrow copies kept now.
+    pub narrow_pieces: usize,
 }
 
 struct Inner {
@@ -225,17 +229,19 @@ impl RecordCache {
     }
 
     pub(super) fn stats(&self) -> RecordCacheStats {
-        let (bytes, pieces) = self
+        let (bytes, pieces, narrow_bytes, narrow_pieces) = self
             .inner
             .lock()
-            .map(|g| (g.bytes, g.map.len()))
-            .unwrap_or((0, 0));
+            .map(|g| (g.bytes, g.map.len(), g.narrow_bytes, g.narrow.len()))
+            .unwrap_or((0, 0, 0, 0));
         RecordCacheStats {
             limit: self.limit.load(Ordering::Relaxed),
             bytes,
             pieces,
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
+            narrow_bytes,
+            narrow_pieces,
         }
     }
 }
@@ -352,6 +358,8 @@ mod tests {
         assert_eq!(c.narrow(&key(1, 1), &[7]).map(|p| p[0]), Some(2));
         // Another projection of the same piece is another copy; a copy above the share is not kept.
         assert_eq!(c.narrow(&key(1, 1), &[8]), None);
+        let s = c.stats();
+        assert_eq!((s.narrow_bytes, s.narrow_pieces, s.bytes), (60, 1, 0));
         c.put_narrow(key(1, 2), &[7], Arc::new(vec![3; 101]));
         assert_eq!(c.narrow(&key(1, 2), &[7]), None);
         c.set_limit(0);
