@@ -1,7 +1,7 @@
 //! Narrow copies of records for the filter (issue #17, a filtered aggregate's scan): a filter
-//! reads a few bytes of each 150-byte record (`proto`, `dport`, `ts`), yet the kernel's strided
-//! loads bring in a cache line or two per record, so a warm scan moves most of the records'
-//! bytes through the CPU to test a tenth of them. A [`Projection`] lists the byte ranges the
+//! reads a few bytes of each 150-byte record (`proto`, `dport`, `ts`), yet over whole records it
+//! strides through all of them: each load brings in a cache line, and the staging copy before the
+//! kernel moves every byte once more. A [`Projection`] lists the byte ranges the
 //! filter's predicates load; the record cache keeps each piece's records cut down to those
 //! ranges (`segment::record_cache`), the filter is evaluated over them with its offsets mapped
 //! ([`Narrowed::filter`]), and only the records that match are read whole (the aggregate, or the
