@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { Dataset } from './dataset';
-import { GROUP_RUNS, median, percentile, tsBound, WARM_RUNS, WARMUP_ROUNDS, workload, type SystemResult } from './workload';
+import { GROUP_RUNS, median, percentile, tsBound, WARM_RUNS, WARMUP_MS, WARMUP_ROUNDS, workload, type SystemResult } from './workload';
 
 const TABLE = `CREATE TABLE flows (ts Int64, proto LowCardinality(String), src String, dst String, src6 String, sport Int32, dport Int32, bytes Int64, packets Int64, dt Int64, amount Decimal(18,4), ttl Int16, rtt Float32, score Float64, ok Bool, host String, ports String, tags String, asn Int32, vlan Int16, flow_id Int64, country String) ENGINE = MergeTree ORDER BY ts SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`;
 
@@ -42,7 +42,7 @@ export async function runChdb(d: Dataset, base: string, csv: string, python: str
     if (ing['rows'] !== d.n) throw new Error(`chDB holds ${String(ing['rows'])} rows, expected ${d.n}`);
     r.ingestMs = ing['ingest_ms'] as number;
     const w = workload(d, tsBound);
-    const q = await runner(python, { mode: 'query', path: dir, q2: w.q2, q3: w.q3, q4group: w.q4group, q4rows: w.q4rows, q5: w.q5, warm_runs: WARM_RUNS, group_runs: GROUP_RUNS, warmup_rounds: WARMUP_ROUNDS });
+    const q = await runner(python, { mode: 'query', path: dir, q2: w.q2, q3: w.q3, q4group: w.q4group, q4rows: w.q4rows, q5: w.q5, warm_runs: WARM_RUNS, group_runs: GROUP_RUNS, warmup_rounds: WARMUP_ROUNDS, warmup_ms: WARMUP_MS });
     r.q2ColdMs = q['q2_cold_ms'] as number;
     r.q2WarmMs = median(q['q2_warm_ms'] as number[]);
     r.q3P50Ms = percentile(q['q3_ms'] as number[], 50);
