@@ -209,7 +209,7 @@ export class SqlEngine {
         const named: ExecuteOptions = rows && naming ? { ...opts, rows: { begin: (schema) => rows.begin(schemaWithNames(schema, naming.namesFor(schema.fields.map((f) => f.name)))), rows: (b) => rows.rows(b) } } : opts;
         const r = await this.executeIn(session, sql, named, deadline);
         // PostgreSQL's column names, whichever path answered (sql/resultNames.ts).
-        return { ...r, table: withNames(r.table, (await this.namingOf(session, sql)).namesFor(r.table.schema.fields.map((f) => f.name))) };
+        return { ...r, table: withNames(r.table, (naming ?? (await this.namingOf(session, sql))).namesFor(r.table.schema.fields.map((f) => f.name))) };
       }), { attributes: { 'db.system.name': 'hd', 'db.query.text': sql.length > 2048 ? `${sql.slice(0, 2048)}…` : sql } });
     } catch (err) {
       throw toSqlError(err, opts.signal);

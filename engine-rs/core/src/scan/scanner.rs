@@ -114,9 +114,8 @@ pub struct SegmentScanner {
     record_cache: bool,
     /// Pieces the record cache served.
     cached_pieces: u64,
-    /// Filters run over the record cache's narrow copies where they gain (the default).
-    narrow_copies: bool,
-    /// The filter's narrow form, once worked out (`None` inside: it has none).
+    /// The filter's narrow form, once worked out (`None` inside: it has none, or narrow copies
+    /// are turned off for this scan).
     narrow: Option<Option<Arc<super::projection::Narrowed>>>,
     /// Pieces whose narrow copy the filter ran over.
     narrow_pieces: u64,
@@ -191,7 +190,6 @@ impl SegmentScanner {
             finished: false,
             record_cache: true,
             cached_pieces: 0,
-            narrow_copies: true,
             narrow: None,
             narrow_pieces: 0,
         })
@@ -211,7 +209,7 @@ impl SegmentScanner {
     /// Runs the filter over the record cache's narrow copies of its pieces where that gains
     /// (`on`, the default), or always over whole records (the differential tests' reference).
     pub fn set_narrow_copies(&mut self, on: bool) {
-        self.narrow_copies = on;
+        self.narrow = if on { None } else { Some(None) };
     }
 
     /// Pieces whose narrow copy the filter ran over this scan.

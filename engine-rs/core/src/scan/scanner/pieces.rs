@@ -24,9 +24,6 @@ impl SegmentScanner {
     /// The filter's narrow form (`projection.rs`), worked out on first use; `None` when the
     /// filter gains nothing from narrow copies or they are turned off for this scan.
     fn narrowed(&mut self) -> Option<Arc<Narrowed>> {
-        if !self.narrow_copies {
-            return None;
-        }
         self.narrow
             .get_or_insert_with(|| Projection::of(&self.filter).map(Arc::new))
             .clone()
