@@ -78,23 +78,48 @@ pub fn current_tid() -> i32 {
 
 /// The process's threads: (tid, name from `/proc/self/task/<tid>/comm`), by tid. A thread that
 /// ends while it is read is left out.
+///
+/// One pass over `/proc/self/task` can end early: the kernel walks the thread list from the entry
+/// it stopped at, and when that thread has just exited the walk stops there, leaving out every
+/// later thread. So passes repeat until two in a row list the same threads (at most a few), and
+/// the threads of all passes that are still alive are kept.
 pub fn process_threads() -> io::Result<Vec<(i32, String)>> {
-    let mut out = Vec::new();
+    let mut all = std::collections::BTreeSet::new();
+    let mut last: Vec<i32> = Vec::new();
+    for _ in 0..8 {
+        let pass = task_ids()?;
+        let same = pass == last;
+        all.extend(pass.iter().copied());
+        last = pass;
+        if same {
+            break;
+        }
+    }
+    // Names last, and only of threads still there.
+    Ok(all
+        .into_iter()
+        .filter_map(|tid| {
+            std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+                .ok()
+                .map(|name| (tid, name.trim_end().to_string()))
+        })
+        .collect())
+}
+
+/// One pass over `/proc/self/task`: the thread ids it lists, sorted.
+fn task_ids() -> io::Result<Vec<i32>> {
+    let mut ids = Vec::new();
     for entry in std::fs::read_dir("/proc/self/task")? {
-        let entry = entry?;
-        let Some(tid) = entry
+        if let Some(tid) = entry?
             .file_name()
             .to_str()
             .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if let Ok(name) = std::fs::read_to_string(entry.path().join("comm")) {
-            out.push((tid, name.trim_end().to_string()));
+        {
+            ids.push(tid);
         }
     }
-    out.sort_unstable_by_key(|t| t.0);
-    Ok(out)
+    ids.sort_unstable();
+    Ok(ids)
 }
 
 /// CPUs the engine's worker threads run on; empty: not pinned (they keep their starter's).
