@@ -7,6 +7,7 @@
 //! ([`Narrowed::filter`]), and only the records that match are read whole (the aggregate, or the
 //! rows sent). The zone maps still use the filter as compiled: blocks are skipped as before.
 
+use super::aggregate::{AggregatePlan, Read, ReadKind};
 use super::filter::ScanFilter;
 use super::key::Load64;
 use super::pred::{Elem, Pred};
@@ -38,22 +39,38 @@ pub struct Projection {
 pub struct Narrowed {
     pub projection: Projection,
     pub filter: ScanFilter,
+    /// The query's aggregate reading the copies, when they hold every byte it reads: then the
+    /// matches are aggregated from the copies too, and no whole record is read.
+    pub aggregate: Option<AggregatePlan>,
 }
 
 impl Projection {
     /// The narrow form of `filter`: `None` when every record matches or none can (nothing to
     /// evaluate), or when its loads cover more than a quarter of the record.
     pub fn of(filter: &ScanFilter) -> Option<Narrowed> {
-        Self::narrowed(filter, true)
+        Self::narrowed(filter, None, true)
+    }
+
+    /// [`Projection::of`] for a scan that aggregates the matches with `aggregate`: the copies
+    /// also keep the bytes the aggregate reads when they still fit in a quarter of the record
+    /// (then [`Narrowed::aggregate`] is set), else they are the filter's alone.
+    pub fn of_scan(filter: &ScanFilter, aggregate: Option<&AggregatePlan>) -> Option<Narrowed> {
+        aggregate
+            .and_then(|a| Self::narrowed(filter, Some(a), true))
+            .or_else(|| Self::narrowed(filter, None, true))
     }
 
     /// [`Projection::of`] however wide the loads are (the tests' way to reach every predicate).
     #[cfg(test)]
     pub(crate) fn of_any(filter: &ScanFilter) -> Option<Narrowed> {
-        Self::narrowed(filter, false)
+        Self::narrowed(filter, None, false)
     }
 
-    fn narrowed(filter: &ScanFilter, worth: bool) -> Option<Narrowed> {
+    fn narrowed(
+        filter: &ScanFilter,
+        aggregate: Option<&AggregatePlan>,
+        worth: bool,
+    ) -> Option<Narrowed> {
         if filter.matches_all() || filter.matches_none() {
             return None;
         }
@@ -64,12 +81,24 @@ impl Projection {
                 windows.extend(loads_of(&f.pred));
             }
         }
+        if let Some(a) = aggregate {
+            if a.record_size != rs {
+                return None;
+            }
+            windows.extend(a.reads().map(read_window));
+        }
         let projection = Projection::over(&mut windows, rs)?;
         if worth && projection.width * WORTH > rs {
             return None;
         }
-        let filter = filter.remapped(projection.width, |off| projection.map(off));
-        Some(Narrowed { projection, filter })
+        let map = |off| projection.map(off);
+        let filter = filter.remapped(projection.width, map);
+        let aggregate = aggregate.map(|a| a.remapped(projection.width, map));
+        Some(Narrowed {
+            projection,
+            filter,
+            aggregate,
+        })
     }
 
     /// Spans covering `windows` (offset, length), overlapping or touching ones merged.
@@ -152,6 +181,15 @@ fn load_width(l: Load64) -> usize {
         Load64::F32Le | Load64::F32Be => 4,
         Load64::U64Le | Load64::U64Be | Load64::I64Le | Load64::I64Be => 8,
         Load64::F64Le | Load64::F64Be => 8,
+    }
+}
+
+/// The byte range (offset, length) of a record that an aggregate's read loads: its field, or
+/// its 64-bit key load where that is wider.
+fn read_window(r: &Read) -> (usize, usize) {
+    match r.kind {
+        ReadKind::K64 { load, .. } => (r.off, r.size.max(load_width(load))),
+        _ => (r.off, r.size),
     }
 }
 

@@ -245,6 +245,26 @@ fn key_read(schema: &Schema, i: usize, mask: Option<&[u8]>) -> Option<Read> {
 }
 
 impl AggregatePlan {
+    /// What the plan's keys and measures read of each record.
+    pub fn reads(&self) -> impl Iterator<Item = &Read> {
+        let keys = self.keys.iter().map(|k| &k.read);
+        keys.chain(self.measures.iter().filter_map(|m| m.read.as_ref()))
+    }
+
+    /// This plan reading records of `record_size` bytes with each field at `map(offset)` (a
+    /// narrow copy's layout, `scan::projection`).
+    pub fn remapped(&self, record_size: usize, map: impl Fn(usize) -> usize) -> AggregatePlan {
+        let mut p = self.clone();
+        p.record_size = record_size;
+        for k in &mut p.keys {
+            k.read.off = map(k.read.off);
+        }
+        for r in p.measures.iter_mut().filter_map(|m| m.read.as_mut()) {
+            r.off = map(r.off);
+        }
+        p
+    }
+
     /// Parses `aggregate` JSON and compiles it against `schema`. `field_mask`, when given, is one
     /// record long (the caller checks its length): hidden bits read as zeros.
     pub fn compile(

@@ -173,6 +173,11 @@ impl AggregateState {
         }
     }
 
+    /// The plan this partial accumulates.
+    pub fn plan(&self) -> &AggregatePlan {
+        &self.plan
+    }
+
     /// Whether more groups appeared than the plan's `max_groups` (the partial is then void).
     pub fn overflowed(&self) -> bool {
         self.overflow
@@ -203,9 +208,9 @@ impl AggregateState {
         g
     }
 
-    fn group_keys(&self, d: &[u8], at: usize) -> Keys {
+    fn group_keys(plan: &AggregatePlan, d: &[u8], at: usize) -> Keys {
         let mut k = [0u64; MAX_GROUP_KEYS];
-        for (slot, key) in k.iter_mut().zip(&self.plan.keys) {
+        for (slot, key) in k.iter_mut().zip(&plan.keys) {
             let mut v = key_of(&key.read, d, at);
             if let (Some(n), ReadKind::K64 { signed, .. }) = (key.bucket, key.read.kind) {
                 v = bucketed(v, signed, n);
@@ -217,11 +222,24 @@ impl AggregateState {
 
     /// Adds the records `sel` (indices into `chunk`, whole records of the plan's size).
     pub fn add(&mut self, chunk: &[u8], sel: &[u32]) {
+        let plan = Arc::clone(&self.plan);
+        self.add_as(&plan, chunk, sel);
+    }
+
+    /// [`Self::add`] over narrow copies of the records: `plan` is this state's plan reading the
+    /// copies' layout ([`AggregatePlan::remapped`]), `chunk` holds `plan.record_size`-byte copies.
+    pub fn add_narrow(&mut self, plan: &AggregatePlan, chunk: &[u8], sel: &[u32]) {
+        debug_assert_eq!(plan.keys.len(), self.plan.keys.len());
+        debug_assert_eq!(plan.measures.len(), self.plan.measures.len());
+        self.add_as(plan, chunk, sel);
+    }
+
+    fn add_as(&mut self, plan: &AggregatePlan, chunk: &[u8], sel: &[u32]) {
         if sel.is_empty() || self.overflow {
             return;
         }
-        let rs = self.plan.record_size;
-        let max = self.plan.max_groups;
+        let rs = plan.record_size;
+        let max = plan.max_groups;
         let mut gidx = std::mem::take(&mut self.gidx);
         gidx.clear();
         match &self.index {
@@ -232,7 +250,7 @@ impl AggregateState {
                 gidx.resize(sel.len(), 0);
             }
             Index::Direct(_) => {
-                let r = self.plan.keys[0].read.clone();
+                let r = plan.keys[0].read.clone();
                 for &i in sel {
                     let k = key_of(&r, chunk, i as usize * rs) as usize;
                     let Index::Direct(t) = &self.index else {
@@ -255,7 +273,7 @@ impl AggregateState {
             }
             Index::Hash(_) => {
                 for &i in sel {
-                    let k = self.group_keys(chunk, i as usize * rs);
+                    let k = Self::group_keys(plan, chunk, i as usize * rs);
                     let Index::Hash(m) = &self.index else {
                         unreachable!()
                     };
@@ -278,7 +296,7 @@ impl AggregateState {
                 }
             }
         }
-        for (acc, m) in self.accs.iter_mut().zip(&self.plan.measures) {
+        for (acc, m) in self.accs.iter_mut().zip(&plan.measures) {
             accumulate(acc, m.read.as_ref(), chunk, rs, sel, &gidx);
         }
         self.gidx = gidx;

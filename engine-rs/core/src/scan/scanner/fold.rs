@@ -37,6 +37,11 @@ impl SegmentScanner {
     }
 
     fn start_aggregate(&mut self, plan: Arc<AggregatePlan>, fold: Fold) {
+        // A narrow form worked out before is worked out again with the aggregate's bytes (one
+        // turned off stays off).
+        if matches!(self.narrow, Some(Some(_))) {
+            self.narrow = None;
+        }
         // The filter must hold for every record: none at all, or one the batch's zones prove.
         let covers_all =
             self.filter.matches_all() || self.plan.must_match(self.reader.batch_filter());

@@ -24,9 +24,16 @@ impl SegmentScanner {
     /// The filter's narrow form (`projection.rs`), worked out on first use; `None` when the
     /// filter gains nothing from narrow copies or they are turned off for this scan.
     fn narrowed(&mut self) -> Option<Arc<Narrowed>> {
+        let aggregate = self.aggregate.as_ref().map(|a| a.plan());
         self.narrow
-            .get_or_insert_with(|| Projection::of(&self.filter).map(Arc::new))
+            .get_or_insert_with(|| Projection::of_scan(&self.filter, aggregate).map(Arc::new))
             .clone()
+    }
+
+    /// The narrow form this scan uses (the tests' view of [`Self::narrowed`]).
+    #[cfg(test)]
+    pub(crate) fn narrow_form(&mut self) -> Option<Arc<Narrowed>> {
+        self.narrowed()
     }
 
     /// Blocks per piece of the record cache's grid (about `PIECE_BYTES` of records).
@@ -126,14 +133,21 @@ impl SegmentScanner {
                 if let (Some(copy), Some(nw), Source::Cached(p)) = (&narrow, &narrowed, &source) {
                     let w = nw.projection.width();
                     let (r0, n) = (at / rs as usize, len / rs as usize);
-                    step.matched += run_kernel_narrow(
-                        &nw.filter,
-                        self.aggregate.as_mut(),
-                        &copy[r0 * w..(r0 + n) * w],
-                        &p[at..at + len],
-                        rs as usize,
-                        &mut step.records,
-                    );
+                    let copies = &copy[r0 * w..(r0 + n) * w];
+                    step.matched += match (self.aggregate.as_mut(), &nw.aggregate) {
+                        // The copies hold what the aggregate reads too: no whole record is read.
+                        (Some(agg), Some(plan)) => nw
+                            .filter
+                            .select_chunks(copies, |c, sel| agg.add_narrow(plan, c, sel)),
+                        (agg, _) => run_kernel_narrow(
+                            &nw.filter,
+                            agg,
+                            copies,
+                            &p[at..at + len],
+                            rs as usize,
+                            &mut step.records,
+                        ),
+                    };
                     step.scanned += n as u64;
                     k = j;
                     continue;
