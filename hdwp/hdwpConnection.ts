@@ -60,6 +60,12 @@ const MAX_QUEUED_FRAMES = 1024;
 /** How long a closed connection's peer gets to read our error frame before the socket is destroyed. */
 const LINGER_MS = 2000;
 
+/**
+ * How long an idle connection holds back a grant smaller than a quarter of the window (the sender
+ * then still has three quarters of it): the next query's hello usually comes first and carries it.
+ */
+export const IDLE_GRANT_MS = 2;
+
 /** Frame bytes a records frame spends in credit: header, optional query block, fixed fields, records. */
 export function recordsFrameCost(f: RecordsFrame): number {
   return HDWP_HEADER_LEN + (f.auth ? 20 : 0) + 70 + f.payload.length;
@@ -98,6 +104,8 @@ export class HdwpConnection {
   private awaitingAnswers = 0;
   private handshakeTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** A small grant held back while the connection is idle ({@link IDLE_GRANT_MS}). */
+  private grantTimer: NodeJS.Timeout | undefined;
   private lastActivity = Date.now();
   private closeReason: HdwpStreamError | undefined;
   private socketShut = false;
@@ -355,9 +363,9 @@ export class HdwpConnection {
       const f = this.queue.shift() as Frame;
       if (f.kind === 'hello') {
         this.rebindTo(f);
-        // What the previous query's last frames freed is granted now, not held until the next frame.
+        // What the previous query's last frames freed is granted now, in the hello reply's write.
         if (this.state !== 'open') break;
-        this.grant();
+        this.grantNow();
         continue;
       }
       const cost = f.kind === 'records' ? recordsFrameCost(f) : f.kind === 'columns' ? columnsFrameCost(f) : f.kind === 'aggregate' ? aggregateFrameCost(f) : 0;
@@ -382,14 +390,32 @@ export class HdwpConnection {
     else if (this.ended) this.finish(undefined, false);
   }
 
-  /** Grants what handled frames freed, in a few large steps rather than one credit frame per records frame; all of it once idle. */
+  /**
+   * Grants what handled frames freed, in a few large steps rather than one credit frame per records
+   * frame. Once idle, what is left is granted after {@link IDLE_GRANT_MS}, or at once with the
+   * next hello: a query's small result frames would otherwise cost a credit frame each query, a
+   * write here and a wake-up of the sender, which still holds at least three quarters of the window.
+   */
   private grant(): void {
-    if (this.toGrant > 0 && (this.toGrant >= this.settings.creditWindow / 4 || this.queue.length === 0) && !this.failure) {
-      this.granted += this.toGrant;
-      const bytes = this.toGrant;
-      this.toGrant = 0;
-      void this.write(encodeFrame({ kind: 'credit', bytes }));
+    if (this.toGrant <= 0 || this.failure) return;
+    if (this.toGrant >= this.settings.creditWindow / 4) this.grantNow();
+    else if (this.queue.length === 0) {
+      this.grantTimer ??= setTimeout(() => {
+        this.grantTimer = undefined;
+        if (this.state === 'open') this.grantNow();
+      }, IDLE_GRANT_MS);
     }
+  }
+
+  /** Sends what handled frames freed now, if anything. */
+  private grantNow(): void {
+    clearTimeout(this.grantTimer);
+    this.grantTimer = undefined;
+    if (this.toGrant <= 0 || this.failure) return;
+    this.granted += this.toGrant;
+    const bytes = this.toGrant;
+    this.toGrant = 0;
+    void this.write(encodeFrame({ kind: 'credit', bytes }));
   }
 
   private armIdle(): void {
@@ -413,6 +439,7 @@ export class HdwpConnection {
     this.socketShut = true;
     clearTimeout(this.handshakeTimer);
     clearTimeout(this.idleTimer);
+    clearTimeout(this.grantTimer);
     const s = this.socket;
     if (s.destroyed) return;
     if (sendError && err && err.frameCode !== undefined && s.writable) s.write(encodeFrame(streamErrorFrame(err.frameCode, err.message)));

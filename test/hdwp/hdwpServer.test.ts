@@ -155,6 +155,24 @@ flow('a slow handler holds the client back: records in flight never exceed the w
   await client.close();
   await server.close();
 });
+flow('an idle connection holds back a small grant for a moment; a sender that needs it still gets it', async () => {
+  const window = 4096;
+  const { server, port, seen } = await startServer({ creditWindow: window });
+  const client = await connect(port, 100);
+  await client.sendRecords(batch(1), recordsOf(100, 1));
+  const cost = window - client.creditAvailable;
+  assert.ok(cost > 0 && cost < window / 4, `one record costs ${cost}`);
+  await until(() => (seen.frames.get(seen.conns[0].id) ?? []).length === 1);
+  // Handled and idle: the grant comes a moment later (IDLE_GRANT_MS) without another frame...
+  await until(() => client.creditAvailable === window);
+  // ...and a frame larger than what is left after a small one waits for that grant, not for
+  // another frame of its own (39 records: 3 986 bytes).
+  await client.sendRecords(batch(2), recordsOf(100, 1));
+  await client.sendRecords(batch(2), recordsOf(100, 39));
+  assert.is((await client.sendEob(batch(2), 40)).recordCount, 40);
+  await client.close();
+  await server.close();
+});
 flow('the same frames arrive whatever the TCP chunking', async () => {
   const stream = Buffer.concat([
     helloBytes('scc', 'flows', 3),
