@@ -63,8 +63,11 @@ const LINGER_MS = 2000;
 /**
  * How long an idle connection holds back a grant smaller than a quarter of the window (the sender
  * then still has three quarters of it): the next query's hello usually comes first and carries it.
+ * Long enough to span the few statements between two queries of one node's connection (one-batch
+ * statements go to one node or the other); at 2 ms the timer fired during the next statement,
+ * waking both processes as the immediate grant did.
  */
-export const IDLE_GRANT_MS = 2;
+export const IDLE_GRANT_MS = 20;
 
 /** Frame bytes a records frame spends in credit: header, optional query block, fixed fields, records. */
 export function recordsFrameCost(f: RecordsFrame): number {
