@@ -3,7 +3,8 @@
  * kept in memory after every block in them passed its CRC-32C, so scans that read the same batches
  * again skip the read, the copy out of the page cache and the checksum. A piece belongs to one
  * unchanged file; least recently used pieces go first; audits (verify_hash) always read the file.
- * Beside the pieces it keeps narrow copies of them, the few bytes a filter loads of each record.
+ * Beside the pieces it keeps narrow copies of them, the few bytes of each record a filter loads
+ * (and a filtered aggregate reads).
  */
 import { native } from './native';
 
@@ -23,8 +24,9 @@ export interface RecordCacheStats {
   /** Pieces scans read from a file. */
   readonly misses: number;
   /**
-   * Bytes of narrow copies kept now: a kept piece cut down to the bytes a filter loads, which the
-   * filter runs over (engine-rs `scan/projection.rs`); within an eighth of the limit, beside it.
+   * Bytes of narrow copies kept now: a kept piece cut down to the bytes a filter loads (and a
+   * filtered aggregate reads), which the scan runs over (engine-rs `scan/projection.rs`); within
+   * an eighth of the limit, beside it.
    */
   readonly narrowBytes: number;
   /** Narrow copies kept now. */

@@ -7,7 +7,8 @@
 //! - `key`: order keys of stored bytes; `compile` (+ `ranges`, `compile_bytes`): spec →
 //!   predicate + zone test (`pred`);
 //! - `filter`: the compiled program; `kernel`: its evaluation; `zones`: block skipping;
-//! - `projection`: the byte ranges a filter loads, kept as narrow copies it runs over;
+//! - `projection`: the byte ranges a filter loads (and its aggregate reads), kept as narrow
+//!   copies the scan runs over;
 //! - `scanner`: a segment read block range by block range, with optional hash verification;
 //! - `top`: a batch's best k records by one field's order (HDQuery `top`).
 

@@ -1,11 +1,13 @@
-//! Narrow copies of records for the filter (issue #17, a filtered aggregate's scan): a filter
-//! reads a few bytes of each 150-byte record (`proto`, `dport`, `ts`), yet over whole records it
-//! strides through all of them: each load brings in a cache line, and the staging copy before the
-//! kernel moves every byte once more. A [`Projection`] lists the byte ranges the
-//! filter's predicates load; the record cache keeps each piece's records cut down to those
-//! ranges (`segment::record_cache`), the filter is evaluated over them with its offsets mapped
-//! ([`Narrowed::filter`]), and only the records that match are read whole (the aggregate, or the
-//! rows sent). The zone maps still use the filter as compiled: blocks are skipped as before.
+//! Narrow copies of records (issue #17, a filtered aggregate's scan): a filter reads a few bytes
+//! of each 150-byte record (`proto`, `dport`, `ts`), yet over whole records it strides through all
+//! of them: each load brings in a cache line, and the staging copy before the kernel moves every
+//! byte once more. A [`Projection`] lists the byte ranges the filter's predicates load — and, for
+//! a filtered aggregate, those its keys and measures read, when all of them still fit in a quarter
+//! of the record; the record cache keeps each piece's records cut down to those ranges
+//! (`segment::record_cache`), the filter is evaluated over them with its offsets mapped
+//! ([`Narrowed::filter`]), and the matches are aggregated from the copies
+//! ([`Narrowed::aggregate`]) or read whole (rows sent, or an aggregate the copies do not hold).
+//! The zone maps still use the filter as compiled: blocks are skipped as before.
 
 use super::aggregate::{AggregatePlan, Read, ReadKind};
 use super::filter::ScanFilter;
@@ -60,10 +62,14 @@ impl Projection {
             .or_else(|| Self::narrowed(filter, None, true))
     }
 
-    /// [`Projection::of`] however wide the loads are (the tests' way to reach every predicate).
+    /// [`Projection::of_scan`] however wide the loads are (the tests' way to reach every
+    /// predicate and aggregate).
     #[cfg(test)]
-    pub(crate) fn of_any(filter: &ScanFilter) -> Option<Narrowed> {
-        Self::narrowed(filter, None, false)
+    pub(crate) fn of_any(
+        filter: &ScanFilter,
+        aggregate: Option<&AggregatePlan>,
+    ) -> Option<Narrowed> {
+        Self::narrowed(filter, aggregate, false)
     }
 
     fn narrowed(
@@ -245,7 +251,7 @@ impl Pred {
 /// `data` (rows, and the selections aggregates take); false when `f` has no narrow form.
 #[cfg(test)]
 pub(crate) fn assert_narrow_agrees(f: &ScanFilter, data: &[u8]) -> bool {
-    let Some(nw) = Projection::of_any(f) else {
+    let Some(nw) = Projection::of_any(f, None) else {
         return false;
     };
     let rs = f.record_size();

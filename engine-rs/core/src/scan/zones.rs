@@ -5,7 +5,7 @@
 //! keeps no zones for) never rule a block out.
 
 use super::filter::ScanFilter;
-use super::pred::{ZoneCheck, ZoneHint};
+use super::pred::{CompiledFilter, ZoneCheck, ZoneHint};
 use crate::segment::{Zone, ZoneField, ZoneKind};
 
 impl ZoneCheck {
@@ -57,16 +57,18 @@ pub fn reduced_for_segment(
     if filter.matches_all() || filter.matches_none() {
         return None;
     }
-    let proven = |c: &super::pred::CompiledFilter| {
-        c.zone.as_ref().filter(|h| h.exact).is_some_and(|h| {
-            fields
-                .iter()
-                .position(|f| same_field(h, f))
-                .and_then(|i| zones.get(i))
-                .is_some_and(|z| h.check.all_match(*z))
-        })
-    };
-    filter.without(proven)
+    filter.without(|c| {
+        exact_check(c, fields)
+            .is_some_and(|(i, check)| zones.get(i).is_some_and(|z| check.all_match(*z)))
+    })
+}
+
+/// The zone field of `fields` that `c`'s exact zone check reads, and the check: a zone every key
+/// of which passes it proves `c` for every record there. `None` when `c` has no exact check on a
+/// zone field of the segment.
+fn exact_check<'a>(c: &'a CompiledFilter, fields: &[ZoneField]) -> Option<(usize, &'a ZoneCheck)> {
+    let h = c.zone.as_ref().filter(|h| h.exact)?;
+    Some((fields.iter().position(|f| same_field(h, f))?, &h.check))
 }
 
 /// A filter's zone tests resolved against one segment's zone fields.
@@ -102,11 +104,7 @@ impl ZonePlan {
             .iter()
             .filter_map(|sub| {
                 sub.iter()
-                    .map(|c| {
-                        let h = c.zone.as_ref().filter(|h| h.exact)?;
-                        let i = fields.iter().position(|f| same_field(h, f))?;
-                        Some((i, h.check.clone()))
-                    })
+                    .map(|c| exact_check(c, fields).map(|(i, check)| (i, check.clone())))
                     .collect::<Option<Vec<_>>>()
             })
             .collect();

@@ -370,33 +370,19 @@ impl SegmentReader {
     /// the piece, or whether to keep it once read ([`SegmentReader::keep_piece`]). Callers ask
     /// for the same pieces each time (a fixed grid of block ranges), so a piece is found again.
     pub fn find_piece(&self, first: u64, end: u64) -> PieceLookup {
-        RECORD_CACHE.lookup(&PieceKey {
-            file: self.key,
-            first,
-            end,
-        })
+        RECORD_CACHE.lookup(&self.piece_key(first, end))
     }
 
     /// Keeps `records`, blocks `first .. end` of this file whose CRCs the caller checked, in the
     /// record cache.
     pub fn keep_piece(&self, first: u64, end: u64, records: Vec<u8>) {
-        let key = PieceKey {
-            file: self.key,
-            first,
-            end,
-        };
-        RECORD_CACHE.put(key, Arc::new(records));
+        RECORD_CACHE.put(self.piece_key(first, end), Arc::new(records));
     }
 
     /// The record cache's narrow copy of blocks `first .. end` for the projection named by
     /// `projection` (`scan::Projection::key`), made from a piece it keeps.
     pub fn find_narrow(&self, first: u64, end: u64, projection: &[u32]) -> Option<Arc<Vec<u8>>> {
-        let key = PieceKey {
-            file: self.key,
-            first,
-            end,
-        };
-        RECORD_CACHE.narrow(&key, projection)
+        RECORD_CACHE.narrow(&self.piece_key(first, end), projection)
     }
 
     /// Keeps `copy`, the narrow copy of blocks `first .. end` (checked records) for the projection
@@ -408,14 +394,18 @@ impl SegmentReader {
         projection: &[u32],
         copy: Vec<u8>,
     ) -> Arc<Vec<u8>> {
-        let key = PieceKey {
+        let copy = Arc::new(copy);
+        RECORD_CACHE.put_narrow(self.piece_key(first, end), projection, Arc::clone(&copy));
+        copy
+    }
+
+    /// The record cache's key of blocks `first .. end` of this file.
+    fn piece_key(&self, first: u64, end: u64) -> PieceKey {
+        PieceKey {
             file: self.key,
             first,
             end,
-        };
-        let copy = Arc::new(copy);
-        RECORD_CACHE.put_narrow(key, projection, Arc::clone(&copy));
-        copy
+        }
     }
 
     /// Whether the record cache is on ([`SegmentReader::find_piece`]).

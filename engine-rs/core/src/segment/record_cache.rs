@@ -11,8 +11,8 @@
 //! Audits (`verify_hash`) never use it: they read the file.
 //!
 //! Beside the pieces it keeps their narrow copies (`scan::Projection`: only the bytes a filter
-//! loads, a tenth of the record or less), within an eighth of the limit, so a filter runs over
-//! them and reads whole records only where it matched.
+//! loads, and a filtered aggregate reads, a quarter of the record or less), within an eighth of
+//! the limit, so a scan runs over them and reads whole records only where it must.
 
 use std::fs::Metadata;
 use std::hash::{Hash, Hasher};

@@ -77,13 +77,26 @@ fn run_with(json: &str, mask: Option<&[u8]>, filter: &str, recs: &[Rec]) -> Opti
     let mut st = AggregateState::new(Arc::clone(&plan));
     let data = encode(recs);
     f.select_chunks(&data, |c, sel| st.add(c, sel));
-    // The filter over narrow copies selects the same records: the same partial.
-    if let Some(nw) = crate::scan::Projection::of_any(&f) {
-        let mut narrow = AggregateState::new(plan);
+    // The filter over narrow copies selects the same records: the same partial, whether the
+    // matches are read whole or aggregated from copies that also hold what the aggregate reads.
+    if let Some(nw) = crate::scan::Projection::of_any(&f, None) {
+        let mut narrow = AggregateState::new(Arc::clone(&plan));
         let copy = nw.projection.project(&data);
         nw.filter
             .select_chunks_narrow(&copy, &data, s.record_size, |c, sel| narrow.add(c, sel));
         assert_eq!(narrow.to_json(), st.to_json(), "narrow copies: {filter}");
+    }
+    if let Some(nw) = crate::scan::Projection::of_any(&f, Some(&plan)) {
+        let remapped = nw.aggregate.as_ref().expect("the aggregate's narrow form");
+        let mut narrow = AggregateState::new(Arc::clone(&plan));
+        let copy = nw.projection.project(&data);
+        nw.filter
+            .select_chunks(&copy, |c, sel| narrow.add_narrow(remapped, c, sel));
+        assert_eq!(
+            narrow.to_json(),
+            st.to_json(),
+            "aggregated from narrow copies: {filter}"
+        );
     }
     st.to_json()
 }

@@ -97,7 +97,7 @@ fn not_when_nothing_is_evaluated_or_the_loads_are_wide() {
     );
     assert!(Projection::of(&wide).is_none());
     assert!(
-        Projection::of_any(&wide).is_some(),
+        Projection::of_any(&wide, None).is_some(),
         "the tests' form keeps any width"
     );
 }

@@ -133,21 +133,14 @@ impl SegmentScanner {
                 if let (Some(copy), Some(nw), Source::Cached(p)) = (&narrow, &narrowed, &source) {
                     let w = nw.projection.width();
                     let (r0, n) = (at / rs as usize, len / rs as usize);
-                    let copies = &copy[r0 * w..(r0 + n) * w];
-                    step.matched += match (self.aggregate.as_mut(), &nw.aggregate) {
-                        // The copies hold what the aggregate reads too: no whole record is read.
-                        (Some(agg), Some(plan)) => nw
-                            .filter
-                            .select_chunks(copies, |c, sel| agg.add_narrow(plan, c, sel)),
-                        (agg, _) => run_kernel_narrow(
-                            &nw.filter,
-                            agg,
-                            copies,
-                            &p[at..at + len],
-                            rs as usize,
-                            &mut step.records,
-                        ),
-                    };
+                    step.matched += run_kernel_narrow(
+                        nw,
+                        self.aggregate.as_mut(),
+                        &copy[r0 * w..(r0 + n) * w],
+                        &p[at..at + len],
+                        rs as usize,
+                        &mut step.records,
+                    );
                     step.scanned += n as u64;
                     k = j;
                     continue;
@@ -200,19 +193,26 @@ pub(super) fn run_kernel(
     }
 }
 
-/// [`run_kernel`] with the filter evaluated over `narrow` (`filter` is the narrow form) and the
-/// matches taken from `raw`, the same records whole (`raw_size` bytes each).
+/// [`run_kernel`] with the filter's narrow form `nw` evaluated over `narrow` (its copies of the
+/// records) and the matches taken from `raw`, the same records whole (`raw_size` bytes each) —
+/// or, when the copies hold what the aggregate reads too, aggregated from the copies.
 fn run_kernel_narrow(
-    filter: &ScanFilter,
+    nw: &Narrowed,
     aggregate: Option<&mut AggregateState>,
     narrow: &[u8],
     raw: &[u8],
     raw_size: usize,
     records: &mut Vec<u8>,
 ) -> u64 {
-    match aggregate {
-        Some(agg) => filter.select_chunks_narrow(narrow, raw, raw_size, |c, sel| agg.add(c, sel)),
-        None => filter.filter_into_narrow(narrow, raw, raw_size, records),
+    let filter = &nw.filter;
+    match (aggregate, &nw.aggregate) {
+        (Some(agg), Some(plan)) => {
+            filter.select_chunks(narrow, |c, sel| agg.add_narrow(plan, c, sel))
+        }
+        (Some(agg), None) => {
+            filter.select_chunks_narrow(narrow, raw, raw_size, |c, sel| agg.add(c, sel))
+        }
+        (None, _) => filter.filter_into_narrow(narrow, raw, raw_size, records),
     }
 }
 

@@ -223,6 +223,11 @@ fn zone_skipping_never_changes_results() {
     }
 }
 
+/// `json` compiled against the test schema, `mask` hiding bits of each field.
+fn aggregate_plan(json: &str, mask: Option<&[u8]>) -> Arc<AggregatePlan> {
+    Arc::new(AggregatePlan::compile(&schema(), json, mask).expect(json))
+}
+
 /// Scans `path` to its end with the record cache on, narrow copies on or off, and `plan` as the
 /// aggregate when given: the rows, the final partial, how many pieces came from the cache and
 /// over how many the filter ran on narrow copies, and the steps it took.
@@ -260,13 +265,9 @@ fn narrow_copies_never_change_results() {
     let data = records(64 * 250 + 17, 31);
     let path = write(&dir.0, "n.hdseg", &data, true);
     let sc = schema();
-    let plan = Arc::new(
-        AggregatePlan::compile(
-            &sc,
-            r#"{"version":1,"group_by":[{"field":"s"}],"measures":[{"fn":"count"},{"fn":"sum","field":"a"},{"fn":"min","field":"x"},{"fn":"max","field":"ts"}]}"#,
-            None,
-        )
-        .expect("plan"),
+    let plan = aggregate_plan(
+        r#"{"version":1,"group_by":[{"field":"s"}],"measures":[{"fn":"count"},{"fn":"sum","field":"a"},{"fn":"min","field":"x"},{"fn":"max","field":"ts"}]}"#,
+        None,
     );
     let mut narrowed = 0;
     for (q, _) in QUERIES {
@@ -308,12 +309,9 @@ fn aggregates_read_from_narrow_copies_equal_those_over_whole_records() {
     let mut mask = vec![0xffu8; R];
     mask[29] = 0x0f;
     let plans = [
-        Arc::new(AggregatePlan::compile(&sc, json, None).expect("plan")),
-        Arc::new(AggregatePlan::compile(&sc, json, Some(&mask)).expect("masked plan")),
-        Arc::new(
-            AggregatePlan::compile(&sc, r#"{"version":1,"measures":[{"fn":"count"}]}"#, None)
-                .expect("count"),
-        ),
+        aggregate_plan(json, None),
+        aggregate_plan(json, Some(&mask)),
+        aggregate_plan(r#"{"version":1,"measures":[{"fn":"count"}]}"#, None),
     ];
     let mut from_copies = 0;
     for (q, _) in QUERIES {
