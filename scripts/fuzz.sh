@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 findings=0 execs=0 count=0
-rust_targets=(hdwp_frame hdwp_eob schema_json ndjson_parse segment_read filter_json rego_policy)
+rust_targets=(hdwp_frame hdwp_eob schema_json ndjson_parse segment_read filter_json rego_policy columnar_body netio_frame)
 
 if [ "$only" != "ts" ]; then
   triple="$(rustc -vV | awk '/^host:/ {print $2}')"

@@ -11,6 +11,7 @@ import { NODE_ROLES } from '../../control/api';
 import { HASH_ALGORITHMS, isHashAlgorithm, type HashAlgorithmName } from '../../engine-rs/hashChain';
 import { parseCpuList } from '../../lib/cpuAffinity';
 import { MTU_MODES, parseMtuMode, type MtuMode } from '../../net/mtuMode';
+import { PCI_ADDRESS, userSpaceNicRefusal } from '../../net/userSpaceNic';
 
 /** One Storage Node replica from SN_TARGETS (`node_name:ip:control_port:prod_port`). */
 export interface SnTarget {
@@ -189,9 +190,8 @@ function parseInterface(text: string): ParsedValue<string> {
   const names = Object.keys(os.networkInterfaces());
   // An address of this host binds just that address (one loopback address per node under `hd up`).
   if (names.includes(text) || net.isIP(text) !== 0) return ok(text);
-  return bad(
-    `empty, a kernel network interface of this host (${names.join(', ')}) or an IP address to bind; the user-space driver path (a PCIe address) is not built in`,
-  );
+  if (PCI_ADDRESS.test(text)) return bad(userSpaceNicRefusal(text));
+  return bad(`empty, a kernel network interface of this host (${names.join(', ')}) or an IP address to bind`);
 }
 
 /** One row of the reference's SCC table. */

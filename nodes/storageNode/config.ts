@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { SegmentIo } from '../../engine-rs/segment';
 import { closest } from '../../lib/suggest';
+import { PCI_ADDRESS, userSpaceNicRefusal } from '../../net/userSpaceNic';
 
 /** How a new batch's device is chosen (docs/storage-node.md, "Drive strategies"). */
 export type DriveStrategy = 'round_robin' | 'fill_first' | 'most_free';
@@ -51,7 +52,7 @@ export interface StorageNodeConfig {
   readonly dmsUrl: string;
   readonly commandPort: number;
   readonly productionPort: number;
-  /** PCIe address of the user-space NIC; empty on the kernel path, which binds `productionIp`. */
+  /** The kernel interface carrying production traffic (the one `MTU_MODE=jumbo` checks); empty: the one holding `productionIp`. A PCIe address (user-space NIC) is refused. */
   readonly productionInterface: string;
   /** Address the production (HDWP) listener binds (optional key `production_ip`, default 0.0.0.0). */
   readonly productionIp: string;
@@ -195,7 +196,7 @@ export function parseStorageNodeConfig(doc: unknown, opts: { readonly file?: str
   const dmsUrl = str('dms_url', CONFIG_DEFAULTS.dms_url, (s) => (/^https?:\/\/[^\s/]+/.test(s) ? undefined : `must be an http(s) URL, got '${s}'`));
   const commandPort = port('command_port', CONFIG_DEFAULTS.command_port);
   const productionPort = port('production_port', undefined);
-  const productionInterface = str('production_interface', CONFIG_DEFAULTS.production_interface);
+  const productionInterface = str('production_interface', CONFIG_DEFAULTS.production_interface, (s) => (PCI_ADDRESS.test(s) ? userSpaceNicRefusal(s) : undefined));
   const productionIp = str('production_ip', CONFIG_DEFAULTS.production_ip, (s) => (IPV4.test(s) ? undefined : `must be an IPv4 address, got '${s}'`));
   const observabilityIp = str('observability_ip', productionIp, (s) => (IPV4.test(s) ? undefined : `must be an IPv4 address, got '${s}'`));
   const observabilityPort = port('observability_port', CONFIG_DEFAULTS.observability_port, true);

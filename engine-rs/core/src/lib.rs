@@ -10,6 +10,7 @@ pub mod decode;
 pub mod encode;
 pub mod hash;
 pub mod hdwp;
+pub mod netio;
 pub mod norm;
 pub mod pg_text;
 pub mod policy;

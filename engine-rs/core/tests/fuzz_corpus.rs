@@ -96,3 +96,13 @@ fn filter_json() {
 fn rego_policy() {
     replay("rego_policy");
 }
+
+#[test]
+fn columnar_body() {
+    replay("columnar_body");
+}
+
+#[test]
+fn netio_frame() {
+    replay("netio_frame");
+}

@@ -15,6 +15,7 @@ pub mod hdwp_eob;
 pub mod hdwp_frame;
 pub mod mutate;
 pub mod ndjson_parse;
+pub mod netio_frame;
 pub mod rego_policy;
 pub mod schema_json;
 pub mod segment_read;
@@ -23,7 +24,7 @@ pub mod segment_read;
 pub type Target = fn(&[u8]);
 
 /// Every target by name, as `seeds/<name>/` and `fuzz_targets/<name>.rs` call it.
-pub const TARGETS: [(&str, Target); 8] = [
+pub const TARGETS: [(&str, Target); 9] = [
     ("hdwp_frame", hdwp_frame::run),
     ("hdwp_eob", hdwp_eob::run),
     ("schema_json", schema_json::run),
@@ -32,4 +33,5 @@ pub const TARGETS: [(&str, Target); 8] = [
     ("filter_json", filter_json::run),
     ("rego_policy", rego_policy::run),
     ("columnar_body", columnar_body::run),
+    ("netio_frame", netio_frame::run),
 ];
