@@ -8,6 +8,7 @@ pub mod batch_id;
 pub mod columnar;
 pub mod decode;
 pub mod encode;
+pub mod gpu;
 pub mod hash;
 pub mod hdwp;
 pub mod netio;

@@ -36,7 +36,7 @@ pub use filter::ScanFilter;
 pub use json::{parse_sub_queries, FilterSpec};
 pub use kernel::{read_baseline, CHUNK};
 pub use op::FilterOp;
-pub use pred::{CompiledFilter, Pred, ZoneCheck, ZoneHint};
+pub use pred::{CompiledFilter, Elem, MaskWord, Pred, Test, ZoneCheck, ZoneHint};
 pub use projection::{Narrowed, Projection};
 pub use scanner::{
     GroupAnswer, GroupBudget, GroupFold, ScanError, ScanStep, SegmentScanner, MAX_STEP_BYTES,

@@ -2,6 +2,7 @@
 
 use super::reference::{int, Rng, V};
 use crate::encode::RecordEncoder;
+use crate::gpu::host_check::HostCheck;
 use crate::scan::projection::assert_narrow_agrees;
 use crate::scan::ScanFilter;
 use crate::schema::parse;
@@ -112,6 +113,7 @@ fn value(c: &ListCase, t: &str) -> V {
 #[test]
 fn list_contains_on_every_element_type() {
     const COUNT: usize = 4;
+    let mut kernels = HostCheck::default();
     for c in CASES {
         for big in [false, true] {
             let size = c.esize * COUNT;
@@ -155,6 +157,7 @@ fn list_contains_on_every_element_type() {
                         assert_narrow_agrees(&f, &data),
                         "{q}: list filters have a narrow form"
                     );
+                    kernels.add(&f, &data);
                     let got: Vec<u32> = f
                         .filter(&data)
                         .chunks_exact(sc.record_size)
@@ -175,4 +178,5 @@ fn list_contains_on_every_element_type() {
             }
         }
     }
+    assert!(kernels.run() > 50);
 }

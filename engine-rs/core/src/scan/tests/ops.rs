@@ -4,6 +4,7 @@
 use super::cases::{cases, record, schema, value};
 use super::reference::{holds, Rng, V};
 use crate::encode::RecordEncoder;
+use crate::gpu::host_check::HostCheck;
 use crate::scan::projection::assert_narrow_agrees;
 use crate::scan::{FilterOp, ScanFilter};
 use crate::schema::parse;
@@ -39,6 +40,7 @@ fn every_op_on_every_type_matches_the_reference() {
     ];
     let mut checked = 0;
     let mut narrowed = 0;
+    let mut kernels = HostCheck::default();
     for case in cases() {
         for big in [false, true] {
             let sc = schema(&case, big);
@@ -87,6 +89,8 @@ fn every_op_on_every_type_matches_the_reference() {
                         let got = ids(&f.filter(&data), sc.record_size);
                         // The same filter over narrow copies matches the same records.
                         narrowed += usize::from(assert_narrow_agrees(&f, &data));
+                        // The same filter as generated GPU kernel source, run on the host.
+                        kernels.add(&f, &data);
                         let vv: Vec<V> = vals.iter().map(|t| value(&case, t, op)).collect();
                         let want: Vec<u16> = texts
                             .iter()
@@ -106,6 +110,7 @@ fn every_op_on_every_type_matches_the_reference() {
         }
     }
     assert!(checked > 3000, "checked {checked}");
+    assert_eq!(kernels.run(), checked);
     // Every op but those folded to a constant (is_null on a type without a null) has a narrow form.
     assert!(
         narrowed * 10 > checked * 9,
@@ -115,6 +120,7 @@ fn every_op_on_every_type_matches_the_reference() {
 
 #[test]
 fn masked_eq_on_every_type_compares_stored_bytes() {
+    let mut kernels = HostCheck::default();
     for case in cases() {
         for big in [false, true] {
             let sc = schema(&case, big);
@@ -149,6 +155,7 @@ fn masked_eq_on_every_type_compares_stored_bytes() {
                 let f = ScanFilter::compile(&sc, &json).expect("masked_eq compiles");
                 let got = ids(&f.filter(&data), rs);
                 assert_narrow_agrees(&f, &data);
+                kernels.add(&f, &data);
                 let want: Vec<u16> = (0..texts.len())
                     .filter(|&i| {
                         let x = &data[i * rs + 11..i * rs + 11 + case.size];
@@ -164,6 +171,7 @@ fn masked_eq_on_every_type_compares_stored_bytes() {
             }
         }
     }
+    assert!(kernels.run() > 100);
 }
 
 #[test]
@@ -219,4 +227,9 @@ fn sub_queries_are_or_ed_and_filters_and_ed() {
     )
     .expect("always");
     assert!(always.matches_all());
+    let mut kernels = HostCheck::default();
+    for f in [&f, &all, &never, &always] {
+        kernels.add(f, &data);
+    }
+    assert_eq!(kernels.run(), 4);
 }
