@@ -75,6 +75,24 @@ export interface NativeScanStep {
 }
 
 /** What `segmentInfo` returns. */
+/** The process's GPU filter offload (engine-rs `gpu::offload`). */
+export interface GpuStats {
+  /** A GPU was turned on (filter_device_selector gpu, and one was found). */
+  readonly enabled: boolean;
+  /** Its name, memory and compute capability; empty when off. */
+  readonly device: string;
+  /** Record bytes filtered on it. */
+  readonly bytesFiltered: number;
+  /** Scan steps it ran. */
+  readonly steps: number;
+  /** Plain filter steps left on the CPU kernel because they were small. */
+  readonly cpuFallbacks: number;
+  /** Steps it failed (redone on the CPU kernel). */
+  readonly errors: number;
+  /** The last such error. */
+  readonly lastError: string | null;
+}
+
 export interface NativeSegmentInfo {
   datasetId: string;
   batchId: Buffer;
@@ -291,6 +309,12 @@ export interface Native {
   segmentVerify(path: string): Promise<{ ok: true; records: number; blocks: number; closingHash: Buffer } | { ok: false; code: string; message: string }>;
   /** Crash recovery of a segment directory. */
   segmentRecover(dir: string, verifyChains: boolean): Promise<{ complete: string[]; discarded: string[]; quarantined: { path: string; code: string; reason: string }[] }>;
+
+  // --- gpu.rs --------------------------------------------------------------------------------
+  /** Opens GPU 0 as the process's filter offload for plain filter steps of at least minBytes; resolves its description. Rejects ERR_GPU_UNAVAILABLE with the reason. */
+  gpuEnable(minBytes: number): Promise<string>;
+  /** The process's GPU offload: whether on, its device, bytes filtered and steps on it, steps left on the CPU, errors. */
+  gpuStats(): GpuStats;
 
   // --- scan.rs -------------------------------------------------------------------------------
   /** Compiles `sub_queries` JSON; throws `{ code: 'ERR_QUERY', path, reason }`. */

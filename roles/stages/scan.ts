@@ -1,6 +1,4 @@
-import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import type { StorageNodeConfig } from '../../nodes/storageNode/config';
 import { queryMetrics } from '../../nodes/storageNode/queryMetrics';
 import { DEFAULT_STEP_BYTES, nodeScanSource } from '../../nodes/storageNode/queryScan';
 import { QuerySchemas } from '../../nodes/storageNode/querySchemas';
@@ -14,6 +12,7 @@ import { runSettingsOfNode, STORAGE_NODE_DEFAULTS, usesStorageNode } from '../se
 import { recordCacheSetting, applyRecordCache } from './recordCacheSetting';
 import { schemaDirSetting } from './schemaDirSetting';
 import { processLogger } from '../../lib/logging';
+import { chooseFilterDevice, filterDeviceLine, showFilterDevice, type FilterDevice } from './filterDevice';
 
 const settings = {
   schema_dir: schemaDirSetting('dataset schemas (*.json, by schema id) that query filters compile against; empty: queries without filters only'),
@@ -24,14 +23,6 @@ const settings = {
   max_pending_chunks: int({ doc: "result chunks of one query waiting for its client before that query's reads pause", default: 4, min: 1, max: 64 }),
   record_cache_bytes: recordCacheSetting(),
 };
-
-/** Where query filters run; one line at start when the selector asks for what this build lacks. */
-function filterDeviceLine(c: StorageNodeConfig): string | undefined {
-  if (c.filterDeviceSelector !== 'gpu') return undefined;
-  const gpu = existsSync('/dev/nvidia0') || existsSync('/dev/dri/renderD128');
-  const why = gpu ? 'this build has no GPU filter kernel yet' : 'no GPU found';
-  return `storage node '${c.nodeName}': filter_device_selector 'gpu': ${why}; query filters run on the cpu kernel`;
-}
 
 /** `scan`: reads each query's batches with the pushed-down filters (docs/query.md, docs/storage-node.md "Queries"). */
 export const scanStage = defineOperator({
@@ -51,8 +42,14 @@ export const scanStage = defineOperator({
     const feed = id ? dmsConfigOf(id) : undefined;
     if (feed) followDmsSchemas(feed, schemas, (m) => ctx.report(m));
     for (const p of schemas.problems) ctx.report(`schema file ${p.file} not loaded: ${p.message}`);
-    const line = filterDeviceLine(n.config);
-    if (line) processLogger().info(line);
+    // The GPU opens off the event loop; scans started before it is on filter on the CPU kernel.
+    let device: FilterDevice | undefined;
+    showFilterDevice(n.observability, () => device);
+    void chooseFilterDevice(n.config).then((d) => {
+      device = d;
+      const line = filterDeviceLine(n.config.nodeName, d);
+      if (line) processLogger()[d.runsOn === 'gpu' ? 'info' : 'warn'](line);
+    });
     applyRecordCache(c.record_cache_bytes, n.observability);
     const queryThreads = c.query_threads > 0 ? c.query_threads : availableParallelism();
     const scheduler = new ReadScheduler(Math.max(c.read_slots, queryThreads));

@@ -8,6 +8,7 @@ mod codec;
 mod columnar;
 mod decode;
 mod encode_arrow;
+mod gpu;
 mod hash;
 mod hdwp;
 mod norm;

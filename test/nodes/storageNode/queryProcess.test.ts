@@ -75,9 +75,18 @@ proc('ingest, then a query streams its batches to the return address; SIGTERM mi
   await untilOk(() => results.length === 2);
   const got = recordsByBatch(results);
   for (const b of batches.slice(0, 2)) assert.ok(got.get(b.id.toHex())?.equals(b.data));
-  // gpu on a build without a GPU kernel: one line, filtering on the cpu kernel.
-  assert.match(sn.output(), /filter_device_selector 'gpu': (no GPU found|this build has no GPU filter kernel yet); query filters run on the cpu kernel/);
+  // gpu: one line at start, the GPU in use or why the cpu kernel filters (no driver on a machine without one).
+  assert.match(sn.output(), /filter_device_selector 'gpu': (.+; query filters run on the cpu kernel|plain filter steps of 16 MiB or more run on .+)/);
   assert.is(sn.output().match(/filter_device_selector 'gpu'/g)?.length, 1);
+  const health = (await (await fetch(`http://${HOST}:${ports.obs}/health`)).json()) as { filterDevice: Record<string, unknown> };
+  const device = health.filterDevice;
+  assert.is(device.selector, 'gpu');
+  assert.ok(device.runsOn === 'cpu' || device.runsOn === 'gpu', JSON.stringify(device));
+  assert.is(device.enabled, device.runsOn === 'gpu');
+  if (device.runsOn === 'cpu') assert.match(String(device.detail), /CUDA|NVRTC|GPU/);
+  const metrics = await (await fetch(`http://${HOST}:${ports.obs}/metrics`)).text();
+  assert.match(metrics, new RegExp(`^hd_sn_gpu_enabled ${device.runsOn === 'gpu' ? 1 : 0}$`, 'm'));
+  assert.match(metrics, /^hd_sn_gpu_bytes_filtered_total \d+$/m);
 
   // A client that never takes its records (no credit back): the query is still streaming at SIGTERM.
   let frames = 0;

@@ -15,7 +15,7 @@
 
 pub mod codegen;
 mod device;
-mod offload;
+pub mod offload;
 
 #[cfg(test)]
 pub(crate) mod host_check;
@@ -23,4 +23,7 @@ pub(crate) mod host_check;
 mod tests;
 
 pub use device::{GpuDevice, GpuFilter, GpuUnavailable};
-pub use offload::{offload_worth_it, GpuCounters, GPU_MIN_BYTES};
+pub use offload::{
+    enable_gpu, offload_worth_it, process_offload, FlagBackend, FlagKernel, GpuCounters, Offload,
+    GPU_MIN_BYTES, GPU_STEP_FACTOR,
+};

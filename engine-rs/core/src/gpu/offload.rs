@@ -1,23 +1,74 @@
-//! When a scan goes to the GPU, and what the process counts about it.
+//! When a scan goes to the GPU, the backend it goes to, and what the process counts about it.
+//!
+//! A [`SegmentScanner`](crate::scan::SegmentScanner) with an [`Offload`] reads steps of up to
+//! [`GPU_STEP_FACTOR`] times the usual size when its query is a plain filter (no aggregate, no
+//! hash audit), and hands each step's wanted records to the offload's backend in one call when
+//! they are at least `min_bytes`. Smaller steps, aggregates and audits stay on the CPU kernel. A
+//! backend error is counted and the step is redone on the CPU kernel, so a query never fails
+//! because of the GPU.
+//!
+//! The Storage Node sets the process's offload once at start (`enable_gpu`); scanners opened after
+//! that take it. Tests give scanners their own offload over the host-compiled backend instead.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
-/// Scans of fewer bytes stay on the CPU kernel.
+use super::{GpuDevice, GpuFilter, GpuUnavailable};
+use crate::scan::ScanFilter;
+
+/// Steps whose wanted records are fewer bytes than this stay on the CPU kernel.
 ///
-/// - A GPU scan pays a fixed cost before its first match flag returns: a kernel launch and the
-///   stream round trip, about 10-20 µs, plus the first chunk's copy.
-/// - It then moves every byte over PCIe: 25 GB/s (Gen4 x16) to 50 GB/s (Gen5).
+/// - A GPU step pays a fixed cost before its flags return: a kernel launch and a stream round
+///   trip (10-20 µs), plus copying the records into pinned memory and over PCIe (25 GB/s Gen4,
+///   50 GB/s Gen5).
 /// - The CPU kernel filters 150-byte records at 2-8 GB/s per core (docs/BENCHMARKS.md, "Pushdown
-///   scan kernel"), so the GPU can only win once the copy is at least as fast as the cores.
+///   scan kernel"), so the GPU can only win once a step is large enough to hide the fixed cost.
 ///
-/// 64 MiB is the threshold: at 25 GB/s that is ~2.7 ms of copy, against ~8 ms on one CPU core at
-/// 8 GB/s. Below it the fixed costs weigh more. To be confirmed by `gpu_filter` on a GPU
-/// machine (docs/gpu.md).
-pub const GPU_MIN_BYTES: usize = 64 << 20;
+/// 16 MiB (one default step of whole records) is a first estimate: the copy takes about 0.7 ms at
+/// 25 GB/s, against 2-8 ms on one core. `gpu_filter` measures it on a GPU machine (docs/gpu.md).
+pub const GPU_MIN_BYTES: usize = 16 << 20;
 
-/// Whether a scan of `bytes` should run on the GPU rather than the CPU kernel.
+/// How many times the usual step a scanner with an offload reads for a plain filter, so the
+/// GPU gets large transfers (the usual step is at most 16 MiB).
+pub const GPU_STEP_FACTOR: u64 = 8;
+
+/// Whether a step of `bytes` is worth the GPU under the default threshold.
 pub fn offload_worth_it(bytes: usize) -> bool {
     bytes >= GPU_MIN_BYTES
+}
+
+/// A filter compiled for a backend: one flag per record.
+pub trait FlagKernel: Send + Sync {
+    /// One flag per whole record of `data`: 1 when it matches, else 0.
+    fn flags(&self, data: &[u8]) -> Result<Vec<u8>, GpuUnavailable>;
+}
+
+/// Where offloaded filters run: a GPU, or (in tests) the generated source compiled on the host.
+pub trait FlagBackend: Send + Sync {
+    /// The device, for logs and /health.
+    fn device(&self) -> String;
+    /// `filter` compiled for this backend (the backend caches by program).
+    fn compile(&self, filter: &ScanFilter) -> Result<Arc<dyn FlagKernel>, GpuUnavailable>;
+}
+
+impl FlagKernel for GpuFilter {
+    fn flags(&self, data: &[u8]) -> Result<Vec<u8>, GpuUnavailable> {
+        GpuFilter::flags(self, data)
+    }
+}
+
+impl FlagBackend for Arc<GpuDevice> {
+    fn device(&self) -> String {
+        let (major, minor) = self.capability();
+        format!(
+            "{} ({} GiB, compute {major}.{minor})",
+            self.name(),
+            self.memory() >> 30
+        )
+    }
+    fn compile(&self, filter: &ScanFilter) -> Result<Arc<dyn FlagKernel>, GpuUnavailable> {
+        Ok(Arc::new(GpuDevice::compile(self, filter)?))
+    }
 }
 
 /// What this process's GPU offload has done, for /health and /metrics.
@@ -25,11 +76,12 @@ pub fn offload_worth_it(bytes: usize) -> bool {
 pub struct GpuCounters {
     /// Record bytes filtered on the GPU.
     pub bytes_filtered: AtomicU64,
-    /// Scans the GPU ran.
-    pub scans: AtomicU64,
-    /// Scans that went to the CPU kernel while `gpu` was selected: too small, or no device.
+    /// Steps the GPU ran.
+    pub steps: AtomicU64,
+    /// Steps of a plain filter that stayed on the CPU kernel: under `min_bytes`, or the GPU was
+    /// busy with another scan's step.
     pub cpu_fallbacks: AtomicU64,
-    /// Scans the GPU failed (a driver or compile error); they were redone on the CPU kernel.
+    /// Steps the GPU failed (a driver or compile error); they were redone on the CPU kernel.
     pub errors: AtomicU64,
 }
 
@@ -41,9 +93,102 @@ impl GpuCounters {
                 "bytes_filtered",
                 self.bytes_filtered.load(Ordering::Relaxed),
             ),
-            ("scans", self.scans.load(Ordering::Relaxed)),
+            ("steps", self.steps.load(Ordering::Relaxed)),
             ("cpu_fallbacks", self.cpu_fallbacks.load(Ordering::Relaxed)),
             ("errors", self.errors.load(Ordering::Relaxed)),
         ]
     }
+}
+
+/// A backend, the smallest step it takes, and its counters.
+pub struct Offload {
+    backend: Box<dyn FlagBackend>,
+    min_bytes: usize,
+    counters: GpuCounters,
+    last_error: RwLock<Option<String>>,
+}
+
+impl Offload {
+    /// Offload to `backend` for steps of at least `min_bytes` of wanted records.
+    pub fn new(backend: Box<dyn FlagBackend>, min_bytes: usize) -> Arc<Offload> {
+        Arc::new(Offload {
+            backend,
+            min_bytes,
+            counters: GpuCounters::default(),
+            last_error: RwLock::new(None),
+        })
+    }
+
+    /// The backend's device.
+    pub fn device(&self) -> String {
+        self.backend.device()
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> &GpuCounters {
+        &self.counters
+    }
+
+    /// The last backend error, if any.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn failed(&self, e: GpuUnavailable) {
+        self.counters.errors.fetch_add(1, Ordering::Relaxed);
+        *self.last_error.write().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+    }
+
+    /// Appends the matching records of `data` (whole records) to `out` and returns how many: on
+    /// the backend when `data` is large enough, else (or when the backend fails) on the CPU kernel.
+    pub fn filter_into(&self, filter: &ScanFilter, data: &[u8], out: &mut Vec<u8>) -> u64 {
+        if data.len() < self.min_bytes {
+            self.counters.cpu_fallbacks.fetch_add(1, Ordering::Relaxed);
+            return filter.filter_into(data, out);
+        }
+        match self.backend.compile(filter).and_then(|k| k.flags(data)) {
+            Ok(flags) => {
+                self.counters.steps.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .bytes_filtered
+                    .fetch_add(data.len() as u64, Ordering::Relaxed);
+                let rs = filter.record_size();
+                let mut n = 0u64;
+                for (i, _) in flags.iter().enumerate().filter(|(_, &f)| f != 0) {
+                    out.extend_from_slice(&data[i * rs..(i + 1) * rs]);
+                    n += 1;
+                }
+                n
+            }
+            Err(GpuUnavailable::Busy) => {
+                self.counters.cpu_fallbacks.fetch_add(1, Ordering::Relaxed);
+                filter.filter_into(data, out)
+            }
+            Err(e) => {
+                self.failed(e);
+                filter.filter_into(data, out)
+            }
+        }
+    }
+}
+
+static PROCESS: RwLock<Option<Arc<Offload>>> = RwLock::new(None);
+
+/// The process's offload, if the Storage Node turned one on.
+pub fn process_offload() -> Option<Arc<Offload>> {
+    PROCESS.read().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// Opens GPU `ordinal` and makes it the process's offload for steps of at least `min_bytes`
+/// (`filter_device_selector: gpu`); returns the device's description, or why there is none (then
+/// filters stay on the CPU kernel).
+pub fn enable_gpu(ordinal: usize, min_bytes: usize) -> Result<String, GpuUnavailable> {
+    let dev = GpuDevice::open(ordinal)?;
+    let offload = Offload::new(Box::new(dev), min_bytes);
+    let device = offload.device();
+    *PROCESS.write().unwrap_or_else(|p| p.into_inner()) = Some(offload);
+    Ok(device)
 }

@@ -12,6 +12,7 @@ use thiserror::Error;
 use super::aggregate::AggregateState;
 use super::filter::ScanFilter;
 use super::zones::{reduced_for_segment, ZonePlan};
+use crate::gpu::{process_offload, Offload, GPU_STEP_FACTOR};
 use crate::hash::ChainState;
 use crate::segment::{SegmentError, SegmentReader, MAX_READ_BYTES};
 
@@ -119,6 +120,11 @@ pub struct SegmentScanner {
     narrow: Option<Option<Arc<super::projection::Narrowed>>>,
     /// Pieces whose narrow copy the filter ran over.
     narrow_pieces: u64,
+    /// Where plain filter steps go when they are large enough (the process's GPU, if the Storage
+    /// Node turned one on; `set_offload` gives another).
+    offload: Option<Arc<Offload>>,
+    /// The wanted records of an offloaded step, gathered (kept between steps).
+    gather: Vec<u8>,
 }
 
 impl SegmentScanner {
@@ -192,7 +198,64 @@ impl SegmentScanner {
             cached_pieces: 0,
             narrow: None,
             narrow_pieces: 0,
+            offload: process_offload(),
+            gather: Vec::new(),
         })
+    }
+
+    /// Sends this scan's plain filter steps to `offload` (or keeps them on the CPU kernel with
+    /// `None`), instead of the process's offload.
+    pub fn set_offload(&mut self, offload: Option<Arc<Offload>>) {
+        self.offload = offload;
+    }
+
+    /// Whether this step goes to the offload: a plain filter (no aggregate, no hash audit).
+    fn offloading(&self) -> bool {
+        self.offload.is_some() && self.aggregate.is_none() && self.chain.is_none()
+    }
+
+    /// One offloaded step: the wanted runs of blocks `first .. end` gathered into one buffer (each
+    /// block's CRC checked as it is read) and filtered in one call.
+    fn offload_step(
+        &mut self,
+        first: u64,
+        end: u64,
+        wanted: &[bool],
+        step: &mut ScanStep,
+    ) -> Result<(), ScanError> {
+        let Some(offload) = self.offload.clone() else {
+            return Ok(());
+        };
+        let want = |b: u64| wanted[(b - first) as usize];
+        let mut gather = std::mem::take(&mut self.gather);
+        gather.clear();
+        let mut k = first;
+        while let Some((run, j)) = next_run(k, end, want) {
+            // Read in ranges of at most MAX_STEP_BYTES (one read is bounded by MAX_READ_BYTES).
+            let rs = u64::from(self.reader.header().record_size);
+            let mut b = run;
+            while b < j {
+                let mut e = b + 1;
+                let mut bytes = records_in(self.reader.block_index(), b, e) * rs;
+                while e < j
+                    && bytes + records_in(self.reader.block_index(), e, e + 1) * rs
+                        <= MAX_STEP_BYTES
+                {
+                    bytes += records_in(self.reader.block_index(), e, e + 1) * rs;
+                    e += 1;
+                }
+                let n = self.read(b, e)?;
+                gather.extend_from_slice(&self.buf[..n]);
+                b = e;
+            }
+            step.scanned += records_in(self.reader.block_index(), run, j);
+            k = j;
+        }
+        if !gather.is_empty() {
+            step.matched += offload.filter_into(&self.filter, &gather, &mut step.records);
+        }
+        self.gather = gather;
+        Ok(())
     }
 
     /// The open segment (header, counts, closing hash, zones).
@@ -293,7 +356,12 @@ impl SegmentScanner {
         let rs = u64::from(self.reader.header().record_size);
         // A step over narrow copies reads a fraction of the records' bytes: it covers as many
         // more blocks (up to 8 times), so it still takes about as long as a step over whole records.
-        let factor = self.narrow_step_factor(first);
+        let offloading = self.offloading();
+        let factor = if offloading {
+            GPU_STEP_FACTOR
+        } else {
+            self.narrow_step_factor(first)
+        };
         let index = self.reader.block_index();
         let mut end = first;
         let mut bytes = 0u64;
@@ -307,6 +375,10 @@ impl SegmentScanner {
         }
         let wanted: Vec<bool> = (first..end).map(|b| self.block_may_match(b)).collect();
         step.blocks_skipped = wanted.iter().filter(|w| !**w).count() as u64;
+        if offloading {
+            self.offload_step(first, end, &wanted, &mut step)?;
+            return self.end_step(end, step);
+        }
         let verify = self.chain.is_some();
         let want = |b: u64| wanted[(b - first) as usize];
         if !verify && self.record_cache && SegmentReader::record_cache_on() {

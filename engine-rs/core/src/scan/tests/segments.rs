@@ -580,3 +580,105 @@ fn scanner_edges() {
         Ok(_) => panic!("opened a missing file"),
     }
 }
+
+/// Scans `path` to the end with `offload` on the scanner (aggregate and audit as given).
+fn scan_offloaded(
+    path: &Path,
+    f: &Arc<ScanFilter>,
+    offload: &Arc<crate::gpu::Offload>,
+    verify: bool,
+    step: u64,
+) -> ScanStep {
+    let mut s = SegmentScanner::open(path, Arc::clone(f), verify).expect("open");
+    s.set_offload(Some(Arc::clone(offload)));
+    let mut total = ScanStep::default();
+    loop {
+        let st = s.next(step).expect("step");
+        total.records.extend(st.records);
+        total.matched += st.matched;
+        total.scanned += st.scanned;
+        total.blocks_skipped += st.blocks_skipped;
+        if st.done {
+            total.hash_ok = st.hash_ok;
+            return total;
+        }
+    }
+}
+
+#[test]
+fn offloaded_steps_match_the_cpu_kernel_and_are_counted() {
+    use crate::gpu::host_check::{BrokenBackend, HostBackend};
+    use crate::gpu::Offload;
+    let dir = Scratch::new();
+    let data = records(64 * 250 + 17, 11);
+    let path = write(&dir.0, "g.hdseg", &data, true);
+    let sc = schema();
+    // Every step large enough: each goes to the backend (the generated program, host-compiled).
+    let host = Offload::new(Box::<HostBackend>::default(), 0);
+    // No step large enough: each stays on the CPU kernel and counts as a fallback.
+    let small = Offload::new(Box::<HostBackend>::default(), usize::MAX);
+    // A backend that always fails: the steps are redone on the CPU kernel, counted as errors.
+    let broken = Offload::new(Box::new(BrokenBackend), 0);
+    for (q, _) in QUERIES {
+        let f = Arc::new(ScanFilter::compile(&sc, q).expect(q));
+        let want = f.filter(&data);
+        for step in [1, 7, 1000] {
+            for o in [&host, &small, &broken] {
+                let got = scan_offloaded(&path, &f, o, false, step);
+                assert_eq!(got.records, want, "{q} step {step} on {}", o.device());
+                assert_eq!(got.matched as usize * R, want.len());
+            }
+        }
+    }
+    let count = |o: &Offload| o.counters().snapshot().map(|(_, v)| v);
+    let [bytes, steps, fallbacks, errors] = count(&host);
+    assert!(
+        steps > 0 && fallbacks == 0 && errors == 0,
+        "{:?}",
+        host.counters()
+    );
+    assert_eq!(bytes % R as u64, 0, "whole records");
+    let [_, steps, fallbacks, _] = count(&small);
+    assert!(steps == 0 && fallbacks > 0);
+    let [bytes, steps, _, errors] = count(&broken);
+    assert!(steps == 0 && bytes == 0 && errors > 0);
+    assert!(broken
+        .last_error()
+        .expect("kept")
+        .contains("ILLEGAL_ADDRESS"));
+
+    // Audits (verify_hash) and aggregates stay on the CPU path: the chain needs every block in
+    // order, and aggregates fold per chunk.
+    let all = Arc::new(ScanFilter::compile(&sc, "[]").expect("all"));
+    let before = count(&host);
+    let audited = scan_offloaded(&path, &all, &host, true, 7);
+    assert_eq!(audited.hash_ok, Some(true));
+    assert_eq!(audited.records, data);
+    assert_eq!(count(&host), before, "an audit is not offloaded");
+    let plan = aggregate_plan(r#"{"version":1,"measures":[{"fn":"count"}]}"#, None);
+    let mut s = SegmentScanner::open(&path, Arc::clone(&all), false).expect("open");
+    s.set_offload(Some(Arc::clone(&host)));
+    s.set_aggregate(plan);
+    while !s.next(7).expect("step").done {}
+    assert_eq!(count(&host), before, "an aggregate is not offloaded");
+}
+
+#[test]
+fn an_offloaded_step_covers_more_blocks() {
+    use crate::gpu::host_check::HostBackend;
+    use crate::gpu::{Offload, GPU_STEP_FACTOR};
+    let dir = Scratch::new();
+    let data = records(64 * 100, 5);
+    let path = write(&dir.0, "h.hdseg", &data, false);
+    let f = Arc::new(ScanFilter::compile(&schema(), "[]").expect("all"));
+    let host = Offload::new(Box::<HostBackend>::default(), 0);
+    let mut s = SegmentScanner::open(&path, Arc::clone(&f), false).expect("open");
+    s.set_offload(Some(host));
+    let st = s.next(2).expect("step");
+    assert_eq!(
+        st.scanned,
+        64 * 2 * GPU_STEP_FACTOR,
+        "{} records in the first step",
+        st.scanned
+    );
+}

@@ -1,0 +1,26 @@
+/**
+ * GPU filter offload (engine-rs `gpu`): a Storage Node with `filter_device_selector: gpu` turns
+ * the host's GPU on at start; scans of plain filters then send steps of at least
+ * {@link GPU_MIN_BYTES} to it (kernels generated from the filter program and compiled by NVRTC),
+ * and everything else stays on the CPU kernel. docs/gpu.md has the design and the figures.
+ */
+import { native, type GpuStats } from './native';
+
+export type { GpuStats } from './native';
+
+/** Steps whose wanted records are fewer bytes than this stay on the CPU kernel: 16 MiB. */
+export const GPU_MIN_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Opens GPU 0 as this process's filter offload for steps of at least `minBytes`; resolves its
+ * description (name, memory, compute capability). Rejects (code `ERR_GPU_UNAVAILABLE`) with the
+ * reason when there is none to use: no driver, no NVRTC, no device.
+ */
+export function enableGpuFilter(minBytes: number = GPU_MIN_BYTES): Promise<string> {
+  return native.gpuEnable(minBytes);
+}
+
+/** What the process's GPU offload has done. */
+export function gpuStats(): GpuStats {
+  return native.gpuStats();
+}
