@@ -1,8 +1,9 @@
 /**
  * GPU filter offload (engine-rs `gpu`): a Storage Node with `filter_device_selector: gpu` turns
- * the host's GPU on at start; scans of plain filters then send steps of at least
- * {@link GPU_MIN_BYTES} to it (kernels generated from the filter program and compiled by NVRTC),
- * and everything else stays on the CPU kernel. docs/gpu.md has the design and the figures.
+ * the host's GPU on at start; scan steps of at least {@link GPU_MIN_BYTES} then have their filter
+ * evaluated on it (kernels generated from the filter program and compiled by NVRTC; an aggregate
+ * folds the selected records on the CPU), and audits and smaller steps stay on the CPU kernel.
+ * docs/gpu.md has the design and the figures.
  */
 import { native, type GpuStats } from './native';
 

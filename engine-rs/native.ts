@@ -85,7 +85,7 @@ export interface GpuStats {
   readonly bytesFiltered: number;
   /** Scan steps it ran. */
   readonly steps: number;
-  /** Plain filter steps left on the CPU kernel because they were small. */
+  /** Scan steps left on the CPU kernel: small, or the GPU busy. */
   readonly cpuFallbacks: number;
   /** Steps it failed (redone on the CPU kernel). */
   readonly errors: number;
@@ -311,7 +311,7 @@ export interface Native {
   segmentRecover(dir: string, verifyChains: boolean): Promise<{ complete: string[]; discarded: string[]; quarantined: { path: string; code: string; reason: string }[] }>;
 
   // --- gpu.rs --------------------------------------------------------------------------------
-  /** Opens GPU 0 as the process's filter offload for plain filter steps of at least minBytes; resolves its description. Rejects ERR_GPU_UNAVAILABLE with the reason. */
+  /** Opens GPU 0 as the process's filter offload for scan steps of at least minBytes; resolves its description. Rejects ERR_GPU_UNAVAILABLE with the reason. */
   gpuEnable(minBytes: number): Promise<string>;
   /** The process's GPU offload: whether on, its device, bytes filtered and steps on it, steps left on the CPU, errors. */
   gpuStats(): GpuStats;

@@ -1,8 +1,9 @@
 /**
  * `filter_device_selector` of a Storage Node (config.json): where query filters run.
  * - `cpu` and `host`: the engine-rs kernel on the host's cores.
- * - `gpu`: the host's GPU for plain filter steps of at least 16 MiB; aggregates, audits and
- *   smaller steps stay on the CPU kernel (engine-rs `gpu`, docs/gpu.md).
+ * - `gpu`: the host's GPU evaluates the filter of scan steps of at least 16 MiB (an aggregate
+ *   folds what it selects on the CPU); audits and smaller steps stay on the CPU kernel (engine-rs
+ *   `gpu`, docs/gpu.md).
  *
  * Without a usable GPU (no driver, no NVRTC, no device) the node says so in one line at start and
  * filters on the CPU kernel. /health's `filterDevice` part and /metrics' `hd_sn_gpu_*` show the
@@ -36,14 +37,14 @@ export async function chooseFilterDevice(c: StorageNodeConfig, enable: (minBytes
 export function filterDeviceLine(name: string, d: FilterDevice): string | undefined {
   if (d.selector !== 'gpu') return undefined;
   return d.runsOn === 'gpu'
-    ? `storage node '${name}': filter_device_selector 'gpu': plain filter steps of 16 MiB or more run on ${d.detail}; aggregates, audits and smaller steps on the cpu kernel`
+    ? `storage node '${name}': filter_device_selector 'gpu': scan steps of 16 MiB or more filter on ${d.detail}; audits and smaller steps on the cpu kernel`
     : `storage node '${name}': filter_device_selector 'gpu': ${d.detail}; query filters run on the cpu kernel`;
 }
 
 const METRICS: [keyof GpuStats, string, string][] = [
   ['bytesFiltered', 'hd_sn_gpu_bytes_filtered_total', 'Record bytes query filters evaluated on the GPU'],
   ['steps', 'hd_sn_gpu_steps_total', 'Scan steps the GPU filtered'],
-  ['cpuFallbacks', 'hd_sn_gpu_cpu_fallbacks_total', 'Plain filter steps left on the CPU kernel because they were under 16 MiB'],
+  ['cpuFallbacks', 'hd_sn_gpu_cpu_fallbacks_total', 'Scan steps left on the CPU kernel: under 16 MiB, or the GPU busy'],
   ['errors', 'hd_sn_gpu_errors_total', 'Scan steps the GPU failed (redone on the CPU kernel)'],
 ];
 

@@ -191,18 +191,31 @@ fn dpdk_ports_exchange_hdwp_datagrams_with_the_kernel_stack() {
         format!("hdjd{tag}"),
         format!("hdjk{tag}"),
     );
-    ip(&[
-        "link",
-        "add",
-        &dpdk_end,
-        "mtu",
-        "8550",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        &kernel_end,
-    ]);
+    // A container without CAP_NET_ADMIN cannot create interfaces at all: say so and skip.
+    let veth = Command::new("ip")
+        .args([
+            "link",
+            "add",
+            &dpdk_end,
+            "mtu",
+            "8550",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &kernel_end,
+        ])
+        .output();
+    match veth {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => {
+            return skip(&format!(
+                "cannot create network interfaces here: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ))
+        }
+        Err(e) => return skip(&format!("no ip command (iproute2): {e}")),
+    }
     let _veth = Veth(dpdk_end.clone());
     ip(&["link", "set", &dpdk_end, "up"]);
     // veth leaves UDP checksums to "hardware" that does not exist on this path: the kernel end must

@@ -6,7 +6,7 @@ use neon::prelude::*;
 use crate::util::throw_coded;
 
 /// Opens GPU 0 off the event loop (creating a CUDA context takes a while) and makes it this
-/// process's offload for plain filter steps of at least `minBytes`; resolves the device's
+/// process's offload for scan steps of at least `minBytes`; resolves the device's
 /// description, or rejects with code `ERR_GPU_UNAVAILABLE` and the reason.
 #[neon::export(name = "gpuEnable")]
 fn gpu_enable<'cx>(cx: &mut FunctionContext<'cx>, min_bytes: f64) -> JsResult<'cx, JsPromise> {

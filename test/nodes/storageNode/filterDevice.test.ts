@@ -23,7 +23,7 @@ choose('gpu turns the host GPU on, or says why the cpu kernel filters', async ()
   assert.is(d.selector, 'gpu');
   if (d.runsOn === 'gpu') {
     assert.ok(gpuStats().enabled && gpuStats().device === d.detail);
-    assert.match(filterDeviceLine('sn1', d) ?? '', /^storage node 'sn1': filter_device_selector 'gpu': plain filter steps of 16 MiB or more run on .+; aggregates, audits and smaller steps on the cpu kernel$/);
+    assert.match(filterDeviceLine('sn1', d) ?? '', /^storage node 'sn1': filter_device_selector 'gpu': scan steps of 16 MiB or more filter on .+; audits and smaller steps on the cpu kernel$/);
   } else {
     assert.match(d.detail ?? '', /no CUDA driver|no NVRTC|finds no GPU/);
     assert.is(gpuStats().enabled, false);

@@ -76,7 +76,7 @@ proc('ingest, then a query streams its batches to the return address; SIGTERM mi
   const got = recordsByBatch(results);
   for (const b of batches.slice(0, 2)) assert.ok(got.get(b.id.toHex())?.equals(b.data));
   // gpu: one line at start, the GPU in use or why the cpu kernel filters (no driver on a machine without one).
-  assert.match(sn.output(), /filter_device_selector 'gpu': (.+; query filters run on the cpu kernel|plain filter steps of 16 MiB or more run on .+)/);
+  assert.match(sn.output(), /filter_device_selector 'gpu': (.+; query filters run on the cpu kernel|scan steps of 16 MiB or more filter on .+)/);
   assert.is(sn.output().match(/filter_device_selector 'gpu'/g)?.length, 1);
   const health = (await (await fetch(`http://${HOST}:${ports.obs}/health`)).json()) as { filterDevice: Record<string, unknown> };
   const device = health.filterDevice;

@@ -1,11 +1,12 @@
 //! When a scan goes to the GPU, the backend it goes to, and what the process counts about it.
 //!
 //! A [`SegmentScanner`](crate::scan::SegmentScanner) with an [`Offload`] reads steps of up to
-//! [`GPU_STEP_FACTOR`] times the usual size when its query is a plain filter (no aggregate, no
-//! hash audit), and hands each step's wanted records to the offload's backend in one call when
-//! they are at least `min_bytes`. Smaller steps, aggregates and audits stay on the CPU kernel. A
-//! backend error is counted and the step is redone on the CPU kernel, so a query never fails
-//! because of the GPU.
+//! [`GPU_STEP_FACTOR`] times the usual size (unless it audits the hash chain), and hands each
+//! step's wanted records to the offload's backend in one call when they are at least
+//! `min_bytes`: the backend evaluates the filter, and an aggregate folds the records it selects on
+//! the CPU, with the same code in the same order, so partials are identical. Smaller steps and
+//! audits stay on the CPU kernel. A backend error is counted and the step is redone on the CPU
+//! kernel, so a query never fails because of the GPU.
 //!
 //! The Storage Node sets the process's offload once at start (`enable_gpu`); scanners opened after
 //! that take it. Tests give scanners their own offload over the host-compiled backend instead.
@@ -14,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::{GpuDevice, GpuFilter, GpuUnavailable};
-use crate::scan::ScanFilter;
+use crate::scan::{ScanFilter, CHUNK};
 
 /// Steps whose wanted records are fewer bytes than this stay on the CPU kernel.
 ///
@@ -78,8 +79,8 @@ pub struct GpuCounters {
     pub bytes_filtered: AtomicU64,
     /// Steps the GPU ran.
     pub steps: AtomicU64,
-    /// Steps of a plain filter that stayed on the CPU kernel: under `min_bytes`, or the GPU was
-    /// busy with another scan's step.
+    /// Steps that stayed on the CPU kernel: under `min_bytes`, or the GPU was busy with another
+    /// scan's step.
     pub cpu_fallbacks: AtomicU64,
     /// Steps the GPU failed (a driver or compile error); they were redone on the CPU kernel.
     pub errors: AtomicU64,
@@ -142,36 +143,85 @@ impl Offload {
         *self.last_error.write().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
     }
 
-    /// Appends the matching records of `data` (whole records) to `out` and returns how many: on
-    /// the backend when `data` is large enough, else (or when the backend fails) on the CPU kernel.
-    pub fn filter_into(&self, filter: &ScanFilter, data: &[u8], out: &mut Vec<u8>) -> u64 {
-        if data.len() < self.min_bytes {
-            self.counters.cpu_fallbacks.fetch_add(1, Ordering::Relaxed);
-            return filter.filter_into(data, out);
+    /// Whether a step with `bytes` of wanted records goes to the backend; when not, it is counted
+    /// as a step left on the CPU kernel.
+    pub fn takes(&self, bytes: usize) -> bool {
+        if bytes >= self.min_bytes {
+            return true;
         }
+        self.counters.cpu_fallbacks.fetch_add(1, Ordering::Relaxed);
+        false
+    }
+
+    /// The backend's flags for `data`, counted; `None` (counted as a fallback or an error) when the
+    /// caller must use the CPU kernel instead.
+    fn flags(&self, filter: &ScanFilter, data: &[u8]) -> Option<Vec<u8>> {
         match self.backend.compile(filter).and_then(|k| k.flags(data)) {
             Ok(flags) => {
                 self.counters.steps.fetch_add(1, Ordering::Relaxed);
                 self.counters
                     .bytes_filtered
                     .fetch_add(data.len() as u64, Ordering::Relaxed);
-                let rs = filter.record_size();
-                let mut n = 0u64;
-                for (i, _) in flags.iter().enumerate().filter(|(_, &f)| f != 0) {
-                    out.extend_from_slice(&data[i * rs..(i + 1) * rs]);
-                    n += 1;
-                }
-                n
+                Some(flags)
             }
             Err(GpuUnavailable::Busy) => {
                 self.counters.cpu_fallbacks.fetch_add(1, Ordering::Relaxed);
-                filter.filter_into(data, out)
+                None
             }
             Err(e) => {
                 self.failed(e);
-                filter.filter_into(data, out)
+                None
             }
         }
+    }
+
+    /// `ScanFilter::filter_into` on the backend: appends the matching records of `data` (whole
+    /// records) to `out` in order and returns how many; the CPU kernel when the backend cannot.
+    pub fn filter_into(&self, filter: &ScanFilter, data: &[u8], out: &mut Vec<u8>) -> u64 {
+        let Some(flags) = self.flags(filter, data) else {
+            return filter.filter_into(data, out);
+        };
+        let rs = filter.record_size();
+        let mut n = 0u64;
+        for (i, _) in flags.iter().enumerate().filter(|(_, &f)| f != 0) {
+            out.extend_from_slice(&data[i * rs..(i + 1) * rs]);
+            n += 1;
+        }
+        n
+    }
+
+    /// `ScanFilter::select_chunks` with the filter on the backend: `visit` gets each run of up to
+    /// `CHUNK` records that holds a match, with the matches' indices in it, exactly as the CPU
+    /// kernel calls it (so an aggregate folds the same records in the same order). Returns how many
+    /// matched.
+    pub fn select_chunks<F: FnMut(&[u8], &[u32])>(
+        &self,
+        filter: &ScanFilter,
+        data: &[u8],
+        mut visit: F,
+    ) -> u64 {
+        let Some(flags) = self.flags(filter, data) else {
+            return filter.select_chunks(data, visit);
+        };
+        let rs = filter.record_size();
+        let mut sel = Vec::with_capacity(CHUNK);
+        let mut n = 0u64;
+        for (k, chunk) in flags.chunks(CHUNK).enumerate() {
+            sel.clear();
+            sel.extend(
+                chunk
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &f)| f != 0)
+                    .map(|(i, _)| i as u32),
+            );
+            if !sel.is_empty() {
+                let at = k * CHUNK * rs;
+                visit(&data[at..at + chunk.len() * rs], &sel);
+                n += sel.len() as u64;
+            }
+        }
+        n
     }
 }
 

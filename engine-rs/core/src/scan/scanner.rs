@@ -209,13 +209,14 @@ impl SegmentScanner {
         self.offload = offload;
     }
 
-    /// Whether this step goes to the offload: a plain filter (no aggregate, no hash audit).
+    /// Whether steps may go to the offload: one is set and the scan does not audit the hash
+    /// chain (which needs every block, in order, on the CPU).
     fn offloading(&self) -> bool {
-        self.offload.is_some() && self.aggregate.is_none() && self.chain.is_none()
+        self.offload.is_some() && self.chain.is_none()
     }
 
     /// One offloaded step: the wanted runs of blocks `first .. end` gathered into one buffer (each
-    /// block's CRC checked as it is read) and filtered in one call.
+    /// block's CRC checked as it is read) and filtered in one call; an aggregate folds what it selects.
     fn offload_step(
         &mut self,
         first: u64,
@@ -252,7 +253,10 @@ impl SegmentScanner {
             k = j;
         }
         if !gather.is_empty() {
-            step.matched += offload.filter_into(&self.filter, &gather, &mut step.records);
+            step.matched += match self.aggregate.as_mut() {
+                Some(agg) => offload.select_chunks(&self.filter, &gather, |c, sel| agg.add(c, sel)),
+                None => offload.filter_into(&self.filter, &gather, &mut step.records),
+            };
         }
         self.gather = gather;
         Ok(())
@@ -376,8 +380,20 @@ impl SegmentScanner {
         let wanted: Vec<bool> = (first..end).map(|b| self.block_may_match(b)).collect();
         step.blocks_skipped = wanted.iter().filter(|w| !**w).count() as u64;
         if offloading {
-            self.offload_step(first, end, &wanted, &mut step)?;
-            return self.end_step(end, step);
+            let index = self.reader.block_index();
+            let wanted_bytes: u64 = (first..end)
+                .filter(|&b| wanted[(b - first) as usize])
+                .map(|b| u64::from(index[b as usize].records) * rs)
+                .sum();
+            // A step too small for the offload takes the CPU path below (record cache, narrow copies).
+            if self
+                .offload
+                .as_ref()
+                .is_some_and(|o| o.takes(wanted_bytes as usize))
+            {
+                self.offload_step(first, end, &wanted, &mut step)?;
+                return self.end_step(end, step);
+            }
         }
         let verify = self.chain.is_some();
         let want = |b: u64| wanted[(b - first) as usize];

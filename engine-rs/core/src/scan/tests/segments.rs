@@ -655,12 +655,64 @@ fn offloaded_steps_match_the_cpu_kernel_and_are_counted() {
     assert_eq!(audited.hash_ok, Some(true));
     assert_eq!(audited.records, data);
     assert_eq!(count(&host), before, "an audit is not offloaded");
-    let plan = aggregate_plan(r#"{"version":1,"measures":[{"fn":"count"}]}"#, None);
-    let mut s = SegmentScanner::open(&path, Arc::clone(&all), false).expect("open");
-    s.set_offload(Some(Arc::clone(&host)));
-    s.set_aggregate(plan);
-    while !s.next(7).expect("step").done {}
-    assert_eq!(count(&host), before, "an aggregate is not offloaded");
+}
+
+/// The final partial of an aggregate scan of `path`, with `offload` or on the CPU.
+fn aggregate_partial(
+    path: &Path,
+    f: &Arc<ScanFilter>,
+    plan: &Arc<AggregatePlan>,
+    offload: Option<&Arc<crate::gpu::Offload>>,
+    step: u64,
+) -> Option<String> {
+    let mut s = SegmentScanner::open(path, Arc::clone(f), false).expect("open");
+    s.set_offload(offload.cloned());
+    s.set_aggregate(Arc::clone(plan));
+    loop {
+        let st = s.next(step).expect("step");
+        assert!(st.records.is_empty());
+        if st.done {
+            return st.partial;
+        }
+    }
+}
+
+#[test]
+fn aggregates_over_offloaded_filters_equal_the_cpu_partials() {
+    use crate::gpu::host_check::HostBackend;
+    use crate::gpu::Offload;
+    let dir = Scratch::new();
+    let data = records(64 * 250 + 17, 23);
+    let path = write(&dir.0, "ga.hdseg", &data, true);
+    let sc = schema();
+    let host = Offload::new(Box::<HostBackend>::default(), 0);
+    let plans = [
+        aggregate_plan(r#"{"version":1,"measures":[{"fn":"count"}]}"#, None),
+        aggregate_plan(
+            r#"{"version":1,"group_by":[{"field":"x"}],"measures":[{"fn":"count"},{"fn":"sum","field":"a"},{"fn":"min","field":"f"},{"fn":"max","field":"ts"}]}"#,
+            None,
+        ),
+        aggregate_plan(
+            r#"{"version":1,"group_by":[{"field":"s"}],"measures":[{"fn":"sum","field":"x"},{"fn":"max","field":"f"}]}"#,
+            None,
+        ),
+    ];
+    for (q, _) in QUERIES {
+        let f = Arc::new(ScanFilter::compile(&sc, q).expect(q));
+        for plan in &plans {
+            for step in [3, 1000] {
+                let cpu = aggregate_partial(&path, &f, plan, None, step);
+                let gpu = aggregate_partial(&path, &f, plan, Some(&host), step);
+                assert_eq!(gpu, cpu, "{q} step {step}");
+            }
+        }
+    }
+    let [bytes, steps, _, errors] = host.counters().snapshot().map(|(_, v)| v);
+    assert!(
+        steps > 0 && bytes > 0 && errors == 0,
+        "{:?}",
+        host.counters()
+    );
 }
 
 #[test]
