@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
 use hd_engine_core::batch_id::BatchId;
-use hd_engine_core::hdwp::{encode_records_for_mtu, HEADER_LEN, MTU_STANDARD};
+use hd_engine_core::hdwp::{encode_datagrams, MTU_STANDARD};
 use hd_engine_core::netio::dpdk::{self, DpdkPort, EalOptions};
 use hd_engine_core::netio::{Datagram, DatagramSocket, KernelUdp, UserUdp};
 
@@ -19,24 +19,8 @@ const BURST: usize = 32;
 
 fn datagrams() -> Vec<Vec<u8>> {
     let records: Vec<u8> = (0..150 * 7 * BURST).map(|i| i as u8).collect();
-    let mut all = Vec::new();
-    encode_records_for_mtu(
-        &mut all,
-        None,
-        &BatchId([3; 64]),
-        150,
-        &records,
-        MTU_STANDARD,
-    )
-    .expect("encodes");
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < all.len() {
-        let len = HEADER_LEN
-            + u32::from_be_bytes(all[at + 8..at + 12].try_into().expect("4 bytes")) as usize;
-        out.push(all[at..at + len].to_vec());
-        at += len;
-    }
+    let mut out =
+        encode_datagrams(None, &BatchId([3; 64]), 150, &records, MTU_STANDARD).expect("encodes");
     out.truncate(BURST);
     out
 }

@@ -16,9 +16,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use hd_engine_core::batch_id::BatchId;
-use hd_engine_core::hdwp::{
-    decode_datagram, encode_records_for_mtu, Frame, HEADER_LEN, MTU_JUMBO, MTU_STANDARD,
-};
+use hd_engine_core::hdwp::{decode_datagram, encode_datagrams, Frame, MTU_JUMBO, MTU_STANDARD};
 use hd_engine_core::netio::dpdk::{self, DpdkPort, EalOptions};
 use hd_engine_core::netio::{Datagram, DatagramSocket, KernelUdp, NetError, UserUdp};
 
@@ -40,18 +38,7 @@ fn ip(args: &[&str]) {
 }
 
 fn datagrams(records: &[u8], record_size: u16, mtu: usize) -> Vec<Vec<u8>> {
-    let mut all = Vec::new();
-    encode_records_for_mtu(&mut all, None, &BatchId([9; 64]), record_size, records, mtu)
-        .expect("encodes");
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < all.len() {
-        let len = HEADER_LEN
-            + u32::from_be_bytes(all[at + 8..at + 12].try_into().expect("4 bytes")) as usize;
-        out.push(all[at..at + len].to_vec());
-        at += len;
-    }
-    out
+    encode_datagrams(None, &BatchId([9; 64]), record_size, records, mtu).expect("encodes")
 }
 
 /// Polls both sockets until `into` has `n` datagrams (polling the other keeps its ARP answered).

@@ -104,6 +104,22 @@ fn wide_key(w: usize, big_endian: bool, signed: bool, p: &str) -> String {
     s
 }
 
+/// The body of a 128- or 256-bit key predicate: the key at `r + off` into `k`, then `test`.
+fn wide_body(
+    w: usize,
+    big_endian: bool,
+    signed: bool,
+    off: usize,
+    test: &str,
+    negate: bool,
+) -> String {
+    format!(
+        "{} return ({test}) != {};",
+        wide_key(w, big_endian, signed, &format!("r + {off}")),
+        u8::from(negate)
+    )
+}
+
 fn limbs128(v: u128) -> [u64; 2] {
     [(v >> 64) as u64, v as u64]
 }
@@ -112,23 +128,6 @@ fn limbs256(v: &K256) -> [u64; 4] {
     let [a, b] = limbs128(v.hi);
     let [c, d] = limbs128(v.lo);
     [a, b, c, d]
-}
-
-fn u64_list(v: impl IntoIterator<Item = u64>) -> String {
-    v.into_iter()
-        .map(|x| format!("0x{x:x}ULL"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn byte_list(v: &[u8]) -> String {
-    if v.is_empty() {
-        return "0".into();
-    }
-    v.iter()
-        .map(|b| b.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 /// One program's source under construction: tables first, then predicate functions.
@@ -140,90 +139,58 @@ struct Emitter<'a> {
 }
 
 impl Emitter<'_> {
-    fn id(&mut self) -> usize {
+    /// A new name in this filter's namespace: `<filter>_<kind><n>`.
+    fn fresh(&mut self, kind: &str) -> String {
         self.next += 1;
-        self.next - 1
+        format!("{}_{kind}{}", self.name, self.next - 1)
     }
 
     /// A table of 64-bit limbs; returns its name.
     fn limb_table(&mut self, limbs: &[u64]) -> String {
-        let id = self.id();
-        let t = format!("{}_t{id}", self.name);
-        let _ = writeln!(
-            self.tables,
-            "HD_TABLE u64 {t}[{}] = {{{}}};",
-            limbs.len().max(1),
-            if limbs.is_empty() {
-                "0".into()
-            } else {
-                u64_list(limbs.iter().copied())
-            }
-        );
+        let t = self.fresh("t");
+        self.table("u64", &t, limbs.iter().map(|x| format!("0x{x:x}ULL")));
         t
     }
 
     /// One byte string; returns its name.
     fn bytes_value(&mut self, v: &[u8]) -> String {
-        let id = self.id();
-        let b = format!("{}_v{id}", self.name);
-        let _ = writeln!(
-            self.tables,
-            "HD_TABLE u8 {b}[{}] = {{{}}};",
-            v.len().max(1),
-            byte_list(v)
-        );
+        let b = self.fresh("v");
+        self.table("u8", &b, v.iter().map(u8::to_string));
         b
     }
 
     /// A table of byte strings (sorted as given); returns (bytes, offsets, lengths) names.
     fn bytes_table(&mut self, values: &[Vec<u8>]) -> (String, String, String) {
-        let id = self.id();
-        let (b, o, l) = (
-            format!("{}_b{id}", self.name),
-            format!("{}_o{id}", self.name),
-            format!("{}_l{id}", self.name),
-        );
-        let all: Vec<u8> = values.iter().flatten().copied().collect();
-        let mut offs = Vec::with_capacity(values.len());
-        let mut at = 0u32;
-        for v in values {
-            offs.push(at.to_string());
-            at += v.len() as u32;
-        }
-        let lens: Vec<String> = values.iter().map(|v| v.len().to_string()).collect();
-        let _ = writeln!(
-            self.tables,
-            "HD_TABLE u8 {b}[{}] = {{{}}};",
-            all.len().max(1),
-            byte_list(&all)
-        );
-        let _ = writeln!(
-            self.tables,
-            "HD_TABLE u32 {o}[{}] = {{{}}};",
-            offs.len().max(1),
-            if offs.is_empty() {
-                "0".into()
-            } else {
-                offs.join(",")
-            }
-        );
-        let _ = writeln!(
-            self.tables,
-            "HD_TABLE u32 {l}[{}] = {{{}}};",
-            lens.len().max(1),
-            if lens.is_empty() {
-                "0".into()
-            } else {
-                lens.join(",")
-            }
-        );
+        let (b, o, l) = (self.fresh("b"), self.fresh("o"), self.fresh("l"));
+        let offs = values.iter().scan(0usize, |at, v| {
+            let here = *at;
+            *at += v.len();
+            Some(here.to_string())
+        });
+        self.table("u8", &b, values.iter().flatten().map(u8::to_string));
+        self.table("u32", &o, offs);
+        self.table("u32", &l, values.iter().map(|v| v.len().to_string()));
         (b, o, l)
+    }
+
+    /// Emits `HD_TABLE ty name[n] = {items};` (one zero when there is none: C has no empty arrays).
+    fn table(&mut self, ty: &str, name: &str, items: impl Iterator<Item = String>) {
+        let items: Vec<String> = items.collect();
+        let body = if items.is_empty() {
+            "0".to_string()
+        } else {
+            items.join(",")
+        };
+        let _ = writeln!(
+            self.tables,
+            "HD_TABLE {ty} {name}[{}] = {{{body}}};",
+            items.len().max(1)
+        );
     }
 
     /// Emits a function `int NAME(const u8 *r)` with `body` and returns NAME.
     fn func(&mut self, body: &str) -> String {
-        let id = self.id();
-        let f = format!("{}_p{id}", self.name);
+        let f = self.fresh("p");
         let _ = writeln!(self.funcs, "HD_DEV int {f}(const u8 *r) {{ {body} }}");
         f
     }
@@ -289,11 +256,7 @@ impl Emitter<'_> {
                 negate,
             } => {
                 let t = self.wide_test(2, test, |v: &u128| limbs128(*v).to_vec());
-                format!(
-                    "{} return ({t}) != {};",
-                    wide_key(2, *big_endian, *signed, &format!("r + {off}")),
-                    u8::from(*negate)
-                )
+                wide_body(2, *big_endian, *signed, *off, &t, *negate)
             }
             Pred::K256 {
                 off,
@@ -303,11 +266,7 @@ impl Emitter<'_> {
                 negate,
             } => {
                 let t = self.wide_test(4, test, |v: &K256| limbs256(v).to_vec());
-                format!(
-                    "{} return ({t}) != {};",
-                    wide_key(4, *big_endian, *signed, &format!("r + {off}")),
-                    u8::from(*negate)
-                )
+                wide_body(4, *big_endian, *signed, *off, &t, *negate)
             }
             Pred::Masked { words, negate } => self.masked(words, *negate),
             Pred::Bytes { off, len, lo, hi } => {

@@ -192,7 +192,7 @@ fn the_source_names_one_entry_per_filter_and_bakes_in_the_record_size() {
     }
     assert!(src.contains("data + i * 82ULL"));
     assert!(
-        src.contains("HD_TABLE u64 one_t0[2] = {0x1ULL, 0x7ULL};"),
+        src.contains("HD_TABLE u64 one_t0[2] = {0x1ULL,0x7ULL};"),
         "the IN set as a sorted table:\n{src}"
     );
 }

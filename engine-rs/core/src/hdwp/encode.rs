@@ -242,6 +242,29 @@ pub fn encode_records_for_mtu(
     encode_records(out, auth, batch_id, record_size, records, mtu)
 }
 
+/// [`encode_records_for_mtu`] as one buffer per datagram: the frames a datagram transport sends,
+/// each at most `mtu` bytes.
+pub fn encode_datagrams(
+    auth: Option<QueryAuth>,
+    batch_id: &BatchId,
+    record_size: u16,
+    records: &[u8],
+    mtu: usize,
+) -> Result<Vec<Vec<u8>>, HdwpError> {
+    let mut all = Vec::new();
+    encode_records_for_mtu(&mut all, auth, batch_id, record_size, records, mtu)?;
+    let mut out = Vec::new();
+    let mut at = 0;
+    // Our own frames: each header's payload length (bytes 8..12) says where the next one starts.
+    while at + HEADER_LEN <= all.len() {
+        let len = HEADER_LEN
+            + u32::from_be_bytes([all[at + 8], all[at + 9], all[at + 10], all[at + 11]]) as usize;
+        out.push(all[at..at + len].to_vec());
+        at += len;
+    }
+    Ok(out)
+}
+
 fn put_auth(out: &mut Vec<u8>, a: &QueryAuth) {
     out.extend_from_slice(&a.query_id.to_be_bytes());
     out.extend_from_slice(&a.token);

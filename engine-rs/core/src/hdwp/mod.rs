@@ -35,7 +35,8 @@ mod tests_stream;
 pub use decode::{decode_datagram, decode_frame, peek_frame, Peek};
 pub use decoder::FrameDecoder;
 pub use encode::{
-    check_mtu, encode_frame, encode_records, encode_records_for_mtu, records_per_frame, RecordsPlan,
+    check_mtu, encode_datagrams, encode_frame, encode_records, encode_records_for_mtu,
+    records_per_frame, RecordsPlan,
 };
 pub use error::HdwpError;
 pub use frame::{

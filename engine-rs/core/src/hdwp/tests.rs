@@ -381,3 +381,32 @@ fn pseudo_random_garbage_never_panics_and_valid_prefixes_survive() {
         let _ = d.finish();
     }
 }
+
+#[test]
+fn encode_datagrams_gives_one_whole_frame_per_datagram() {
+    let records: Vec<u8> = (0..150 * 100).map(|i| (i % 253) as u8).collect();
+    for mtu in [MTU_STANDARD, MTU_JUMBO] {
+        let grams = encode_datagrams(None, &BatchId::from_number(4), 150, &records, mtu).unwrap();
+        assert_eq!(
+            grams.len(),
+            100usize.div_ceil(records_per_frame(150, mtu, false).unwrap() as usize)
+        );
+        let mut back = Vec::new();
+        for g in &grams {
+            assert!(g.len() <= mtu);
+            match decode_datagram(g, mtu).unwrap() {
+                Frame::Records(r) => back.extend_from_slice(r.payload),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(back, records);
+    }
+    let err = encode_datagrams(
+        None,
+        &BatchId::from_number(4),
+        1200,
+        &[0; 1200],
+        MTU_STANDARD,
+    );
+    assert_eq!(err.unwrap_err().code(), "ERR_HDWP_TOO_LARGE");
+}

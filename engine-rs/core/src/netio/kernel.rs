@@ -4,7 +4,7 @@
 use std::io::ErrorKind;
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 
-use super::{Datagram, DatagramSocket, NetError};
+use super::{check_payloads, Datagram, DatagramSocket, NetError};
 
 /// A non-blocking kernel UDP socket sending and receiving datagrams of at most `mtu` bytes.
 #[derive(Debug)]
@@ -51,12 +51,7 @@ impl DatagramSocket for KernelUdp {
     }
 
     fn send_to(&mut self, payloads: &[&[u8]], dst: SocketAddrV4) -> Result<usize, NetError> {
-        if let Some(p) = payloads.iter().find(|p| p.len() > self.mtu) {
-            return Err(NetError::TooLarge {
-                len: p.len(),
-                mtu: self.mtu,
-            });
-        }
+        check_payloads(payloads, self.mtu)?;
         for (i, p) in payloads.iter().enumerate() {
             match self.socket.send_to(p, dst) {
                 Ok(_) => {}

@@ -166,6 +166,14 @@ pub trait PacketPort {
     fn receive(&mut self, into: &mut RxFrames) -> Result<usize, NetError>;
 }
 
+/// Refuses the burst when any payload is over `mtu`, before anything is sent.
+fn check_payloads(payloads: &[&[u8]], mtu: usize) -> Result<(), NetError> {
+    match payloads.iter().find(|p| p.len() > mtu) {
+        Some(p) => Err(NetError::TooLarge { len: p.len(), mtu }),
+        None => Ok(()),
+    }
+}
+
 /// Checks that `mtu` is an HDWP datagram MTU a link of `max_frame` bytes carries whole.
 pub fn check_link(mtu: usize, max_frame: usize) -> Result<(), NetError> {
     let needed = mtu + wire::UDP_FRAME_OVERHEAD;

@@ -6,9 +6,7 @@ use std::rc::Rc;
 use super::wire::{self, Arp, ArpOp, Packet, WireError};
 use super::*;
 use crate::batch_id::BatchId;
-use crate::hdwp::{
-    decode_datagram, encode_records_for_mtu, Frame, HEADER_LEN, MTU_JUMBO, MTU_STANDARD,
-};
+use crate::hdwp::{decode_datagram, encode_datagrams, Frame, MTU_JUMBO, MTU_STANDARD};
 
 const MAC_A: Mac = [2, 0, 0, 0, 0, 0xa];
 const MAC_B: Mac = [2, 0, 0, 0, 0, 0xb];
@@ -18,18 +16,8 @@ fn addr(last: u8, port: u16) -> SocketAddrV4 {
 }
 
 /// `records` as HDWP records frames of at most `mtu` bytes, one per datagram.
-pub(crate) fn hdwp_datagrams(records: &[u8], record_size: u16, mtu: usize) -> Vec<Vec<u8>> {
-    let mut all = Vec::new();
-    encode_records_for_mtu(&mut all, None, &BatchId([7; 64]), record_size, records, mtu).unwrap();
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < all.len() {
-        let len =
-            HEADER_LEN + u32::from_be_bytes(all[at + 8..at + 12].try_into().unwrap()) as usize;
-        out.push(all[at..at + len].to_vec());
-        at += len;
-    }
-    out
+fn hdwp_datagrams(records: &[u8], record_size: u16, mtu: usize) -> Vec<Vec<u8>> {
+    encode_datagrams(None, &BatchId([7; 64]), record_size, records, mtu).unwrap()
 }
 
 fn udp_frame(payload: &[u8]) -> Vec<u8> {

@@ -7,7 +7,9 @@ use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use super::wire::{self, Arp, ArpOp, Mac, Packet};
-use super::{check_link, Datagram, DatagramSocket, NetError, PacketPort, RxFrames, TxFrames};
+use super::{
+    check_link, check_payloads, Datagram, DatagramSocket, NetError, PacketPort, RxFrames, TxFrames,
+};
 
 /// Most datagrams held per unresolved neighbour; older ones are dropped first.
 const MAX_PENDING: usize = 1024;
@@ -150,12 +152,7 @@ impl<P: PacketPort> DatagramSocket for UserUdp<P> {
     }
 
     fn send_to(&mut self, payloads: &[&[u8]], dst: SocketAddrV4) -> Result<usize, NetError> {
-        if let Some(p) = payloads.iter().find(|p| p.len() > self.mtu) {
-            return Err(NetError::TooLarge {
-                len: p.len(),
-                mtu: self.mtu,
-            });
-        }
+        check_payloads(payloads, self.mtu)?;
         match self.neighbours.get(dst.ip()).copied() {
             Some(mac) => {
                 for p in payloads {
