@@ -1,9 +1,9 @@
 /**
- * A production interface given as a PCIe address: the reference's user-space NIC (DPDK). HD has
- * the packet layer for it (engine-rs `netio`: a DPDK port, IPv4/UDP and ARP in user space,
- * docs/kernel-bypass.md), but its production transports — HDWP over TCP and NORM multicast —
- * run on the kernel's sockets, which cannot reach a NIC bound to vfio-pci. So a node refuses such
- * an address at start, saying what to give instead, rather than start and carry nothing.
+ * A production interface given as a PCIe address: the reference's user-space NIC (DPDK). engine-rs
+ * has the layers for it (`netio`: a DPDK port, UDP and TCP in user space; docs/kernel-bypass.md),
+ * but the nodes' HDWP servers and clients and NORM still use the kernel's sockets, which cannot
+ * reach a NIC bound to vfio-pci. So a node refuses such an address at start, saying what to give
+ * instead, rather than start and carry nothing.
  */
 
 /** A PCI device address in domain:bus:device.function form, e.g. `0000:3b:00.0`. */

@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 use hd_engine_core::batch_id::BatchId;
 use hd_engine_core::hdwp::{decode_datagram, encode_datagrams, Frame, MTU_JUMBO, MTU_STANDARD};
 use hd_engine_core::netio::dpdk::{self, DpdkPort, EalOptions};
-use hd_engine_core::netio::{Datagram, DatagramSocket, KernelUdp, NetError, UserUdp};
+use hd_engine_core::netio::{
+    Datagram, DatagramSocket, KernelUdp, NetError, TcpState, UserTcp, UserUdp,
+};
 
 fn skip(why: &str) {
     eprintln!("SKIPPED dpdk_virtual_devices: {why}");
@@ -173,6 +175,7 @@ fn dpdk_ports_exchange_hdwp_datagrams_with_the_kernel_stack() {
         return skip("net_tap needs /dev/net/tun and root to create tap interfaces");
     }
     let tag = std::process::id() % 100_000;
+    let tcp_if = format!("hdt{tag}");
     let (std_if, dpdk_end, kernel_end) = (
         format!("hds{tag}"),
         format!("hdjd{tag}"),
@@ -217,6 +220,7 @@ fn dpdk_ports_exchange_hdwp_datagrams_with_the_kernel_stack() {
     let opts = EalOptions {
         vdevs: vec![
             format!("net_tap0,iface={std_if}"),
+            format!("net_tap1,iface={tcp_if}"),
             format!("net_pcap0,iface={dpdk_end}"),
         ],
         no_huge: true,
@@ -224,7 +228,7 @@ fn dpdk_ports_exchange_hdwp_datagrams_with_the_kernel_stack() {
         ..Default::default()
     };
     dpdk::init(&opts).expect("DPDK's environment starts on plain memory");
-    assert_eq!(dpdk::port_count().expect("counts"), 2);
+    assert_eq!(dpdk::port_count().expect("counts"), 3);
     dpdk::init(&opts).expect("the same options again are a no-op");
     let again = dpdk::init(&EalOptions {
         no_huge: true,
@@ -238,6 +242,7 @@ fn dpdk_ports_exchange_hdwp_datagrams_with_the_kernel_stack() {
     );
 
     exchange("net_tap0", &std_if, 201, MTU_STANDARD, 1500, false);
+    tcp_with_the_kernel("net_tap1", &tcp_if, 203);
     exchange("net_pcap0", &kernel_end, 202, MTU_JUMBO, 8550, true);
 }
 
@@ -248,5 +253,115 @@ fn a_jumbo_endpoint_over_a_standard_link_is_refused() {
     assert!(
         matches!(e, NetError::LinkTooSmall { .. }) && e.to_string().contains("8550"),
         "{e}"
+    );
+}
+
+/// Polls `host` until `done` or 10 s.
+fn poll_until(
+    host: &mut UserTcp<DpdkPort>,
+    mut done: impl FnMut(&mut UserTcp<DpdkPort>) -> bool,
+) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        host.poll().expect("polls");
+        if done(host) {
+            return true;
+        }
+    }
+    false
+}
+
+/// HDWP over TCP between smoltcp on a DPDK port and the kernel's TCP, both ways: the kernel
+/// connects to DPDK and streams records frames, then DPDK connects to a kernel listener.
+fn tcp_with_the_kernel(vdev: &str, iface: &str, net: u8) {
+    use hd_engine_core::hdwp::{encode_records, FrameDecoder, DEFAULT_MAX_PAYLOAD, HEADER_LEN};
+    use std::io::{Read, Write};
+    let port = DpdkPort::open(vdev, 1500, 4096).expect("opens the port");
+    ip(&["addr", "add", &format!("198.18.{net}.1/24"), "dev", iface]);
+    ip(&["link", "set", iface, "up"]);
+    let mut host = UserTcp::new(port, Ipv4Addr::new(198, 18, net, 2), 24).expect("host");
+    let records: Vec<u8> = (0..150 * 10_000).map(|i| (i % 249) as u8).collect();
+    let mut stream = Vec::new();
+    encode_records(
+        &mut stream,
+        None,
+        &BatchId([4; 64]),
+        150,
+        &records,
+        HEADER_LEN + DEFAULT_MAX_PAYLOAD as usize,
+    )
+    .expect("encodes");
+
+    // The kernel connects (resolving DPDK's address by ARP, answered by smoltcp) and sends.
+    let server = host.listen(6987, 1 << 20).expect("listens");
+    let to = SocketAddrV4::new(host.local(), 6987);
+    let sent = stream.clone();
+    let kernel = std::thread::spawn(move || {
+        let mut s = std::net::TcpStream::connect_timeout(&to.into(), Duration::from_secs(10))
+            .expect("the kernel connects");
+        s.write_all(&sent).expect("writes");
+        let mut answer = [0u8; 5];
+        s.read_exact(&mut answer).expect("reads the answer");
+        answer
+    });
+    let (mut got, mut buf) = (Vec::new(), vec![0u8; 64 << 10]);
+    assert!(
+        poll_until(&mut host, |h| {
+            let n = h.recv(server, &mut buf).expect("recv");
+            got.extend_from_slice(&buf[..n]);
+            got.len() == stream.len()
+        }),
+        "received {} of {} bytes",
+        got.len(),
+        stream.len()
+    );
+    let mut d = FrameDecoder::new();
+    d.push(&got);
+    let mut back = Vec::new();
+    while let Some(f) = d.next_frame().expect("frames") {
+        let Frame::Records(r) = f else {
+            panic!("records frame")
+        };
+        back.extend_from_slice(r.payload);
+    }
+    assert_eq!(back, records, "the kernel's TCP stream reached DPDK whole");
+    assert_eq!(host.send(server, b"done!").expect("send"), 5);
+    assert!(poll_until(&mut host, |_| kernel.is_finished()));
+    assert_eq!(&kernel.join().expect("kernel side"), b"done!");
+
+    // DPDK connects to a kernel listener and sends the same stream.
+    let listener = std::net::TcpListener::bind((Ipv4Addr::new(198, 18, net, 1), 0)).expect("binds");
+    let at = match listener.local_addr().expect("addr") {
+        std::net::SocketAddr::V4(a) => a,
+        other => panic!("{other}"),
+    };
+    let want = stream.len();
+    let kernel = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accepts");
+        let mut all = vec![0u8; want];
+        s.read_exact(&mut all).expect("reads");
+        all
+    });
+    let client = host.connect(at, 1 << 20).expect("connects");
+    let mut off = 0;
+    assert!(
+        poll_until(&mut host, |h| {
+            if h.state(client) == TcpState::Established && off < stream.len() {
+                off += h.send(client, &stream[off..]).expect("send");
+            }
+            kernel.is_finished()
+        }),
+        "sent {off} of {}",
+        stream.len()
+    );
+    assert_eq!(
+        kernel.join().expect("kernel side"),
+        stream,
+        "DPDK's TCP stream reached the kernel whole"
+    );
+    host.close(client);
+    eprintln!(
+        "dpdk_virtual_devices: {vdev}: {} bytes of HDWP over TCP each way with the kernel",
+        stream.len()
     );
 }

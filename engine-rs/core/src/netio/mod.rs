@@ -12,6 +12,7 @@
 
 pub mod dpdk;
 mod kernel;
+mod tcp;
 mod user_udp;
 pub mod wire;
 
@@ -21,6 +22,7 @@ mod tests;
 use std::net::SocketAddrV4;
 
 pub use kernel::KernelUdp;
+pub use tcp::{TcpConn, TcpState, UserTcp};
 pub use user_udp::{UserUdp, UserUdpStats};
 pub use wire::Mac;
 
@@ -107,6 +109,10 @@ impl RxFrames {
     /// True when no frame is held.
     pub fn is_empty(&self) -> bool {
         self.lens.is_empty()
+    }
+    /// Drops the frames held.
+    pub fn clear(&mut self) {
+        self.lens.clear();
     }
     /// Frame `i`.
     pub fn get(&self, i: usize) -> &[u8] {
