@@ -24,7 +24,7 @@ export { SegmentWriter, segmentFileName, verifySegment, recoverSegments, directI
 export type { SegmentWriterOptions, SegmentSummary, SegmentVerification, SegmentRecovery, SegmentIo } from './segment';
 export { DEFAULT_RECORD_CACHE_BYTES, setRecordCacheBytes, recordCacheStats } from './recordCache';
 export type { RecordCacheStats } from './recordCache';
-export { GPU_MIN_BYTES, enableGpuFilter, gpuStats } from './gpu';
+export { enableGpuFilter, gpuStats } from './gpu';
 export type { GpuStats } from './gpu';
 export { SegmentReader, readSegment } from './segmentReader';
 export { SegmentError, SEGMENT_ERROR_CODES } from './segmentError';

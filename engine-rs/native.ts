@@ -311,8 +311,8 @@ export interface Native {
   segmentRecover(dir: string, verifyChains: boolean): Promise<{ complete: string[]; discarded: string[]; quarantined: { path: string; code: string; reason: string }[] }>;
 
   // --- gpu.rs --------------------------------------------------------------------------------
-  /** Opens GPU 0 as the process's filter offload for scan steps of at least minBytes; resolves its description. Rejects ERR_GPU_UNAVAILABLE with the reason. */
-  gpuEnable(minBytes: number): Promise<string>;
+  /** Opens GPU 0 as the process's filter offload for scan steps of at least 16 MiB; resolves its description. Rejects ERR_GPU_UNAVAILABLE with the reason. */
+  gpuEnable(): Promise<string>;
   /** The process's GPU offload: whether on, its device, bytes filtered and steps on it, steps left on the CPU, errors. */
   gpuStats(): GpuStats;
 

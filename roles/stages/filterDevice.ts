@@ -24,7 +24,7 @@ export interface FilterDevice {
 }
 
 /** Turns the GPU on when the selector asks for it; resolves what filters run on (never rejects). */
-export async function chooseFilterDevice(c: StorageNodeConfig, enable: (minBytes?: number) => Promise<string> = enableGpuFilter): Promise<FilterDevice> {
+export async function chooseFilterDevice(c: StorageNodeConfig, enable: () => Promise<string> = enableGpuFilter): Promise<FilterDevice> {
   if (c.filterDeviceSelector !== 'gpu') return { selector: c.filterDeviceSelector, runsOn: 'cpu' };
   try {
     return { selector: 'gpu', runsOn: 'gpu', detail: await enable() };

@@ -6,19 +6,12 @@ use neon::prelude::*;
 use crate::util::throw_coded;
 
 /// Opens GPU 0 off the event loop (creating a CUDA context takes a while) and makes it this
-/// process's offload for scan steps of at least `minBytes`; resolves the device's
-/// description, or rejects with code `ERR_GPU_UNAVAILABLE` and the reason.
+/// process's offload for scan steps of at least 16 MiB (core `GPU_MIN_BYTES`); resolves the
+/// device's description, or rejects with code `ERR_GPU_UNAVAILABLE` and the reason.
 #[neon::export(name = "gpuEnable")]
-fn gpu_enable<'cx>(cx: &mut FunctionContext<'cx>, min_bytes: f64) -> JsResult<'cx, JsPromise> {
-    if min_bytes.fract() != 0.0 || min_bytes < 0.0 || min_bytes > 2f64.powi(53) {
-        return throw_coded(
-            cx,
-            "ERR_RANGE",
-            &format!("minBytes must be a whole number of bytes, 0 or more, got {min_bytes}"),
-        );
-    }
+fn gpu_enable<'cx>(cx: &mut FunctionContext<'cx>) -> JsResult<'cx, JsPromise> {
     Ok(cx
-        .task(move || enable_gpu(0, min_bytes as usize))
+        .task(|| enable_gpu(0))
         .promise(|mut cx, result| match result {
             Ok(device) => Ok(cx.string(device)),
             Err(e) => throw_coded(&mut cx, "ERR_GPU_UNAVAILABLE", &e.to_string()),

@@ -4,13 +4,13 @@
 //! inside `guarded`, which turns a panic into [`GpuUnavailable::Driver`]; the libraries' presence
 //! is checked first so the usual case (no GPU) is a plain error, not an unwind.
 
-use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig,
-    PinnedHostSlice, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PinnedHostSlice,
+    PushKernelArg,
 };
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
 use rayon::prelude::*;
@@ -22,6 +22,9 @@ use crate::scan::ScanFilter;
 const CHUNK_BYTES: usize = 64 << 20;
 /// Most records (flags) per chunk: records of 8 bytes or more fill a chunk.
 const MAX_CHUNK_RECORDS: usize = CHUNK_BYTES / 8;
+/// Compiled programs kept per device; the least recently used is unloaded beyond this (each
+/// distinct query's filter is a program of its own).
+const MAX_MODULES: usize = 256;
 /// Threads per block of the filter kernel.
 const BLOCK: u32 = 256;
 
@@ -64,7 +67,8 @@ pub struct GpuDevice {
     memory: usize,
     capability: (i32, i32),
     streams: [Arc<CudaStream>; 2],
-    modules: Mutex<HashMap<String, (Arc<CudaModule>, CudaFunction)>>,
+    /// Kernels by program source (a function keeps its module loaded).
+    modules: Mutex<lru::LruCache<String, CudaFunction>>,
     /// Pinned and device staging for the two streams, allocated on the first scan (one scan step
     /// on the device at a time).
     lanes: Mutex<Option<[Lane; 2]>>,
@@ -97,7 +101,9 @@ impl GpuDevice {
                 capability: ctx.compute_capability().map_err(drv)?,
                 ctx,
                 streams,
-                modules: Mutex::new(HashMap::new()),
+                modules: Mutex::new(lru::LruCache::new(
+                    NonZeroUsize::new(MAX_MODULES).unwrap_or(NonZeroUsize::MIN),
+                )),
                 lanes: Mutex::new(None),
             }))
         })
@@ -123,9 +129,9 @@ impl GpuDevice {
         let source = codegen::program(&[("q", filter)]);
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         let func = match modules.get(&source) {
-            Some((_, f)) => f.clone(),
+            Some(f) => f.clone(),
             None => {
-                let (module, func) = guarded(|| {
+                let func = guarded(|| {
                     let opts = CompileOptions {
                         name: Some("hd_filter.cu".into()),
                         ..Default::default()
@@ -133,10 +139,9 @@ impl GpuDevice {
                     let ptx = compile_ptx_with_opts(&source, opts)
                         .map_err(|e| GpuUnavailable::Driver(format!("NVRTC: {e}")))?;
                     let module = self.ctx.load_module(ptx).map_err(drv)?;
-                    let func = module.load_function("hd_filter_q").map_err(drv)?;
-                    Ok((module, func))
+                    module.load_function("hd_filter_q").map_err(drv)
                 })?;
-                modules.insert(source, (module, func.clone()));
+                modules.put(source, func.clone());
                 func
             }
         };
@@ -226,13 +231,7 @@ impl GpuFilter {
     /// their order and returns how many matched.
     pub fn filter_into(&self, data: &[u8], out: &mut Vec<u8>) -> Result<u64, GpuUnavailable> {
         let flags = self.flags(data)?;
-        let rs = self.record_size;
-        let mut n = 0u64;
-        for (i, _) in flags.iter().enumerate().filter(|(_, &f)| f != 0) {
-            out.extend_from_slice(&data[i * rs..(i + 1) * rs]);
-            n += 1;
-        }
-        Ok(n)
+        Ok(super::append_flagged(&flags, data, self.record_size, out))
     }
 
     fn flags_on_device(&self, lanes: &mut [Lane; 2], data: &[u8]) -> Result<Vec<u8>, DriverError> {

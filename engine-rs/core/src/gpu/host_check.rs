@@ -25,13 +25,11 @@ pub(crate) struct HostCheck {
 }
 
 fn matches_of(flags: &[u8], data: &[u8], rs: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (i, &f) in flags.iter().enumerate() {
-        assert!(f <= 1, "flag {f} at record {i}");
-        if f == 1 {
-            out.extend_from_slice(&data[i * rs..(i + 1) * rs]);
-        }
+    if let Some(i) = flags.iter().position(|&f| f > 1) {
+        panic!("flag {} at record {i}", flags[i]);
     }
+    let mut out = Vec::new();
+    super::append_flagged(flags, data, rs, &mut out);
     out
 }
 

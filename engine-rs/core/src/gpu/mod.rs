@@ -24,6 +24,6 @@ mod tests;
 
 pub use device::{GpuDevice, GpuFilter, GpuUnavailable};
 pub use offload::{
-    enable_gpu, offload_worth_it, process_offload, FlagBackend, FlagKernel, GpuCounters, Offload,
+    append_flagged, enable_gpu, process_offload, FlagBackend, FlagKernel, GpuCounters, Offload,
     GPU_MIN_BYTES, GPU_STEP_FACTOR,
 };

@@ -33,11 +33,6 @@ pub const GPU_MIN_BYTES: usize = 16 << 20;
 /// GPU gets large transfers (the usual step is at most 16 MiB).
 pub const GPU_STEP_FACTOR: u64 = 8;
 
-/// Whether a step of `bytes` is worth the GPU under the default threshold.
-pub fn offload_worth_it(bytes: usize) -> bool {
-    bytes >= GPU_MIN_BYTES
-}
-
 /// A filter compiled for a backend: one flag per record.
 pub trait FlagKernel: Send + Sync {
     /// One flag per whole record of `data`: 1 when it matches, else 0.
@@ -178,16 +173,10 @@ impl Offload {
     /// `ScanFilter::filter_into` on the backend: appends the matching records of `data` (whole
     /// records) to `out` in order and returns how many; the CPU kernel when the backend cannot.
     pub fn filter_into(&self, filter: &ScanFilter, data: &[u8], out: &mut Vec<u8>) -> u64 {
-        let Some(flags) = self.flags(filter, data) else {
-            return filter.filter_into(data, out);
-        };
-        let rs = filter.record_size();
-        let mut n = 0u64;
-        for (i, _) in flags.iter().enumerate().filter(|(_, &f)| f != 0) {
-            out.extend_from_slice(&data[i * rs..(i + 1) * rs]);
-            n += 1;
+        match self.flags(filter, data) {
+            Some(flags) => append_flagged(&flags, data, filter.record_size(), out),
+            None => filter.filter_into(data, out),
         }
-        n
     }
 
     /// `ScanFilter::select_chunks` with the filter on the backend: `visit` gets each run of up to
@@ -225,6 +214,17 @@ impl Offload {
     }
 }
 
+/// Appends the records of `data` (whole, `rs` bytes each) whose flag is set to `out`, in order;
+/// returns how many.
+pub fn append_flagged(flags: &[u8], data: &[u8], rs: usize, out: &mut Vec<u8>) -> u64 {
+    let mut n = 0u64;
+    for (rec, _) in data.chunks_exact(rs).zip(flags).filter(|(_, &f)| f != 0) {
+        out.extend_from_slice(rec);
+        n += 1;
+    }
+    n
+}
+
 static PROCESS: RwLock<Option<Arc<Offload>>> = RwLock::new(None);
 
 /// The process's offload, if the Storage Node turned one on.
@@ -232,12 +232,12 @@ pub fn process_offload() -> Option<Arc<Offload>> {
     PROCESS.read().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
-/// Opens GPU `ordinal` and makes it the process's offload for steps of at least `min_bytes`
-/// (`filter_device_selector: gpu`); returns the device's description, or why there is none (then
-/// filters stay on the CPU kernel).
-pub fn enable_gpu(ordinal: usize, min_bytes: usize) -> Result<String, GpuUnavailable> {
+/// Opens GPU `ordinal` and makes it the process's offload for steps of at least
+/// [`GPU_MIN_BYTES`] (`filter_device_selector: gpu`); returns the device's description, or why
+/// there is none (then filters stay on the CPU kernel).
+pub fn enable_gpu(ordinal: usize) -> Result<String, GpuUnavailable> {
     let dev = GpuDevice::open(ordinal)?;
-    let offload = Offload::new(Box::new(dev), min_bytes);
+    let offload = Offload::new(Box::new(dev), GPU_MIN_BYTES);
     let device = offload.device();
     *PROCESS.write().unwrap_or_else(|p| p.into_inner()) = Some(offload);
     Ok(device)

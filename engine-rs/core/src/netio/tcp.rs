@@ -28,15 +28,15 @@ struct PortDevice<P: PacketPort> {
     tx: TxFrames,
 }
 
-/// One received frame (copied out of the burst buffer, so the token borrows nothing).
-struct Rx(Vec<u8>);
+/// One received frame, lent from the burst buffer.
+struct Rx<'a>(&'a [u8]);
 
 /// Room for one frame to send, appended to the device's burst.
 struct Tx<'a>(&'a mut TxFrames);
 
-impl phy::RxToken for Rx {
+impl phy::RxToken for Rx<'_> {
     fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
-        f(&self.0)
+        f(self.0)
     }
 }
 
@@ -74,7 +74,7 @@ impl<P: PacketPort> PortDevice<P> {
 
 impl<P: PacketPort> Device for PortDevice<P> {
     type RxToken<'a>
-        = Rx
+        = Rx<'a>
     where
         Self: 'a;
     type TxToken<'a>
@@ -82,14 +82,14 @@ impl<P: PacketPort> Device for PortDevice<P> {
     where
         Self: 'a;
 
-    fn receive(&mut self, _now: Instant) -> Option<(Rx, Tx<'_>)> {
+    fn receive(&mut self, _now: Instant) -> Option<(Rx<'_>, Tx<'_>)> {
         self.refill();
         if self.next >= self.rx.len() {
             return None;
         }
-        let frame = self.rx.get(self.next).to_vec();
         self.next += 1;
-        Some((Rx(frame), Tx(&mut self.tx)))
+        // The frame and the send burst are separate fields: one lent, the other borrowed mutably.
+        Some((Rx(self.rx.get(self.next - 1)), Tx(&mut self.tx)))
     }
 
     fn transmit(&mut self, _now: Instant) -> Option<Tx<'_>> {

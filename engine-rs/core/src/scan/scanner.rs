@@ -247,22 +247,40 @@ impl SegmentScanner {
 
     /// Reads blocks `first .. end` into the buffer, checking each block's CRC.
     fn read(&mut self, first: u64, end: u64) -> Result<usize, ScanError> {
+        let len = self.range_len(first, end)?;
+        let mut buf = std::mem::take(&mut self.buf);
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        let read = self.read_into(first, end, &mut buf[..len]);
+        self.buf = buf;
+        read.map(|()| len)
+    }
+
+    /// Record bytes in blocks `first .. end`, at most what one read may cover.
+    pub(super) fn range_len(&self, first: u64, end: u64) -> Result<usize, ScanError> {
         let rs = u64::from(self.reader.header().record_size);
-        let entries = &self.reader.block_index()[first as usize..end as usize];
-        let len: u64 = entries.iter().map(|e| u64::from(e.records) * rs).sum();
+        let len: u64 = self.reader.block_index()[first as usize..end as usize]
+            .iter()
+            .map(|e| u64::from(e.records) * rs)
+            .sum();
         if len > MAX_READ_BYTES {
             return Err(SegmentError::Range(format!(
                 "{len} bytes in one block range, at most {MAX_READ_BYTES}"
             ))
             .into());
         }
-        let len = len as usize;
-        if self.buf.len() < len {
-            self.buf.resize(len, 0);
-        }
+        Ok(len as usize)
+    }
+
+    /// Reads blocks `first .. end` into `dst` (exactly [`Self::range_len`] bytes), checking each
+    /// block's CRC.
+    pub(super) fn read_into(&self, first: u64, end: u64, dst: &mut [u8]) -> Result<(), ScanError> {
+        let rs = self.reader.header().record_size as usize;
+        let entries = &self.reader.block_index()[first as usize..end as usize];
         self.reader
             .file()
-            .read_exact_at(&mut self.buf[..len], entries[0].offset)
+            .read_exact_at(dst, entries[0].offset)
             .map_err(|source| SegmentError::Io {
                 op: "read",
                 path: self.reader.path().to_path_buf(),
@@ -270,13 +288,13 @@ impl SegmentScanner {
             })?;
         let mut at = 0usize;
         for (k, e) in entries.iter().enumerate() {
-            let n = e.records as usize * rs as usize;
-            if crc32c::crc32c(&self.buf[at..at + n]) != e.crc {
+            let n = e.records as usize * rs;
+            if crc32c::crc32c(&dst[at..at + n]) != e.crc {
                 return Err(SegmentError::BlockChecksum(first + k as u64).into());
             }
             at += n;
         }
-        Ok(len)
+        Ok(())
     }
 
     /// Scans up to `max_blocks` more blocks (at least one, and at most `MAX_STEP_BYTES` of

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::pieces::{next_run, records_in};
-use super::{ScanError, ScanStep, SegmentScanner, MAX_STEP_BYTES};
+use super::{ScanError, ScanStep, SegmentScanner};
 use crate::gpu::Offload;
 
 impl SegmentScanner {
@@ -33,34 +33,27 @@ impl SegmentScanner {
             return Ok(());
         };
         let want = |b: u64| wanted[(b - first) as usize];
+        // Kept between steps at its largest size, so steps after the first write over it.
         let mut gather = std::mem::take(&mut self.gather);
-        gather.clear();
+        let mut filled = 0;
         let mut k = first;
         while let Some((run, j)) = next_run(k, end, want) {
-            // Read in ranges of at most MAX_STEP_BYTES (one read is bounded by MAX_READ_BYTES).
-            let rs = u64::from(self.reader.header().record_size);
-            let mut b = run;
-            while b < j {
-                let mut e = b + 1;
-                let mut bytes = records_in(self.reader.block_index(), b, e) * rs;
-                while e < j
-                    && bytes + records_in(self.reader.block_index(), e, e + 1) * rs
-                        <= MAX_STEP_BYTES
-                {
-                    bytes += records_in(self.reader.block_index(), e, e + 1) * rs;
-                    e += 1;
-                }
-                let n = self.read(b, e)?;
-                gather.extend_from_slice(&self.buf[..n]);
-                b = e;
+            // Straight into the gather buffer: a step is at most GPU_STEP_FACTOR * MAX_STEP_BYTES
+            // (or one block), within what one read may cover.
+            let len = self.range_len(run, j)?;
+            if gather.len() < filled + len {
+                gather.resize(filled + len, 0);
             }
+            self.read_into(run, j, &mut gather[filled..filled + len])?;
+            filled += len;
             step.scanned += records_in(self.reader.block_index(), run, j);
             k = j;
         }
-        if !gather.is_empty() {
+        if filled > 0 {
+            let data = &gather[..filled];
             step.matched += match self.aggregate.as_mut() {
-                Some(agg) => offload.select_chunks(&self.filter, &gather, |c, sel| agg.add(c, sel)),
-                None => offload.filter_into(&self.filter, &gather, &mut step.records),
+                Some(agg) => offload.select_chunks(&self.filter, data, |c, sel| agg.add(c, sel)),
+                None => offload.filter_into(&self.filter, data, &mut step.records),
             };
         }
         self.gather = gather;
