@@ -39,6 +39,38 @@ export type PolicyHandle = { readonly __brand: 'PolicyHandle' };
 /** A NORM sender or receiver (a boxed instance, session and event thread); made by `normSenderOpen` / `normReceiverOpen`. */
 export type NormHandle = { readonly __brand: 'NormHandle' };
 
+/** A user-space NIC (a boxed `TcpHost` over a DPDK port); made by `userNicOpen`. */
+export type UserNicHandle = { readonly __brand: 'UserNicHandle' };
+
+/** How a user-space NIC starts (engine-rs/node/src/user_nic.rs). */
+export interface NativeUserNicOptions {
+  /** The DPDK port: a PCIe address on the allow list, or a vdev name (`net_tap0`). */
+  device: string;
+  /** PCIe addresses DPDK probes (its allow list). */
+  pci?: string[];
+  /** Virtual devices, as DPDK's `--vdev` takes them. */
+  vdevs?: string[];
+  /** DPDK's cores (an EAL core list such as `2-3`); the host's thread runs on the first. */
+  cores?: string;
+  /** Plain memory instead of hugepages. */
+  noHuge?: boolean;
+  /** Megabytes DPDK reserves; 0 lets it decide. */
+  memoryMb?: number;
+  /** The host's IPv4 address and prefix length. */
+  ip: string;
+  prefix: number;
+  /** The link's IP MTU. */
+  ipMtu: number;
+  /** Packet buffers in DPDK's pool. */
+  mbufs?: number;
+  /** Bytes of each connection's send and receive buffers. */
+  buffer?: number;
+  /** Poll without sleeping (a dedicated transport core). */
+  busyPoll?: boolean;
+  /** Received bytes not yet delivered to JS above which reading stops. */
+  maxUndelivered?: number;
+}
+
 /** Where a NORM session meets (engine-rs/node/src/norm.rs). */
 export interface NativeNormSession {
   address: string;
@@ -261,6 +293,29 @@ export interface Native {
   normEndMessage(handle: NormHandle, active: boolean): void;
   /** Stops the handle (idempotent). */
   normClose(handle: NormHandle): void;
+
+  // --- user_nic.rs ---------------------------------------------------------------------------
+  /**
+   * Starts a user-space NIC's transport thread; `onEvent(kind, id, a?, b?)`: 'ready' (a: MAC) or
+   * 'stopped' (a: reason), 'accepted' (a: peer ip:port, b: local port), 'connected', 'data' (a:
+   * bytes), 'sent' (a: byte count), 'ended', 'closed' (a: reason when not in order).
+   * Throws ERR_USER_NIC when this build has no DPDK.
+   */
+  userNicOpen(opts: NativeUserNicOptions, onEvent: (kind: string, id: number, a?: string | number | Buffer, b?: number) => void): UserNicHandle;
+  /** Accepts connections on a TCP port. */
+  userNicListen(handle: UserNicHandle, port: number, backlog: number): void;
+  /** Stops accepting on a TCP port. */
+  userNicUnlisten(handle: UserNicHandle, port: number): void;
+  /** Connects to ip:port; returns the connection's id. */
+  userNicConnect(handle: UserNicHandle, ip: string, port: number): number;
+  /** Queues bytes on a connection. */
+  userNicWrite(handle: UserNicHandle, id: number, bytes: Uint8Array): void;
+  /** end | abort | pause | resume a connection. */
+  userNicControl(handle: UserNicHandle, id: number, what: 'end' | 'abort' | 'pause' | 'resume'): void;
+  /** Received bytes not yet delivered to JS. */
+  userNicUndelivered(handle: UserNicHandle): number;
+  /** Stops the transport thread (idempotent). */
+  userNicClose(handle: UserNicHandle): void;
 
   // --- hash.rs -------------------------------------------------------------------------------
   /** Starts a batch's hash chain (algorithm sha512 | sha256 | blake3; batchId 64 bytes). */

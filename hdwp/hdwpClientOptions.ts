@@ -5,6 +5,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import type { TlsSessionCache } from '../lib/tlsSessions';
+import { connectThroughNic } from '../net/userSpace/processNic';
 import type { HdwpRole, QueryAuth } from '../engine-rs/hdwpFrame';
 
 /** Default largest records frame the client writes (header included): 1 MiB. */
@@ -50,8 +51,15 @@ export interface HdwpClientStats {
   readonly creditGranted: number;
 }
 
-/** The one place sockets come from, so TLS is a matter of options. */
+/**
+ * The one place sockets come from, so TLS is a matter of options. A destination in the subnet of
+ * this process's user-space NIC is reached through it (net/userSpace/processNic.ts).
+ */
 export function openSocket(o: HdwpClientOptions): net.Socket {
-  if (!o.tls) return net.connect({ host: o.host, port: o.port });
-  return o.tlsSessions ? o.tlsSessions.connect({ ...o.tls, host: o.host, port: o.port }) : tls.connect({ ...o.tls, host: o.host, port: o.port });
+  const raw = connectThroughNic(o.host, o.port);
+  // Plain over the NIC: its socket has the parts of net.Socket the client uses.
+  if (!o.tls) return raw ? (raw as unknown as net.Socket) : net.connect({ host: o.host, port: o.port });
+  const base = { ...o.tls, host: o.host, port: o.port };
+  const options = raw ? { ...base, socket: raw } : base;
+  return o.tlsSessions ? o.tlsSessions.connect(options) : tls.connect(options);
 }

@@ -9,6 +9,8 @@ import { HDWP_DEFAULT_MAX_PAYLOAD, HDWP_MAX_PAYLOAD_CEILING } from '../engine-rs
 import type { HdwpRole } from '../engine-rs/hdwpFrame';
 import { HdwpConnection, type ConnectionHandler, type ConnectionSettings } from './hdwpConnection';
 import { HdwpStreamError, STREAM_ERROR_CODES } from './hdwpStreamError';
+import { listenOnNic } from '../net/userSpace/processNic';
+import type { UserNicListener } from '../net/userSpace/userSpaceNic';
 
 export { HdwpConnection, recordsFrameCost } from './hdwpConnection';
 export type { ConnectionHandler } from './hdwpConnection';
@@ -99,6 +101,7 @@ export class HdwpServer {
   private readonly open = new Set<HdwpConnection>();
   private nextId = 1;
   private closing: Promise<void> | undefined;
+  private nicListener: UserNicListener | undefined;
 
   /** Validates the options; nothing listens until {@link listen}. */
   constructor(private readonly opts: HdwpServerOptions) {
@@ -136,8 +139,17 @@ export class HdwpServer {
     return this.open.size;
   }
 
-  /** Starts listening; resolves with the bound address (the real port when `port` was 0). */
+  /**
+   * Starts listening; resolves with the bound address (the real port when `port` was 0). On the
+   * address of this process's user-space NIC, it listens there (net/userSpace/processNic.ts): the
+   * NIC's connections go through the same TLS and HDWP as the kernel's.
+   */
   listen(): Promise<{ host: string; port: number }> {
+    if (this.opts.host !== undefined && this.opts.port !== 0) {
+      // 'connection' is how a net.Server (or a tls.Server, which runs the handshake) takes a socket.
+      this.nicListener = listenOnNic(this.opts.host, this.opts.port, (s) => this.server.emit('connection', s));
+      if (this.nicListener) return Promise.resolve({ host: this.opts.host, port: this.opts.port });
+    }
     return new Promise((resolve, reject) => {
       const onError = (err: Error): void => reject(err);
       this.server.once('error', onError);
@@ -156,6 +168,7 @@ export class HdwpServer {
    */
   close(): Promise<void> {
     this.closing ??= new Promise<void>((resolve) => {
+      this.nicListener?.close();
       const stopped = new Promise<void>((r) => (this.server.listening ? this.server.close(() => r()) : r()));
       const err = new HdwpStreamError('ERR_HDWP_CLOSED', `${this.settings.role} is shutting down`, { frameCode: STREAM_ERROR_CODES.shuttingDown });
       const done = [...this.open].map((c) => {

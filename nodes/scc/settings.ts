@@ -11,7 +11,7 @@ import { NODE_ROLES } from '../../control/api';
 import { HASH_ALGORITHMS, isHashAlgorithm, type HashAlgorithmName } from '../../engine-rs/hashChain';
 import { parseCpuList } from '../../lib/cpuAffinity';
 import { MTU_MODES, parseMtuMode, type MtuMode } from '../../net/mtuMode';
-import { PCI_ADDRESS, userSpaceNicRefusal } from '../../net/userSpaceNic';
+import { PCI_ADDRESS } from '../../net/userSpace/productionInterface';
 
 /** One Storage Node replica from SN_TARGETS (`node_name:ip:control_port:prod_port`). */
 export interface SnTarget {
@@ -190,7 +190,11 @@ function parseInterface(text: string): ParsedValue<string> {
   const names = Object.keys(os.networkInterfaces());
   // An address of this host binds just that address (one loopback address per node under `hd up`).
   if (names.includes(text) || net.isIP(text) !== 0) return ok(text);
-  if (PCI_ADDRESS.test(text)) return bad(userSpaceNicRefusal(text));
+  if (PCI_ADDRESS.test(text)) {
+    return bad(
+      `'${text}' is a PCIe address (the user-space driver path): a Storage Node can take one (its production_interface), the SCC not yet; bind the NIC to its kernel driver and give its interface name or address (docs/kernel-bypass.md)`,
+    );
+  }
   return bad(`empty, a kernel network interface of this host (${names.join(', ')}) or an IP address to bind`);
 }
 

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { SegmentIo } from '../../engine-rs/segment';
 import { closest } from '../../lib/suggest';
-import { PCI_ADDRESS, userSpaceNicRefusal } from '../../net/userSpaceNic';
+import { parseProductionInterface } from '../../net/userSpace/productionInterface';
 
 /** How a new batch's device is chosen (docs/storage-node.md, "Drive strategies"). */
 export type DriveStrategy = 'round_robin' | 'fill_first' | 'most_free';
@@ -52,7 +52,7 @@ export interface StorageNodeConfig {
   readonly dmsUrl: string;
   readonly commandPort: number;
   readonly productionPort: number;
-  /** The kernel interface carrying production traffic (the one `MTU_MODE=jumbo` checks); empty: the one holding `productionIp`. A PCIe address (user-space NIC) is refused. */
+  /** The interface carrying production traffic: a kernel interface (the one `MTU_MODE=jumbo` checks; empty: the one holding `productionIp`), or a user-space NIC: a PCIe address or `dpdk:<vdev>` (net/userSpace/productionInterface.ts). */
   readonly productionInterface: string;
   /** Address the production (HDWP) listener binds (optional key `production_ip`, default 0.0.0.0). */
   readonly productionIp: string;
@@ -196,7 +196,10 @@ export function parseStorageNodeConfig(doc: unknown, opts: { readonly file?: str
   const dmsUrl = str('dms_url', CONFIG_DEFAULTS.dms_url, (s) => (/^https?:\/\/[^\s/]+/.test(s) ? undefined : `must be an http(s) URL, got '${s}'`));
   const commandPort = port('command_port', CONFIG_DEFAULTS.command_port);
   const productionPort = port('production_port', undefined);
-  const productionInterface = str('production_interface', CONFIG_DEFAULTS.production_interface, (s) => (PCI_ADDRESS.test(s) ? userSpaceNicRefusal(s) : undefined));
+  const productionInterface = str('production_interface', CONFIG_DEFAULTS.production_interface, (s) => {
+    const parsed = parseProductionInterface(s);
+    return 'error' in parsed ? parsed.error : undefined;
+  });
   const productionIp = str('production_ip', CONFIG_DEFAULTS.production_ip, (s) => (IPV4.test(s) ? undefined : `must be an IPv4 address, got '${s}'`));
   const observabilityIp = str('observability_ip', productionIp, (s) => (IPV4.test(s) ? undefined : `must be an IPv4 address, got '${s}'`));
   const observabilityPort = port('observability_port', CONFIG_DEFAULTS.observability_port, true);

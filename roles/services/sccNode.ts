@@ -107,6 +107,8 @@ export const sccNodeType: ServiceType<typeof settings, { identity: typeof usesId
       mtuMode: c.mtu_mode,
       productionInterface: { value: c.production_interface, setting: 'PRODUCTION_INTERFACE' },
       productionIp: { value: c.production_ip, setting: 'PRODUCTION_IP' },
+      // The SCC refuses a user-space NIC (its settings), so the subnet is not read.
+      dataPlaneSubnet: { value: '10.150.0.0/24', setting: 'PLATFORM_DATA_PLANE_SUBNET' },
       masterCpuset: c.master_cpuset,
       transportCores: c.transport_cores,
       kvCores: c.kv_cores,

@@ -14,14 +14,14 @@ import { StorageNode } from '../../nodes/storageNode/node';
 import { syncPeersOf, type SyncPeer } from '../../nodes/storageNode/peerLink';
 import { QuerySchemas } from '../../nodes/storageNode/querySchemas';
 import { needs, type ServiceType } from '../../pipelines/registry';
-import { bool, int, oneOf, type Setting } from '../../pipelines/settings';
+import { bool, int, oneOf, str, type Setting } from '../../pipelines/settings';
 import { schemaDirSetting } from '../stages/schemaDirSetting';
 import { storageNodeConfigFile } from '../stages/storageNodeConfig';
 import { syncPeersSetting } from '../stages/syncPeersSetting';
 import { followDmsSchemas } from '../../nodes/storageNode/dmsSchemas';
 import { dmsConfigOf, usesIdentity } from './nodeIdentity';
 import { MTU_MODES } from '../../net/mtuMode';
-import { addNodeHostHealth, cpusetSetting, prepareNodeHost, setNodeHost } from './nodeHost';
+import { addNodeHostHealth, closeNodeHost, cpusetSetting, prepareNodeHost, setNodeHost } from './nodeHost';
 
 /** `inner`, but empty (the operator set nothing) gives undefined: a registered node then takes the DMS's value. */
 function unlessEmpty<T>(inner: Setting<T>): Setting<T | undefined> {
@@ -49,6 +49,7 @@ const settings = {
   transport_cores: int({ doc: "with master_cpuset: the event loop (every socket's I/O on the kernel path) on the set's first N CPUs — TRANSPORT_CORES", default: 1, min: 1, max: 1024 }),
   kv_cores: int({ doc: "with master_cpuset: the engine's workers (libuv's pool: scans, segment I/O; the hashing pool) on the set's last N CPUs — KV_CORES", default: 1, min: 1, max: 1024 }),
   mtu_mode: oneOf(MTU_MODES, { doc: "the data plane's MTU mode, instance-wide (the DMS's): standard or jumbo (config.json's production_interface, or the interface of production_ip, must have an MTU ≥ 8550) — MTU_MODE", default: 'standard' }),
+  data_plane_subnet: str({ doc: "the data-plane subnet (CIDR): with a user-space NIC as production_interface, production_ip must be an address of it, and its hosts are reached through the NIC — PLATFORM_DATA_PLANE_SUBNET", default: '10.150.0.0/24' }),
 };
 
 /** What a node runs with beyond its config.json, after the precedence: the operator's setting, then the DMS, then the default. */
@@ -119,6 +120,7 @@ export const storageNodeType: ServiceType<typeof settings, { identity: typeof us
       mtuMode: c.mtu_mode,
       productionInterface: { value: c.config.productionInterface, setting: 'production_interface' },
       productionIp: { value: c.config.productionIp, setting: 'production_ip' },
+      dataPlaneSubnet: { value: c.data_plane_subnet, setting: 'PLATFORM_DATA_PLANE_SUBNET' },
       masterCpuset: c.master_cpuset,
       transportCores: c.transport_cores,
       kvCores: c.kv_cores,
@@ -147,6 +149,7 @@ export const storageNodeType: ServiceType<typeof settings, { identity: typeof us
       await node.start();
     } catch (err) {
       unfollow();
+      closeNodeHost(host);
       throw err;
     }
     // The election and the devices are taken once: a later change on the DMS waits for a restart, visibly.
@@ -185,6 +188,7 @@ export const storageNodeType: ServiceType<typeof settings, { identity: typeof us
         startTime?.stop();
         unfollow();
         await node.stop();
+        closeNodeHost(host);
       },
     };
   },

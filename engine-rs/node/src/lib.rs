@@ -17,4 +17,5 @@ mod policy;
 mod scan;
 mod schema;
 mod segment;
+mod user_nic;
 mod util;

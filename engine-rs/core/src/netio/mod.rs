@@ -11,16 +11,20 @@
 //! HDWP frame and never larger. docs/kernel-bypass.md says where these stand in the platform.
 
 pub mod dpdk;
+mod host;
 mod kernel;
 mod tcp;
 mod user_udp;
 pub mod wire;
 
 #[cfg(test)]
+mod host_tests;
+#[cfg(test)]
 mod tests;
 
 use std::net::SocketAddrV4;
 
+pub use host::{ConnId, HostEvent, HostOptions, TcpHost};
 pub use kernel::KernelUdp;
 pub use tcp::{TcpConn, TcpState, UserTcp};
 pub use user_udp::{UserUdp, UserUdpStats};

@@ -18,6 +18,10 @@ use super::{NetError, PacketPort, RxFrames, TxFrames};
 
 /// Frames read from the port per burst.
 const RX_BURST: usize = 64;
+/// Seconds between keep-alive probes on an idle connection.
+const KEEP_ALIVE_S: u64 = 10;
+/// Seconds without an answer (to data, a handshake or a keep-alive) after which a connection resets.
+const TIMEOUT_S: u64 = 30;
 
 /// smoltcp's `Device` over a [`PacketPort`]: frames read in bursts and handed out one by one;
 /// frames sent collected and handed to the port after each poll.
@@ -174,10 +178,15 @@ impl<P: PacketPort> UserTcp<P> {
     }
 
     fn socket(buffer: usize) -> tcp::Socket<'static> {
-        tcp::Socket::new(
+        let mut s = tcp::Socket::new(
             tcp::SocketBuffer::new(vec![0; buffer]),
             tcp::SocketBuffer::new(vec![0; buffer]),
-        )
+        );
+        // A peer that vanishes (a crashed node, a pulled cable) resets the connection rather than
+        // leaving it open forever: keep-alives keep an idle but live connection answered.
+        s.set_keep_alive(Some(smoltcp::time::Duration::from_secs(KEEP_ALIVE_S)));
+        s.set_timeout(Some(smoltcp::time::Duration::from_secs(TIMEOUT_S)));
+        s
     }
 
     /// A socket listening on `port` with `buffer` bytes each way; it becomes the connection of
@@ -204,11 +213,15 @@ impl<P: PacketPort> UserTcp<P> {
         Ok(TcpConn(self.sockets.add(s)))
     }
 
-    /// Moves frames between the port and the stack and runs its timers; never blocks.
-    pub fn poll(&mut self) -> Result<(), NetError> {
+    /// Moves frames between the port and the stack and runs its timers; never blocks. True when
+    /// a socket may have changed (a frame arrived or one was sent).
+    pub fn poll(&mut self) -> Result<bool, NetError> {
         let now = self.now();
-        self.iface.poll(now, &mut self.dev, &mut self.sockets);
-        self.dev.flush()
+        let changed = self.iface.poll(now, &mut self.dev, &mut self.sockets)
+            == smoltcp::iface::PollResult::SocketStateChanged;
+        let sent = !self.dev.tx.is_empty();
+        self.dev.flush()?;
+        Ok(changed || sent)
     }
 
     /// Queues bytes to send on `c`; returns how many fit in its buffer.
@@ -234,6 +247,51 @@ impl<P: PacketPort> UserTcp<P> {
     /// Closes the sending side of `c` once what was queued is sent.
     pub fn close(&mut self, c: TcpConn) {
         self.sockets.get_mut::<tcp::Socket>(c.0).close();
+    }
+
+    /// Resets `c` at once (an RST to the peer); what was queued is dropped.
+    pub fn abort(&mut self, c: TcpConn) {
+        self.sockets.get_mut::<tcp::Socket>(c.0).abort();
+    }
+
+    /// Forgets `c`, freeing its buffers; `c` must not be used again.
+    pub fn remove(&mut self, c: TcpConn) {
+        self.sockets.remove(c.0);
+    }
+
+    /// True while `c` still listens (no peer has started a handshake on it).
+    pub fn is_listening(&self, c: TcpConn) -> bool {
+        self.sockets.get::<tcp::Socket>(c.0).state() == tcp::State::Listen
+    }
+
+    /// True when `c` closed without the TCP close sequence (reset, timed out, aborted), or after
+    /// it (a closing handshake that went on to its end: tell them apart by the FIN seen before).
+    pub fn is_shut(&self, c: TcpConn) -> bool {
+        self.sockets.get::<tcp::Socket>(c.0).state() == tcp::State::Closed
+    }
+
+    /// The peer of `c`, once a handshake has started.
+    pub fn remote(&self, c: TcpConn) -> Option<SocketAddrV4> {
+        match self.sockets.get::<tcp::Socket>(c.0).remote_endpoint()? {
+            IpEndpoint {
+                addr: IpAddress::Ipv4(ip),
+                port,
+            } => Some(SocketAddrV4::new(ip, port)),
+        }
+    }
+
+    /// Bytes `c` holds queued to send and not yet acknowledged.
+    pub fn send_queue(&self, c: TcpConn) -> usize {
+        self.sockets.get::<tcp::Socket>(c.0).send_queue()
+    }
+
+    /// How long the stack may sleep before its next timer (retransmission, delayed ACK); `None`
+    /// when no timer is pending.
+    pub fn poll_delay(&mut self) -> Option<std::time::Duration> {
+        let now = self.now();
+        self.iface
+            .poll_delay(now, &self.sockets)
+            .map(|d| std::time::Duration::from_micros(d.total_micros()))
     }
 
     /// Where `c` stands.
