@@ -295,6 +295,8 @@ export interface Native {
   normClose(handle: NormHandle): void;
 
   // --- user_nic.rs ---------------------------------------------------------------------------
+  /** True when this build can drive a user-space NIC (its DPDK shim exists). */
+  userNicBuiltIn(): boolean;
   /**
    * Starts a user-space NIC's transport thread; `onEvent(kind, id, a?, b?)`: 'ready' (a: MAC) or
    * 'stopped' (a: reason), 'accepted' (a: peer ip:port, b: local port), 'connected', 'data' (a:

@@ -2,10 +2,10 @@
  * The options of an HdwpClient (hdwp/hdwpClient.ts), its counters, and the one place its sockets come
  * from, so TLS is a matter of options.
  */
-import net from 'node:net';
-import tls from 'node:tls';
+import type net from 'node:net';
+import type tls from 'node:tls';
 import type { TlsSessionCache } from '../lib/tlsSessions';
-import { connectThroughNic } from '../net/userSpace/processNic';
+import { dial, dialTls } from '../net/userSpace/processNic';
 import type { HdwpRole, QueryAuth } from '../engine-rs/hdwpFrame';
 
 /** Default largest records frame the client writes (header included): 1 MiB. */
@@ -56,10 +56,8 @@ export interface HdwpClientStats {
  * this process's user-space NIC is reached through it (net/userSpace/processNic.ts).
  */
 export function openSocket(o: HdwpClientOptions): net.Socket {
-  const raw = connectThroughNic(o.host, o.port);
-  // Plain over the NIC: its socket has the parts of net.Socket the client uses.
-  if (!o.tls) return raw ? (raw as unknown as net.Socket) : net.connect({ host: o.host, port: o.port });
-  const base = { ...o.tls, host: o.host, port: o.port };
-  const options = raw ? { ...base, socket: raw } : base;
-  return o.tlsSessions ? o.tlsSessions.connect(options) : tls.connect(options);
+  if (!o.tls) return dial(o.host, o.port);
+  const options = { ...o.tls, host: o.host, port: o.port };
+  const sessions = o.tlsSessions;
+  return sessions ? dialTls(options, (x) => sessions.connect(x)) : dialTls(options);
 }

@@ -31,7 +31,7 @@ export type ProductionInterface =
       readonly vdevs: readonly string[];
     };
 
-/** Parses the setting's value; `{ error }` says what is wrong and what the forms are. */
+/** Parses the setting's value (a kernel interface is left to the caller to check); `{ error }` says what is wrong. */
 export function parseProductionInterface(value: string): ProductionInterface | { readonly error: string } {
   const v = value.trim();
   if (PCI_ADDRESS.test(v)) return { kind: 'userSpace', device: v.toLowerCase(), pci: [v.toLowerCase()], vdevs: [] };
@@ -39,9 +39,6 @@ export function parseProductionInterface(value: string): ProductionInterface | {
     const spec = v.slice(VDEV_PREFIX.length);
     if (!VDEV.test(spec)) return { error: `'${value}' is not ${VDEV_PREFIX}<vdev>: a DPDK virtual device such as ${VDEV_PREFIX}net_tap0,iface=hd0` };
     return { kind: 'userSpace', device: spec.split(',')[0], pci: [], vdevs: [spec] };
-  }
-  if (v !== '' && !/^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}$/.test(v)) {
-    return { error: `'${value}' is no interface: give a kernel interface name (eth1), a PCIe address of a NIC bound to vfio-pci (0000:3b:00.0), or ${VDEV_PREFIX}<vdev>` };
   }
   return { kind: 'kernel', name: v };
 }

@@ -35,6 +35,8 @@ export class UserNicSocket extends Duplex {
   connecting: boolean;
   private readonly unsent: { left: number; done: (err?: Error | null) => void }[] = [];
   private paused = false;
+  private idleMs = 0;
+  private idleTimer: NodeJS.Timeout | undefined;
   /** The connection is gone on the NIC (closed, reset, or aborted by us). */
   private gone = false;
 
@@ -62,6 +64,22 @@ export class UserNicSocket extends Duplex {
     return this;
   }
 
+  /**
+   * As `net.Socket#setTimeout`: 'timeout' after `ms` without bytes in or out (0 turns it off);
+   * the socket stays open.
+   */
+  setTimeout(ms: number, onTimeout?: () => void): this {
+    if (onTimeout) this.once('timeout', onTimeout);
+    this.idleMs = ms;
+    this.touch();
+    return this;
+  }
+
+  private touch(): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = this.idleMs > 0 && !this.gone ? setTimeout(() => this.emit('timeout'), this.idleMs) : undefined;
+  }
+
   override _write(chunk: Buffer, _enc: BufferEncoding, done: (err?: Error | null) => void): void {
     this.send(chunk, done);
   }
@@ -72,6 +90,7 @@ export class UserNicSocket extends Duplex {
 
   private send(bytes: Buffer, done: (err?: Error | null) => void): void {
     if (bytes.length === 0) return done();
+    if (this.idleTimer) this.touch();
     this.link.write(this.id, bytes);
     this.unsent.push({ left: bytes.length, done });
   }
@@ -89,6 +108,7 @@ export class UserNicSocket extends Duplex {
   }
 
   override _destroy(err: Error | null, done: (err?: Error | null) => void): void {
+    clearTimeout(this.idleTimer);
     if (!this.gone) {
       this.gone = true;
       this.link.control(this.id, 'abort');
@@ -106,6 +126,7 @@ export class UserNicSocket extends Duplex {
 
   /** @internal the NIC: bytes arrived. */
   onData(bytes: Buffer): void {
+    if (this.idleTimer) this.touch();
     if (!this.push(bytes) && !this.paused && !this.gone) {
       this.paused = true;
       this.link.control(this.id, 'pause');

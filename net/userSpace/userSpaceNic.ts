@@ -54,6 +54,17 @@ function hugepagesFree(): boolean {
   }
 }
 
+/**
+ * Why a user-space NIC cannot start on this host, or undefined when it can try: this build has no
+ * DPDK, or (for the virtual devices tests use) the process is not root or has no /dev/net/tun.
+ */
+export function userSpaceNicUnavailable(opts: { tap?: boolean } = {}): string | undefined {
+  if (!native.userNicBuiltIn()) return "this build has no DPDK: install Debian's libdpdk-dev and pkg-config, then rebuild engine-rs (npm run build:native)";
+  if (opts.tap && process.getuid?.() !== 0) return 'not root: net_tap creates a tap interface';
+  if (opts.tap && !fs.existsSync('/dev/net/tun')) return 'no /dev/net/tun for net_tap';
+  return undefined;
+}
+
 /** A running user-space NIC. */
 export class UserSpaceNic {
   private readonly sockets = new Map<number, UserNicSocket>();

@@ -8,8 +8,7 @@
  * answer and, once every batch is answered or the connection fails, how it ended — and whether its
  * unanswered batches may go to another replica.
  */
-import net from 'node:net';
-import tls from 'node:tls';
+import type tls from 'node:tls';
 import { encodeFrame } from '../../engine-rs/hdwp';
 import { FrameDecoder } from '../../engine-rs/hdwpDecoder';
 import { HdwpError } from '../../engine-rs/hdwpError';
@@ -20,6 +19,7 @@ import { serializeHdQuery, type HdQuery } from '../../query/hdQuery';
 import { sameToken } from '../../query/token';
 import { legConnectionKey, type LegConnection, type LegConnectionPool } from './legConnections';
 import type { SnTarget } from './settings';
+import { dial, dialTls } from '../../net/userSpace/processNic';
 
 /** How a leg ended. */
 export type LegOutcome =
@@ -155,7 +155,7 @@ export class QueryLeg {
 
   /** Connects to the node's control port (mutual TLS when the SCC has an identity) and sends `bytes` (hello and query) once connected. */
   private connect(link: tls.ConnectionOptions | undefined, key: string, bytes: Buffer): void {
-    const socket = link ? tls.connect({ ...link, host: this.node.host, port: this.node.controlPort }) : net.connect({ host: this.node.host, port: this.node.controlPort });
+    const socket = link ? dialTls({ ...link, host: this.node.host, port: this.node.controlPort }) : dial(this.node.host, this.node.controlPort);
     this.opts.pool?.opened();
     socket.setNoDelay(true);
     socket.setTimeout(this.opts.connectTimeoutMs ?? 5000, () => this.fail(`no connection to ${this.where} within ${this.opts.connectTimeoutMs ?? 5000} ms`));

@@ -5,7 +5,6 @@
  * with the query block — and sends one bbn per such batch, its reason opening with the code. The
  * client's listener then hears about every batch exactly once.
  */
-import net from 'node:net';
 import type tls from 'node:tls';
 import { TlsSessionCache } from '../../lib/tlsSessions';
 import { BatchID } from '../../engine-rs/batchId';
@@ -14,6 +13,7 @@ import { FrameDecoder } from '../../engine-rs/hdwpDecoder';
 import { HDWP_VERSION, type Frame, type QueryAuth } from '../../engine-rs/hdwpFrame';
 import { bbnReason } from '../../query/batchNotice';
 import type { ReturnAddress } from '../../query/hdQuery';
+import { dial, dialTls } from '../../net/userSpace/processNic';
 
 /** One batch the SCC reports as failed. */
 export interface BatchNotice {
@@ -52,7 +52,7 @@ export function sendBatchNotices(target: NoticeTarget, notices: readonly BatchNo
   const { host, port, tls: wantsTls } = target.returnAddress;
   if (wantsTls && !target.tls) return Promise.resolve('the client asked for a mutual-TLS result stream (return_address.tls), and this SCC has no certificate: register it with the DMS (DMS_URL)');
   return new Promise((resolve) => {
-    const socket = wantsTls && target.tls ? noticeSessions.connect({ ...target.tls, host, port }) : net.connect({ host, port });
+    const socket = wantsTls && target.tls ? dialTls({ ...target.tls, host, port }, (o) => noticeSessions.connect(o)) : dial(host, port);
     const decoder = new FrameDecoder();
     let accepted = false;
     let refusal: string | undefined;

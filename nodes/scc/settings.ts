@@ -11,7 +11,7 @@ import { NODE_ROLES } from '../../control/api';
 import { HASH_ALGORITHMS, isHashAlgorithm, type HashAlgorithmName } from '../../engine-rs/hashChain';
 import { parseCpuList } from '../../lib/cpuAffinity';
 import { MTU_MODES, parseMtuMode, type MtuMode } from '../../net/mtuMode';
-import { PCI_ADDRESS } from '../../net/userSpace/productionInterface';
+import { parseProductionInterface } from '../../net/userSpace/productionInterface';
 
 /** One Storage Node replica from SN_TARGETS (`node_name:ip:control_port:prod_port`). */
 export interface SnTarget {
@@ -190,12 +190,19 @@ function parseInterface(text: string): ParsedValue<string> {
   const names = Object.keys(os.networkInterfaces());
   // An address of this host binds just that address (one loopback address per node under `hd up`).
   if (names.includes(text) || net.isIP(text) !== 0) return ok(text);
-  if (PCI_ADDRESS.test(text)) {
-    return bad(
-      `'${text}' is a PCIe address (the user-space driver path): a Storage Node can take one (its production_interface), the SCC not yet; bind the NIC to its kernel driver and give its interface name or address (docs/kernel-bypass.md)`,
-    );
-  }
   return bad(`empty, a kernel network interface of this host (${names.join(', ')}) or an IP address to bind`);
+}
+
+/**
+ * PRODUCTION_INTERFACE: a kernel interface as {@link parseInterface} takes it, or a user-space NIC
+ * (a PCIe address, or dpdk:<vdev>; net/userSpace/productionInterface.ts).
+ */
+function parseProductionInterfaceText(text: string): ParsedValue<string> {
+  const p = parseProductionInterface(text);
+  if ('error' in p) return bad(p.error);
+  if (p.kind === 'userSpace') return ok(text.trim());
+  const kernel = parseInterface(text);
+  return kernel.ok ? kernel : bad(`${kernel.expected}, a PCIe address of a NIC bound to vfio-pci (0000:3b:00.0) or dpdk:<vdev> (the user-space NIC, docs/kernel-bypass.md)`);
 }
 
 /** One row of the reference's SCC table. */
@@ -223,7 +230,7 @@ export const SCC_VARIABLES: readonly SccVariable[] = [
   { name: 'OBSERVABILITY_INTERFACE', default: '', doc: 'interface /health and /metrics bind; empty: all', parse: parseInterface },
   { name: 'LOG_LEVEL', default: 'info', doc: 'debug, info, warn or error', parse: oneOf(LOG_LEVELS, true) },
   { name: 'OTEL_GRPC_URL', default: '', doc: 'OpenTelemetry gRPC endpoint (accepted; export not built yet)', parse: (t) => (t === '' ? ok('') : parseUrl(t, ['http', 'https', 'grpc', 'grpcs'])) },
-  { name: 'PRODUCTION_INTERFACE', default: '', doc: 'kernel path: empty or a kernel interface name; the listener binds PRODUCTION_IP', parse: parseInterface },
+  { name: 'PRODUCTION_INTERFACE', default: '', doc: 'empty or a kernel interface name (the listener binds PRODUCTION_IP); or a user-space NIC: a PCIe address of a NIC bound to vfio-pci, or dpdk:<vdev>, which owns PRODUCTION_IP in PLATFORM_DATA_PLANE_SUBNET (docs/kernel-bypass.md)', parse: parseProductionInterfaceText },
   { name: 'PRODUCTION_IP', default: '0.0.0.0', doc: 'address the HDWP listener binds', parse: (t) => (net.isIP(t) !== 0 ? ok(t) : bad('an IPv4 (or IPv6) address')) },
   { name: 'PRODUCTION_PORT', default: '6987', doc: 'HDWP ingest port', parse: parsePort },
   { name: 'RECORD_SIZE', default: '150', doc: 'record size in bytes: the hash chain splits records here, hellos must match', parse: (t) => parseIntIn(t, 1, 65535) },

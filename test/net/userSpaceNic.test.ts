@@ -14,7 +14,7 @@ import { HdwpClient } from '../../hdwp/hdwpClient';
 import { HdwpServer } from '../../hdwp/hdwpServer';
 import { setProcessNic } from '../../net/userSpace/processNic';
 import { parseSubnet, type Subnet } from '../../net/userSpace/productionInterface';
-import { UserSpaceNic, UserSpaceNicError } from '../../net/userSpace/userSpaceNic';
+import { UserSpaceNic, userSpaceNicUnavailable } from '../../net/userSpace/userSpaceNic';
 import type { UserNicSocket } from '../../net/userSpace/userNicSocket';
 import { batch, recordsOf } from '../sources/hdwpKit';
 
@@ -30,32 +30,18 @@ const clientTls: tls.ConnectionOptions = { key, cert, ca: cert, checkServerIdent
 
 const subnet = parseSubnet('198.18.60.0/24') as Subnet;
 
-function whyNot(): string | undefined {
-  if (process.getuid?.() !== 0) return 'not root (net_tap creates a tap interface)';
-  if (!fs.existsSync('/dev/net/tun')) return 'no /dev/net/tun';
-  return undefined;
-}
-
 function ip(...args: string[]): void {
   execFileSync('ip', args, { stdio: 'pipe' });
 }
 
 let nic: UserSpaceNic | undefined;
-let skipped: string | undefined = whyNot();
+const skipped: string | undefined = userSpaceNicUnavailable({ tap: true });
 
 const t = suite('user-space NIC (DPDK net_tap)');
 
 t.before(async () => {
   if (skipped) return;
-  try {
-    nic = await UserSpaceNic.open({ device: 'net_tap0', pci: [], vdevs: [`net_tap0,iface=${TAP}`], cores: [], ip: NIC_IP, subnet, ipMtu: 1500 });
-  } catch (err) {
-    if (err instanceof UserSpaceNicError && /this build has no DPDK/.test(err.message)) {
-      skipped = err.message;
-      return;
-    }
-    throw err;
-  }
+  nic = await UserSpaceNic.open({ device: 'net_tap0', pci: [], vdevs: [`net_tap0,iface=${TAP}`], cores: [], ip: NIC_IP, subnet, ipMtu: 1500 });
   ip('addr', 'add', `${KERNEL_IP}/24`, 'dev', TAP);
   ip('link', 'set', TAP, 'up');
 });

@@ -120,6 +120,12 @@ fn deliver(
     });
 }
 
+/// True when this build can drive a user-space NIC (the DPDK shim was built, or `HD_DPDK_SHIM` names one).
+#[neon::export(name = "userNicBuiltIn")]
+fn user_nic_built_in<'cx>(cx: &mut FunctionContext<'cx>) -> JsResult<'cx, JsBoolean> {
+    Ok(cx.boolean(dpdk::shim_path().is_some()))
+}
+
 /// Starts a user-space NIC: `{ device, pci?, vdevs?, cores?, noHuge?, memoryMb?, ip, prefix,
 /// ipMtu, mbufs?, buffer?, busyPoll?, maxUndelivered? }`. DPDK's environment starts on the host's
 /// thread with `cores`, `pci`, `vdevs`, `noHuge` and `memoryMb`, then `device` (a PCIe address or

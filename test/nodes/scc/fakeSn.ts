@@ -18,8 +18,14 @@ export const RS = 16;
  * committed batch and answers a repeated eob idempotently — the behaviour docs/storage-node.md gives.
  */
 export class FakeSn {
-  /** @param recordSize bytes per record */
-  constructor(readonly recordSize = RS) {}
+  /**
+   * @param recordSize bytes per record
+   * @param host address the node listens on (and its target names)
+   */
+  constructor(
+    readonly recordSize = RS,
+    readonly host = '127.0.0.1',
+  ) {}
 
   readonly open = new Map<string, Buffer[]>();
   readonly durable = new Map<string, Buffer>();
@@ -30,7 +36,7 @@ export class FakeSn {
   port = 0;
 
   async start(): Promise<void> {
-    this.server = new HdwpServer({ role: 'storageNode', host: '127.0.0.1', port: this.port, onConnection: (conn) => ({ onFrame: (f) => this.frame(conn, f) }) });
+    this.server = new HdwpServer({ role: 'storageNode', host: this.host, port: this.port, onConnection: (conn) => ({ onFrame: (f) => this.frame(conn, f) }) });
     this.port = (await this.server.listen()).port;
   }
   async kill(): Promise<void> {
@@ -38,7 +44,7 @@ export class FakeSn {
     this.server = undefined;
   }
   target(name: string): SnTarget {
-    return { name, host: '127.0.0.1', controlPort: 1, prodPort: this.port };
+    return { name, host: this.host, controlPort: 1, prodPort: this.port };
   }
   batch(n: number, dataset = 'ds'): Buffer | undefined {
     return this.durable.get(batchKey(dataset, generateBatchIdNumber(n)));

@@ -111,7 +111,7 @@ parse('each bad value names its key', () => {
   oneIssue({ ...base, hash_offload_platform: 'qat' }, 'hash_offload_platform', /one of 'cpu'/);
   oneIssue({ ...base, use_ocf: 'yes' }, 'use_ocf', /true or false/);
   oneIssue({ ...base, reserve_bytes: 1.5 }, 'reserve_bytes', /whole number/);
-  oneIssue({ ...base, production_interface: '0000:3b:00.0' }, 'production_interface', /PCIe address \(the user-space driver path\).*vfio-pci.*docs\/kernel-bypass\.md/);
+  oneIssue({ ...base, production_interface: 'dpdk:tap0' }, 'production_interface', /'dpdk:tap0' is not dpdk:<vdev>: a DPDK virtual device such as dpdk:net_tap0,iface=hd0/);
 });
 parse('storage device problems', () => {
   oneIssue({ ...base, storage_devices: [] }, 'storage_devices', /non-empty list/);

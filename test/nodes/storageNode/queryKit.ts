@@ -207,9 +207,9 @@ export class ControlPeer {
   }
 
   /** Connects and sends hello (role scc); resolves once the node answered hello and credit. */
-  static async open(port: number, dataset = DS, recordSize = R): Promise<ControlPeer> {
+  static async open(port: number, dataset = DS, recordSize = R, host = '127.0.0.1'): Promise<ControlPeer> {
     const s = await new Promise<net.Socket>((resolve, reject) => {
-      const sock = net.connect({ host: '127.0.0.1', port }, () => resolve(sock));
+      const sock = net.connect({ host, port }, () => resolve(sock));
       sock.once('error', reject);
     });
     const p = new ControlPeer(s);
@@ -259,20 +259,21 @@ export class ControlPeer {
   }
 }
 
-/** A client: a ResultListener on a free loopback port, and queries opened on it. */
+/** A client: a ResultListener on a free port (of loopback unless told), and queries opened on it. */
 export class TestClient {
   private nextId = 1;
 
   private constructor(
     readonly listener: ResultListener,
     readonly port: number,
+    readonly host: string,
   ) {}
 
-  /** Starts the listener (`creditWindow`: bytes a stream may have in flight). */
-  static async start(creditWindow?: number): Promise<TestClient> {
-    const listener = new ResultListener({ host: '127.0.0.1', port: 0, creditWindow });
+  /** Starts the listener (`creditWindow`: bytes a stream may have in flight) on `host` (default loopback). */
+  static async start(creditWindow?: number, host = '127.0.0.1'): Promise<TestClient> {
+    const listener = new ResultListener({ host, port: 0, creditWindow });
     const { port } = await listener.listen();
-    return new TestClient(listener, port);
+    return new TestClient(listener, port, host);
   }
 
   /** A new query: its HDQuery (for `batches`, with `extra` keys) and what arrives for it. */
@@ -286,7 +287,7 @@ export class TestClient {
       targets: [],
       verifyHash: false,
       queryQos: 1,
-      returnAddress: { host: '127.0.0.1', port: this.port },
+      returnAddress: { host: this.host, port: this.port },
       token: auth.token,
       ...extra,
     };
