@@ -11,8 +11,8 @@ const LAYERS = [
   // imports either; below the query contract, whose HDQuery targets are its SCC addresses)
   { rank: 0, units: { lib: '^lib/' } },
   { rank: 1, units: { 'engine-rs': '^engine-rs/[^/]+\\.ts$', 'control/api': '^control/api\\.ts$' } },
-  // rank 2: the query contract (plain data and checks)
-  { rank: 2, units: { query: '^query/[^/]+$' } },
+  // rank 2: the query contract (plain data and checks); the user-space transport under HDWP (a NIC's TCP streams)
+  { rank: 2, units: { query: '^query/[^/]+$', transport: '^transport/' } },
   // rank 3-4: the stream kernel (element types, Flow, counters, pull) and the pipeline runtime
   { rank: 3, units: { stream: '^stream/' } },
   { rank: 4, units: { pipelines: '^pipelines/(?!examples/)' } },

@@ -5,7 +5,7 @@
 import type net from 'node:net';
 import type tls from 'node:tls';
 import type { TlsSessionCache } from '../lib/tlsSessions';
-import { dial, dialTls } from '../net/userSpace/processNic';
+import { dial, dialTls } from '../transport/processNic';
 import type { HdwpRole, QueryAuth } from '../engine-rs/hdwpFrame';
 
 /** Default largest records frame the client writes (header included): 1 MiB. */

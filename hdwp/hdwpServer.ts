@@ -9,8 +9,8 @@ import { HDWP_DEFAULT_MAX_PAYLOAD, HDWP_MAX_PAYLOAD_CEILING } from '../engine-rs
 import type { HdwpRole } from '../engine-rs/hdwpFrame';
 import { HdwpConnection, type ConnectionHandler, type ConnectionSettings } from './hdwpConnection';
 import { HdwpStreamError, STREAM_ERROR_CODES } from './hdwpStreamError';
-import { listenOnNic } from '../net/userSpace/processNic';
-import type { UserNicListener } from '../net/userSpace/userSpaceNic';
+import { listenOnNic } from '../transport/processNic';
+import type { UserNicListener } from '../transport/userSpaceNic';
 
 export { HdwpConnection, recordsFrameCost } from './hdwpConnection';
 export type { ConnectionHandler } from './hdwpConnection';

@@ -19,7 +19,7 @@ import { serializeHdQuery, type HdQuery } from '../../query/hdQuery';
 import { sameToken } from '../../query/token';
 import { legConnectionKey, type LegConnection, type LegConnectionPool } from './legConnections';
 import type { SnTarget } from './settings';
-import { dial, dialTls } from '../../net/userSpace/processNic';
+import { dial, dialTls } from '../../transport/processNic';
 
 /** How a leg ended. */
 export type LegOutcome =

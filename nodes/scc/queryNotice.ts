@@ -13,7 +13,7 @@ import { FrameDecoder } from '../../engine-rs/hdwpDecoder';
 import { HDWP_VERSION, type Frame, type QueryAuth } from '../../engine-rs/hdwpFrame';
 import { bbnReason } from '../../query/batchNotice';
 import type { ReturnAddress } from '../../query/hdQuery';
-import { dial, dialTls } from '../../net/userSpace/processNic';
+import { dial, dialTls } from '../../transport/processNic';
 
 /** One batch the SCC reports as failed. */
 export interface BatchNotice {

@@ -11,7 +11,7 @@ import { NODE_ROLES } from '../../control/api';
 import { HASH_ALGORITHMS, isHashAlgorithm, type HashAlgorithmName } from '../../engine-rs/hashChain';
 import { parseCpuList } from '../../lib/cpuAffinity';
 import { MTU_MODES, parseMtuMode, type MtuMode } from '../../net/mtuMode';
-import { parseProductionInterface } from '../../net/userSpace/productionInterface';
+import { parseProductionInterface } from '../../transport/productionInterface';
 
 /** One Storage Node replica from SN_TARGETS (`node_name:ip:control_port:prod_port`). */
 export interface SnTarget {

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { SegmentIo } from '../../engine-rs/segment';
 import { closest } from '../../lib/suggest';
-import { parseProductionInterface } from '../../net/userSpace/productionInterface';
+import { parseProductionInterface } from '../../transport/productionInterface';
 
 /** How a new batch's device is chosen (docs/storage-node.md, "Drive strategies"). */
 export type DriveStrategy = 'round_robin' | 'fill_first' | 'most_free';

@@ -10,9 +10,9 @@ import { applyCpuPinning, formatCpuList, parseCpuList, type CpuPinning, type Cpu
 import type { LogLevel } from '../../lib/logging';
 import type { HealthPart } from '../../lib/observability';
 import { checkMtuMode, MTU_BYTES, type MtuCheck, type MtuMode } from '../../net/mtuMode';
-import { setProcessNic } from '../../net/userSpace/processNic';
-import { inSubnet, parseProductionInterface, parseSubnet } from '../../net/userSpace/productionInterface';
-import { UserSpaceNic, UserSpaceNicError } from '../../net/userSpace/userSpaceNic';
+import { setProcessNic } from '../../transport/processNic';
+import { inSubnet, parseProductionInterface, parseSubnet } from '../../transport/productionInterface';
+import { UserSpaceNic, UserSpaceNicError } from '../../transport/userSpaceNic';
 
 /** The IP MTU a user-space NIC is started with in each mode (Jumbo: at least 8550 end to end). */
 const USER_NIC_IP_MTU: Readonly<Record<MtuMode, number>> = { standard: 1500, jumbo: 9000 };

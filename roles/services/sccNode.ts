@@ -23,7 +23,7 @@ import { SccHashElection } from '../../nodes/scc/hashElection';
 import { logLine } from '../../lib/logging';
 import type { MtuMode } from '../../net/mtuMode';
 import { addNodeHostHealth, closeNodeHost, prepareNodeHost } from './nodeHost';
-import { parseProductionInterface } from '../../net/userSpace/productionInterface';
+import { parseProductionInterface } from '../../transport/productionInterface';
 
 const settings = {
   sn_targets: optionalSccSetting<SnTarget[]>('SN_TARGETS', 'the replicas, node_name:ip:control_port:prod_port, comma-separated; empty: the Storage Nodes of the cluster on the DMS (required without DMS_URL) — SN_TARGETS'),

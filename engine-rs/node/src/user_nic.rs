@@ -77,7 +77,9 @@ fn deliver(
             match e {
                 HostEvent::Ready { mac } => {
                     let text = mac.map(|b| format!("{b:02x}")).join(":");
-                    call.arg(cx.string("ready")).arg(cx.number(0)).arg(cx.string(text));
+                    call.arg(cx.string("ready"))
+                        .arg(cx.number(0))
+                        .arg(cx.string(text));
                 }
                 HostEvent::Accepted { id, port, peer } => {
                     call.arg(cx.string("accepted"))

@@ -10,7 +10,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { generateBatchIdNumber } from '../../../engine-rs/batchId';
 import { HdwpClient } from '../../../hdwp/hdwpClient';
-import { userSpaceNicUnavailable } from '../../../net/userSpace/userSpaceNic';
+import { userSpaceNicUnavailable } from '../../../transport/userSpaceNic';
 import { freePort, startHd, waitForOutput, waitForPort } from '../../support/hdProcess';
 import { FakeSn } from './fakeSn';
 

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HdwpClient } from '../../../hdwp/hdwpClient';
-import { userSpaceNicUnavailable } from '../../../net/userSpace/userSpaceNic';
+import { userSpaceNicUnavailable } from '../../../transport/userSpaceNic';
 import { freePort, startHd, waitForPort, type HdProcess } from '../../support/hdProcess';
 import { batchOf, closingHash, ControlPeer, DS, R, recordsByBatch, SCHEMA, TestClient, untilOk } from './queryKit';
 

@@ -384,10 +384,11 @@ impl<P: PacketPort> Run<P> {
             if !c.announced && matches!(state, TcpState::Established | TcpState::PeerClosed) {
                 c.announced = true;
                 busy = true;
-                self.out.push(match (c.accepted_on, self.tcp.remote(c.sock)) {
-                    (Some(port), Some(peer)) => HostEvent::Accepted { id, port, peer },
-                    _ => HostEvent::Connected { id },
-                });
+                self.out
+                    .push(match (c.accepted_on, self.tcp.remote(c.sock)) {
+                        (Some(port), Some(peer)) => HostEvent::Accepted { id, port, peer },
+                        _ => HostEvent::Connected { id },
+                    });
             }
             if !c.announced && state != TcpState::Closed {
                 // A handshake on a listened port that was reset puts the socket back to listening.
@@ -439,7 +440,8 @@ impl<P: PacketPort> Run<P> {
                     });
                 }
                 busy |= got > 0;
-                let finished = state == TcpState::PeerClosed || (state == TcpState::Closed && !reset);
+                let finished =
+                    state == TcpState::PeerClosed || (state == TcpState::Closed && !reset);
                 if got == 0 && !c.eof && c.announced && finished {
                     c.eof = true;
                     busy = true;

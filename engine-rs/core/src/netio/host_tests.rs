@@ -164,13 +164,24 @@ fn a_host_accepts_carries_bytes_both_ways_and_closes_in_order() {
     // The answer, then A ends: B sees the end after the answer's bytes, ends too, both close.
     b.host.write(s, b"credit".to_vec());
     let mut answer = Vec::new();
-    a.until(c, &mut answer, |e| *e == HostEvent::Data { id: c, bytes: b"credit".to_vec() });
+    a.until(c, &mut answer, |e| {
+        *e == HostEvent::Data {
+            id: c,
+            bytes: b"credit".to_vec(),
+        }
+    });
     a.host.end(c);
     b.until(s, &mut Vec::new(), |e| *e == HostEvent::Ended { id: s });
     b.host.end(s);
     a.until(c, &mut Vec::new(), |e| *e == HostEvent::Ended { id: c });
-    a.until(c, &mut Vec::new(), |e| matches!(e, HostEvent::Closed { id, .. } if *id == c));
-    let closed = b.until(s, &mut Vec::new(), |e| matches!(e, HostEvent::Closed { .. }));
+    a.until(
+        c,
+        &mut Vec::new(),
+        |e| matches!(e, HostEvent::Closed { id, .. } if *id == c),
+    );
+    let closed = b.until(s, &mut Vec::new(), |e| {
+        matches!(e, HostEvent::Closed { .. })
+    });
     assert_eq!(closed, HostEvent::Closed { id: s, error: None });
 }
 
@@ -190,8 +201,7 @@ fn a_paused_connection_holds_the_sender_back_until_resumed() {
     let deadline = Instant::now() + Duration::from_millis(500);
     let mut sent = 0;
     while Instant::now() < deadline {
-        if let Ok(HostEvent::Sent { bytes, .. }) =
-            a.events.recv_timeout(Duration::from_millis(50))
+        if let Ok(HostEvent::Sent { bytes, .. }) = a.events.recv_timeout(Duration::from_millis(50))
         {
             sent += bytes;
         }
@@ -236,7 +246,9 @@ fn refused_and_reset_connections_say_so() {
         panic!("accepted")
     };
     a.host.abort(c);
-    match b.until(s, &mut Vec::new(), |e| matches!(e, HostEvent::Closed { .. })) {
+    match b.until(s, &mut Vec::new(), |e| {
+        matches!(e, HostEvent::Closed { .. })
+    }) {
         HostEvent::Closed { id, error: Some(e) } => {
             assert_eq!(id, s);
             assert!(e.contains("reset"), "{e}");

@@ -12,10 +12,10 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HdwpClient } from '../../hdwp/hdwpClient';
 import { HdwpServer } from '../../hdwp/hdwpServer';
-import { setProcessNic } from '../../net/userSpace/processNic';
-import { parseSubnet, type Subnet } from '../../net/userSpace/productionInterface';
-import { UserSpaceNic, userSpaceNicUnavailable } from '../../net/userSpace/userSpaceNic';
-import type { UserNicSocket } from '../../net/userSpace/userNicSocket';
+import { setProcessNic } from '../../transport/processNic';
+import { parseSubnet, type Subnet } from '../../transport/productionInterface';
+import { UserSpaceNic, userSpaceNicUnavailable } from '../../transport/userSpaceNic';
+import type { UserNicSocket } from '../../transport/userNicSocket';
 import { batch, recordsOf } from '../sources/hdwpKit';
 
 const TAP = 'hdnic0';
@@ -136,7 +136,7 @@ live('an HDWP server on the NIC address takes mutual-TLS streams from the kernel
         conns++;
         return {
           onFrame: (f) => {
-            if (f.kind === 'records') got.push(f.payload);
+            if (f.kind === 'records') got.push(Buffer.from(f.payload));
             if (f.kind === 'eob') return conn.send(f);
             return undefined;
           },
@@ -172,7 +172,7 @@ live('HDWP clients reach a kernel server in the subnet through the NIC, over mut
     tls: serverTls,
     onConnection: (conn) => ({
       onFrame: (f) => {
-        if (f.kind === 'records') got.push(f.payload);
+        if (f.kind === 'records') got.push(Buffer.from(f.payload));
         if (f.kind === 'eob') return conn.send(f);
         return undefined;
       },

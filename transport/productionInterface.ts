@@ -4,7 +4,7 @@
  *
  * - empty, or a kernel interface name (`eth1`): the kernel's sockets;
  * - a PCIe address (`0000:3b:00.0`, the reference's form): a NIC bound to vfio-pci, driven from
- *   user space by DPDK (net/userSpace/userSpaceNic.ts; docs/kernel-bypass.md);
+ *   user space by DPDK (transport/userSpaceNic.ts; docs/kernel-bypass.md);
  * - `dpdk:<vdev>` (`dpdk:net_tap0,iface=hd0`): one of DPDK's virtual devices, the same path
  *   without a NIC (tests, and hosts that want it).
  */

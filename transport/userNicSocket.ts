@@ -1,5 +1,5 @@
 /**
- * One TCP connection of a user-space NIC (net/userSpace/userSpaceNic.ts) as a Node stream, so the
+ * One TCP connection of a user-space NIC (transport/userSpaceNic.ts) as a Node stream, so the
  * HDWP server and client, and TLS over them, treat it as they treat a kernel socket.
  *
  * Flow control both ways: a write's callback runs once the NIC's TCP stack has taken its bytes

@@ -9,8 +9,8 @@
  * is no router behind it.
  */
 import fs from 'node:fs';
-import { native, type UserNicHandle } from '../../engine-rs/native';
-import { formatCpuList } from '../../lib/cpuAffinity';
+import { native, type UserNicHandle } from '../engine-rs/native';
+import { formatCpuList } from '../lib/cpuAffinity';
 import { inSubnet, type Subnet } from './productionInterface';
 import { UserNicSocket } from './userNicSocket';
 

@@ -1,6 +1,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { inSubnet, parseProductionInterface, parseSubnet, type Subnet } from '../../net/userSpace/productionInterface';
+import { inSubnet, parseProductionInterface, parseSubnet, type Subnet } from '../../transport/productionInterface';
 import { prepareNodeHost, type NodeHostOptions } from '../../roles/services/nodeHost';
 
 const p = suite('production_interface and the data-plane subnet');

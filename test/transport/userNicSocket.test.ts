@@ -4,7 +4,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { UserNicSocket, type UserNicLink } from '../../net/userSpace/userNicSocket';
+import { UserNicSocket, type UserNicLink } from '../../transport/userNicSocket';
 
 function socket(connecting = false): { s: UserNicSocket; asked: string[]; written: Buffer[] } {
   const asked: string[] = [];
