@@ -18,6 +18,8 @@ use super::{NetError, PacketPort, RxFrames, TxFrames};
 
 /// Frames read from the port per burst.
 const RX_BURST: usize = 64;
+/// Frames taken in before the stack sends what it owes (ACKs, window updates, data).
+const INGRESS_PER_EGRESS: usize = 8;
 /// Seconds between keep-alive probes on an idle connection.
 const KEEP_ALIVE_S: u64 = 10;
 /// Seconds without an answer (to data, a handshake or a keep-alive) after which a connection resets.
@@ -216,12 +218,40 @@ impl<P: PacketPort> UserTcp<P> {
     /// Moves frames between the port and the stack and runs its timers; never blocks. True when
     /// a socket may have changed (a frame arrived or one was sent).
     pub fn poll(&mut self) -> Result<bool, NetError> {
+        use smoltcp::iface::{PollIngressSingleResult as In, PollResult};
         let now = self.now();
-        let changed = self.iface.poll(now, &mut self.dev, &mut self.sockets)
-            == smoltcp::iface::PollResult::SocketStateChanged;
-        let sent = !self.dev.tx.is_empty();
-        self.dev.flush()?;
-        Ok(changed || sent)
+        self.iface.poll_maintenance(now);
+        let mut changed = false;
+        // Ingress in rounds with egress between them, not smoltcp's `poll` (all ingress, then
+        // egress): a sender's burst of hundreds of segments would get one ACK, and a kernel sender
+        // grows its window per ACK.
+        loop {
+            let mut took = 0;
+            while took < INGRESS_PER_EGRESS {
+                match self
+                    .iface
+                    .poll_ingress_single(now, &mut self.dev, &mut self.sockets)
+                {
+                    In::None => break,
+                    In::PacketProcessed => {}
+                    In::SocketStateChanged => changed = true,
+                }
+                took += 1;
+            }
+            while self
+                .iface
+                .poll_egress(now, &mut self.dev, &mut self.sockets)
+                == PollResult::SocketStateChanged
+            {
+                changed = true;
+            }
+            let sent = !self.dev.tx.is_empty();
+            self.dev.flush()?;
+            changed |= sent || took > 0;
+            if took < INGRESS_PER_EGRESS {
+                return Ok(changed);
+            }
+        }
     }
 
     /// Queues bytes to send on `c`; returns how many fit in its buffer.
