@@ -145,11 +145,13 @@ export class HdwpServer {
    * NIC's connections go through the same TLS and HDWP as the kernel's.
    */
   listen(): Promise<{ host: string; port: number }> {
-    if (this.opts.host !== undefined && this.opts.port !== 0) {
-      // 'connection' is how a net.Server (or a tls.Server, which runs the handshake) takes a socket.
+    // 'connection' is how a net.Server (or a tls.Server, which runs the handshake) takes a socket.
+    try {
       this.nicListener = listenOnNic(this.opts.host, this.opts.port, (s) => this.server.emit('connection', s));
-      if (this.nicListener) return Promise.resolve({ host: this.opts.host, port: this.opts.port });
+    } catch (err) {
+      return Promise.reject(err as Error);
     }
+    if (this.nicListener) return Promise.resolve({ host: this.nicListener.host, port: this.opts.port });
     return new Promise((resolve, reject) => {
       const onError = (err: Error): void => reject(err);
       this.server.once('error', onError);

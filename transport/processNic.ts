@@ -7,7 +7,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import type { UserNicSocket } from './userNicSocket';
-import type { UserNicListener, UserSpaceNic } from './userSpaceNic';
+import { UserSpaceNicError, type UserNicListener, type UserSpaceNic } from './userSpaceNic';
 
 let current: UserSpaceNic | undefined;
 
@@ -24,6 +24,7 @@ export function processNic(): UserSpaceNic | undefined {
 /** When `host` is the NIC's own address: listens on `port` there. */
 export function listenOnNic(host: string | undefined, port: number, onConnection: (s: UserNicSocket) => void): UserNicListener | undefined {
   if (!current || host !== current.options.ip) return undefined;
+  if (port === 0) throw new UserSpaceNicError(`a listener on the user-space NIC's address ${host} needs a port: 0 (any free port) is the kernel's`);
   return current.listen(port, onConnection);
 }
 

@@ -40,6 +40,8 @@ export class UserSpaceNicError extends Error {
 
 /** A listening port of a NIC. */
 export interface UserNicListener {
+  /** The NIC's address. */
+  readonly host: string;
   readonly port: number;
   close(): void;
 }
@@ -73,6 +75,7 @@ export class UserSpaceNic {
   // The transport thread's events do not hold the process open; an open NIC does, as a listening socket would.
   private keepAlive: NodeJS.Timeout | undefined;
   private stopped: string | undefined;
+  private readonly onStop: ((why: string) => void)[] = [];
   /** Connections accepted and opened so far. */
   readonly counts = { accepted: 0, connected: 0, refused: 0, reset: 0 };
 
@@ -126,6 +129,11 @@ export class UserSpaceNic {
     return inSubnet(host, this.options.subnet);
   }
 
+  /** Calls `listener` if the NIC stops on its own (the port failed): its connections are gone. */
+  onStopped(listener: (why: string) => void): void {
+    this.onStop.push(listener);
+  }
+
   /** Why the NIC stopped, once it has. */
   get stoppedBecause(): string | undefined {
     return this.stopped;
@@ -138,6 +146,7 @@ export class UserSpaceNic {
     this.listeners.set(port, onConnection);
     native.userNicListen(h, port, backlog);
     return {
+      host: this.options.ip,
       port,
       close: () => {
         if (this.listeners.delete(port) && this.handle) native.userNicUnlisten(this.handle, port);
@@ -166,9 +175,10 @@ export class UserSpaceNic {
   }
 
   /** What /health shows of the NIC. */
-  health(): Record<string, unknown> {
+  health(): { status: 'ok' | 'degraded'; [key: string]: unknown } {
     return {
-      status: this.stopped ? 'failed' : 'ok',
+      // Stopped: the node lives on, degraded, with no production traffic (the error says why).
+      status: this.stopped ? 'degraded' : 'ok',
       device: this.options.device,
       mac: this.mac,
       ip: this.options.ip,
@@ -212,8 +222,12 @@ export class UserSpaceNic {
       return;
     }
     if (kind === 'stopped') {
-      this.stopped = String(a ?? 'stopped');
+      // Stopped on its own only while open: close() drops the handle before the thread's last event.
+      if (!this.handle) return;
+      const why = String(a ?? 'the transport thread ended');
+      this.stopped = why;
       this.close();
+      for (const l of this.onStop) l(why);
       return;
     }
     const s = this.sockets.get(id);

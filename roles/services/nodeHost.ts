@@ -59,6 +59,7 @@ export async function prepareNodeHost(o: NodeHostOptions): Promise<NodeHost> {
   if (!userSpace) return { mtu, pinning };
   const nic = await UserSpaceNic.open({ ...userSpace, cores: p?.transport ?? [], ipMtu: USER_NIC_IP_MTU[o.mtuMode] });
   setProcessNic(nic);
+  nic.onStopped((why) => o.report(`the user-space NIC ${userSpace.device} stopped: ${why}; production traffic has stopped, restart the node (see /health user_space_nic)`, 'error'));
   o.report(
     `production traffic on the user-space NIC ${userSpace.device} (DPDK, MAC ${nic.mac}${nic.hugepages ? '' : ', no hugepages: plain memory'}): ${userSpace.ip}/${userSpace.subnet.prefix}, IP MTU ${USER_NIC_IP_MTU[o.mtuMode]}${p ? `, transport thread on CPU ${p.transport[0]}` : ''}`,
     'info',

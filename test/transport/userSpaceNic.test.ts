@@ -144,6 +144,11 @@ live('an HDWP server on the NIC address takes mutual-TLS streams from the kernel
       },
     });
     assert.equal(await server.listen(), { host: NIC_IP, port: 6987 });
+    const anyPort = new HdwpServer({ host: NIC_IP, port: 0, role: 'storageNode', onConnection: () => ({ onFrame: () => undefined }) });
+    await anyPort.listen().then(
+      () => assert.unreachable('port 0 on the NIC address'),
+      (e: Error) => assert.match(e.message, /user-space NIC's address 198\.18\.60\.2 needs a port/),
+    );
     // The client is the kernel's: this process's NIC would take a connection to its own subnet.
     setProcessNic(undefined);
     const client = await HdwpClient.connect({ host: NIC_IP, port: 6987, role: 'scc', datasetId: 'flows', recordSize: 150, tls: clientTls });
