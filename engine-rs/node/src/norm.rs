@@ -17,7 +17,7 @@ use hd_engine_core::norm::{
 use neon::prelude::*;
 use neon::types::buffer::TypedArray;
 
-use crate::util::throw_coded;
+use crate::util::{opt_num as num, throw_coded};
 
 /// Received bytes handed to JS and not yet taken, above which the reader waits (NORM keeps
 /// buffering; a receiver that stays behind loses data beyond repair and catches up over TCP).
@@ -59,14 +59,6 @@ type Boxed = JsBox<Arc<NormBox>>;
 
 fn norm_err<'cx, T>(cx: &mut FunctionContext<'cx>, e: norm::NormError) -> NeonResult<T> {
     throw_coded(cx, "ERR_NORM", &e.0)
-}
-
-fn num(cx: &mut FunctionContext, o: Handle<JsObject>, key: &str, default: f64) -> NeonResult<f64> {
-    let v: Handle<JsValue> = o.get_value(cx, key)?;
-    if v.is_a::<JsUndefined, _>(cx) {
-        return Ok(default);
-    }
-    Ok(v.downcast_or_throw::<JsNumber, _>(cx)?.value(cx))
 }
 
 fn session_config(cx: &mut FunctionContext, o: Handle<JsObject>) -> NeonResult<SessionConfig> {

@@ -11,7 +11,7 @@ use hd_engine_core::netio::{HostEvent, HostOptions, TcpHost};
 use neon::prelude::*;
 use neon::types::buffer::TypedArray;
 
-use crate::util::throw_coded;
+use crate::util::{opt_flag, opt_num as num, opt_text, throw_coded};
 
 /// A host and the count of received bytes handed to JS and not yet taken.
 pub struct NicBox {
@@ -28,14 +28,6 @@ impl Finalize for NicBox {
 }
 
 type Boxed = JsBox<Arc<NicBox>>;
-
-fn num(cx: &mut FunctionContext, o: Handle<JsObject>, key: &str, default: f64) -> NeonResult<f64> {
-    let v: Handle<JsValue> = o.get_value(cx, key)?;
-    if v.is_a::<JsUndefined, _>(cx) {
-        return Ok(default);
-    }
-    Ok(v.downcast_or_throw::<JsNumber, _>(cx)?.value(cx))
-}
 
 fn strings(cx: &mut FunctionContext, o: Handle<JsObject>, key: &str) -> NeonResult<Vec<String>> {
     let v: Handle<JsValue> = o.get_value(cx, key)?;
@@ -148,20 +140,10 @@ fn user_nic_open<'cx>(
     }
     let device = opts.get::<JsString, _, _>(cx, "device")?.value(cx);
     let eal = EalOptions {
-        cores: {
-            let v: Handle<JsValue> = opts.get_value(cx, "cores")?;
-            match v.downcast::<JsString, _>(cx) {
-                Ok(s) => s.value(cx),
-                Err(_) => String::new(),
-            }
-        },
+        cores: opt_text(cx, opts, "cores")?,
         pci: strings(cx, opts, "pci")?,
         vdevs: strings(cx, opts, "vdevs")?,
-        no_huge: opts
-            .get_value(cx, "noHuge")?
-            .downcast::<JsBoolean, _>(cx)
-            .map(|b| b.value(cx))
-            .unwrap_or(false),
+        no_huge: opt_flag(cx, opts, "noHuge")?,
         memory_mb: num(cx, opts, "memoryMb", 0.0)? as u32,
     };
     let ip_text = opts.get::<JsString, _, _>(cx, "ip")?.value(cx);
@@ -170,11 +152,7 @@ fn user_nic_open<'cx>(
         ip,
         prefix: num(cx, opts, "prefix", 24.0)? as u8,
         buffer: num(cx, opts, "buffer", (1u32 << 20) as f64)? as usize,
-        busy_poll: opts
-            .get_value(cx, "busyPoll")?
-            .downcast::<JsBoolean, _>(cx)
-            .map(|b| b.value(cx))
-            .unwrap_or(false),
+        busy_poll: opt_flag(cx, opts, "busyPoll")?,
         max_undelivered: num(cx, opts, "maxUndelivered", (16u32 << 20) as f64)? as usize,
     };
     let ip_mtu = num(cx, opts, "ipMtu", 1500.0)? as u16;

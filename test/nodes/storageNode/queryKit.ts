@@ -151,14 +151,7 @@ export async function startNode(opts: { schemas?: boolean; dir?: string; /** Rew
     obsPort,
     metrics,
     counter: async (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(await metrics())?.[1] ?? 'NaN'),
-    ingest: async (batches) => {
-      const c = await HdwpClient.connect({ host: '127.0.0.1', port: productionPort, role: 'scc', datasetId: DS, recordSize: R });
-      for (const b of batches) {
-        await c.sendRecords(b.id, b.data);
-        await c.sendEob(b.id, b.data.length / R, await closingHash(b.id, b.data));
-      }
-      await c.close();
-    },
+    ingest: (batches) => ingestBatches('127.0.0.1', productionPort, batches),
     segmentPath: async (id) => {
       const list = (await (await fetch(`${base}/v1/batches?dataset=${DS}`)).json()) as { batches: { batch_id: string; path: string }[] };
       const e = list.batches.find((b) => b.batch_id === id.toHex());
@@ -257,6 +250,16 @@ export class ControlPeer {
   close(): void {
     this.socket.destroy();
   }
+}
+
+/** Sends `batches` to a Storage Node's production port as its SCC does: records, then an eob with the closing hash. */
+export async function ingestBatches(host: string, port: number, batches: readonly { id: BatchID; data: Buffer }[]): Promise<void> {
+  const c = await HdwpClient.connect({ host, port, role: 'scc', datasetId: DS, recordSize: R });
+  for (const b of batches) {
+    await c.sendRecords(b.id, b.data);
+    await c.sendEob(b.id, b.data.length / R, await closingHash(b.id, b.data));
+  }
+  await c.close();
 }
 
 /** A client: a ResultListener on a free port (of loopback unless told), and queries opened on it. */

@@ -9,10 +9,9 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { serializeHdQuery } from '../../../query/hdQuery';
-import { HdwpClient } from '../../../hdwp/hdwpClient';
 import { HdwpServer } from '../../../hdwp/hdwpServer';
 import { freePort, startHd, waitForPort, type HdProcess } from '../../support/hdProcess';
-import { batchOf, closingHash, ControlPeer, DS, R, recordsByBatch, SCHEMA, TestClient, untilOk } from './queryKit';
+import { batchOf, ControlPeer, ingestBatches, DS, R, recordsByBatch, SCHEMA, TestClient, untilOk } from './queryKit';
 
 const HOST = '127.0.0.1';
 const proc = suite('storage-node.yaml as a process: queries on command_port');
@@ -56,12 +55,7 @@ proc.after(async () => {
 
 proc('ingest, then a query streams its batches to the return address; SIGTERM mid-query stops the node in order', async () => {
   const batches = [batchOf(1, 500), batchOf(2, 20), batchOf(3, 64000)];
-  const c = await HdwpClient.connect({ host: HOST, port: ports.production, role: 'scc', datasetId: DS, recordSize: R });
-  for (const b of batches) {
-    await c.sendRecords(b.id, b.data);
-    await c.sendEob(b.id, b.data.length / R, await closingHash(b.id, b.data));
-  }
-  await c.close();
+  await ingestBatches(HOST, ports.production, batches);
 
   const client = await TestClient.start();
   const { auth, json, results } = client.query(batches.slice(0, 2).map((b) => b.id));

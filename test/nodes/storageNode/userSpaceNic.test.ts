@@ -11,10 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { HdwpClient } from '../../../hdwp/hdwpClient';
 import { userSpaceNicUnavailable } from '../../../transport/userSpaceNic';
 import { freePort, startHd, waitForPort, type HdProcess } from '../../support/hdProcess';
-import { batchOf, closingHash, ControlPeer, DS, R, recordsByBatch, SCHEMA, TestClient, untilOk } from './queryKit';
+import { batchOf, ControlPeer, ingestBatches, DS, R, recordsByBatch, SCHEMA, TestClient, untilOk } from './queryKit';
 
 const TAP = 'hdsn0';
 const KERNEL_IP = '198.18.62.1';
@@ -80,12 +79,7 @@ t('ingest and queries arrive through the NIC, results leave through it, /health 
   }
   assert.match(sn.output(), /production traffic on the user-space NIC net_tap0 \(DPDK, MAC [0-9a-f:]{17}.*\): 198\.18\.62\.2\/24, IP MTU 1500/);
   const batches = [batchOf(1, 500), batchOf(2, 3000)];
-  const c = await HdwpClient.connect({ host: NIC_IP, port: ports.production, role: 'scc', datasetId: DS, recordSize: R });
-  for (const b of batches) {
-    await c.sendRecords(b.id, b.data);
-    await c.sendEob(b.id, b.data.length / R, await closingHash(b.id, b.data));
-  }
-  await c.close();
+  await ingestBatches(NIC_IP, ports.production, batches);
 
   // The result listener is the kernel's, in the data-plane subnet: the node reaches it through its NIC.
   const client = await TestClient.start(undefined, KERNEL_IP);
