@@ -53,7 +53,7 @@ export interface HdwpClientStats {
 
 /**
  * The one place sockets come from, so TLS is a matter of options. A destination in the subnet of
- * this process's user-space NIC is reached through it (net/userSpace/processNic.ts).
+ * this process's user-space NIC is reached through it (transport/processNic.ts).
  */
 export function openSocket(o: HdwpClientOptions): net.Socket {
   if (!o.tls) return dial(o.host, o.port);

@@ -141,7 +141,7 @@ export class HdwpServer {
 
   /**
    * Starts listening; resolves with the bound address (the real port when `port` was 0). On the
-   * address of this process's user-space NIC, it listens there (net/userSpace/processNic.ts): the
+   * address of this process's user-space NIC, it listens there (transport/processNic.ts): the
    * NIC's connections go through the same TLS and HDWP as the kernel's.
    */
   listen(): Promise<{ host: string; port: number }> {

@@ -195,7 +195,7 @@ function parseInterface(text: string): ParsedValue<string> {
 
 /**
  * PRODUCTION_INTERFACE: a kernel interface as {@link parseInterface} takes it, or a user-space NIC
- * (a PCIe address, or dpdk:<vdev>; net/userSpace/productionInterface.ts).
+ * (a PCIe address, or dpdk:<vdev>; transport/productionInterface.ts).
  */
 function parseProductionInterfaceText(text: string): ParsedValue<string> {
   const p = parseProductionInterface(text);

@@ -52,7 +52,7 @@ export interface StorageNodeConfig {
   readonly dmsUrl: string;
   readonly commandPort: number;
   readonly productionPort: number;
-  /** The interface carrying production traffic: a kernel interface (the one `MTU_MODE=jumbo` checks; empty: the one holding `productionIp`), or a user-space NIC: a PCIe address or `dpdk:<vdev>` (net/userSpace/productionInterface.ts). */
+  /** The interface carrying production traffic: a kernel interface (the one `MTU_MODE=jumbo` checks; empty: the one holding `productionIp`), or a user-space NIC: a PCIe address or `dpdk:<vdev>` (transport/productionInterface.ts). */
   readonly productionInterface: string;
   /** Address the production (HDWP) listener binds (optional key `production_ip`, default 0.0.0.0). */
   readonly productionIp: string;

@@ -2,7 +2,7 @@
  * What an SCC or a Storage Node checks and sets on its host at start, before it serves: its MTU mode
  * against the production interface (net/mtuMode.ts; docs/control-plane.md, "MTU mode") and the CPU
  * pinning of its threads (lib/cpuAffinity.ts; docs/scc.md, "CPU pinning"), both shown in /health;
- * and, when the production interface is a user-space NIC, that NIC (net/userSpace/; docs/kernel-bypass.md).
+ * and, when the production interface is a user-space NIC, that NIC (transport/; docs/kernel-bypass.md).
  */
 import { threadAffinity } from '../../engine-rs/index';
 import type { Setting } from '../../pipelines/settings';

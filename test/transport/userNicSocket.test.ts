@@ -1,6 +1,6 @@
 /**
  * UserNicSocket's stream semantics, driven as its NIC drives it (the NIC's events are method calls;
- * what it asks of the NIC is recorded). The NIC itself runs in test/net/userSpaceNic.test.ts.
+ * what it asks of the NIC is recorded). The NIC itself runs in test/transport/userSpaceNic.test.ts.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';

@@ -1,5 +1,5 @@
 //! User-space NIC exports (docs/kernel-bypass.md): a [`TcpHost`] over a DPDK port whose
-//! connections JS sees as byte streams (`net/userSpace/`). Commands are plain calls; the host's
+//! connections JS sees as byte streams (`transport/`). Commands are plain calls; the host's
 //! events reach JS through a Neon `Channel`, one hop per batch.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
