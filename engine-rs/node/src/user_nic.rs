@@ -84,7 +84,8 @@ fn deliver(
                 }
                 HostEvent::Data { id, bytes } => {
                     undelivered.fetch_sub(bytes.len(), Ordering::AcqRel);
-                    let b = JsBuffer::from_slice(&mut cx, &bytes)?;
+                    // The host's buffer becomes the JS Buffer's memory: no copy.
+                    let b = JsBuffer::external(&mut cx, bytes);
                     call.arg(cx.string("data")).arg(cx.number(id)).arg(b);
                 }
                 HostEvent::Sent { id, bytes } => {

@@ -262,7 +262,6 @@ struct Run<P: PacketPort> {
 impl<P: PacketPort> Run<P> {
     fn serve(&mut self, events: &mut impl FnMut(Vec<HostEvent>)) -> Result<(), NetError> {
         let mut idle_since: Option<Instant> = None;
-        let mut buf = vec![0u8; 64 << 10];
         while !self.stop.load(Ordering::Acquire) {
             let mut busy = false;
             while let Ok(c) = self.rx.try_recv() {
@@ -271,7 +270,7 @@ impl<P: PacketPort> Run<P> {
             }
             busy |= self.tcp.poll()?;
             self.accept()?;
-            busy |= self.service(&mut buf);
+            busy |= self.service();
             if !self.out.is_empty() {
                 events(std::mem::take(&mut self.out));
                 busy = true;
@@ -375,7 +374,7 @@ impl<P: PacketPort> Run<P> {
 
     /// Moves bytes between the connections' queues and the stack, and reports state changes.
     /// True when anything moved.
-    fn service(&mut self, buf: &mut [u8]) -> bool {
+    fn service(&mut self) -> bool {
         let mut busy = false;
         let mut gone = Vec::new();
         let full = self.undelivered.load(Ordering::Acquire) > self.opts.max_undelivered;
@@ -428,16 +427,21 @@ impl<P: PacketPort> Run<P> {
             if (!c.paused && !full) || state == TcpState::Closed {
                 let mut got = 0;
                 while got < READ_PER_ROUND {
-                    let n = self.tcp.recv(c.sock, buf).unwrap_or(0);
+                    // Read into a buffer of just the size waiting: it is handed on as it is, to
+                    // become the JS Buffer without another copy.
+                    let want = self.tcp.recv_queue(c.sock).min(READ_PER_ROUND - got);
+                    if want == 0 {
+                        break;
+                    }
+                    let mut bytes = vec![0u8; want];
+                    let n = self.tcp.recv(c.sock, &mut bytes).unwrap_or(0);
                     if n == 0 {
                         break;
                     }
+                    bytes.truncate(n);
                     got += n;
                     self.undelivered.fetch_add(n, Ordering::AcqRel);
-                    self.out.push(HostEvent::Data {
-                        id,
-                        bytes: buf[..n].to_vec(),
-                    });
+                    self.out.push(HostEvent::Data { id, bytes });
                 }
                 busy |= got > 0;
                 let finished =

@@ -310,6 +310,11 @@ impl<P: PacketPort> UserTcp<P> {
         }
     }
 
+    /// Bytes received on `c` and not yet read.
+    pub fn recv_queue(&self, c: TcpConn) -> usize {
+        self.sockets.get::<tcp::Socket>(c.0).recv_queue()
+    }
+
     /// Bytes `c` holds queued to send and not yet acknowledged.
     pub fn send_queue(&self, c: TcpConn) -> usize {
         self.sockets.get::<tcp::Socket>(c.0).send_queue()
