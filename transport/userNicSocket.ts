@@ -36,6 +36,8 @@ export class UserNicSocket extends Duplex {
   private readonly unsent: { left: number; done: (err?: Error | null) => void }[] = [];
   private paused = false;
   private idleMs = 0;
+  /** `end` was asked of the NIC. */
+  private endSent = false;
   private idleTimer: NodeJS.Timeout | undefined;
   /** The connection is gone on the NIC (closed, reset, or aborted by us). */
   private gone = false;
@@ -97,6 +99,7 @@ export class UserNicSocket extends Duplex {
 
   override _final(done: (err?: Error | null) => void): void {
     if (!this.gone) this.link.control(this.id, 'end');
+    this.endSent = true;
     done();
   }
 
@@ -109,10 +112,11 @@ export class UserNicSocket extends Duplex {
 
   override _destroy(err: Error | null, done: (err?: Error | null) => void): void {
     clearTimeout(this.idleTimer);
-    if (!this.gone) {
-      this.gone = true;
-      this.link.control(this.id, 'abort');
-    }
+    // A socket destroyed after its end was sent closes in order on the NIC (its last bytes may
+    // still be on the way, and the peer's FIN to come); otherwise it is reset, as a kernel
+    // socket destroyed with unsent data is.
+    if (!this.gone && !(this.endSent && err === null)) this.link.control(this.id, 'abort');
+    this.gone = true;
     // Writes the stack never took fail with the socket, as a kernel socket's do.
     for (const w of this.unsent.splice(0)) w.done(err ?? new UserNicSocketError('the connection was closed before this write was sent', 'ECONNRESET'));
     done(err);

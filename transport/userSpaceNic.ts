@@ -33,6 +33,13 @@ export interface UserSpaceNicOptions {
   readonly busyPoll?: boolean;
 }
 
+/**
+ * Handshakes a listened port takes at once: a listening socket each in the stack (their buffers are
+ * zeroed memory the OS gives on first touch, so idle ones cost little); more SYNs at one instant are
+ * refused, and the peer's connect fails with ECONNREFUSED.
+ */
+export const DEFAULT_BACKLOG = 64;
+
 /** The NIC did not start, or stopped. */
 export class UserSpaceNicError extends Error {
   override readonly name = 'UserSpaceNicError';
@@ -140,7 +147,7 @@ export class UserSpaceNic {
   }
 
   /** Accepts connections on `port`; each is handed to `onConnection`. */
-  listen(port: number, onConnection: (s: UserNicSocket) => void, backlog = 32): UserNicListener {
+  listen(port: number, onConnection: (s: UserNicSocket) => void, backlog = DEFAULT_BACKLOG): UserNicListener {
     const h = this.open();
     if (this.listeners.has(port)) throw new UserSpaceNicError(`port ${port} of ${this.options.ip} is already listened on`);
     this.listeners.set(port, onConnection);

@@ -66,6 +66,16 @@ t('the peer ending, then an orderly close: end before close, no error', async ()
   assert.equal(events, ['end', 'close']);
 });
 
+t('a socket that ended both ways goes without a reset: the NIC closes it in order', async () => {
+  const { s, asked } = socket();
+  s.on('data', () => undefined);
+  s.end();
+  s.onEnded();
+  await new Promise((r) => setTimeout(r, 10));
+  assert.ok(s.destroyed, 'both sides ended: the stream is done');
+  assert.equal(asked, ['end'], 'no abort: the last bytes and the FIN are still the stack\'s to send');
+});
+
 t('a reset fails the socket with ECONNRESET, a refused connect with ECONNREFUSED, pending writes with it', async () => {
   const reset = socket();
   let writeErr: Error | null | undefined;

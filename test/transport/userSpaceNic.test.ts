@@ -100,6 +100,23 @@ live('the kernel connects to the NIC: bytes both ways, in order, and an orderly 
   await new Promise<void>((r) => (s.destroyed ? r() : s.once('close', () => r())));
 });
 
+live('many kernel connections at once: each is accepted and echoed whole', async (n) => {
+  const l = n.listen(7101, (s) => s.pipe(s));
+  try {
+    const one = async (i: number): Promise<void> => {
+      const data = recordsOf(100, 1000, i);
+      const k = net.connect({ host: NIC_IP, port: 7101 });
+      const echoed = collect(k);
+      k.end(data);
+      assert.ok((await echoed).equals(data), `connection ${i} echoed whole`);
+    };
+    await Promise.all(Array.from({ length: 40 }, (_, i) => one(i)));
+    assert.ok(n.counts.accepted >= 41);
+  } finally {
+    l.close();
+  }
+});
+
 live('the NIC connects to the kernel; a closed port is refused', async (n) => {
   const server = net.createServer((c) => c.pipe(c));
   await new Promise<void>((r) => server.listen(0, KERNEL_IP, () => r()));
