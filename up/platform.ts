@@ -141,7 +141,12 @@ export async function runUp(opts: UpOptions): Promise<number> {
     if (left.length > 0) say(`hd up: stopped ${left.join(', ')}, left running by an earlier 'hd up' of ${dataDir}`);
     const planned = platformLayout({ dataDir, sqlUpstream: SQL_UPSTREAM, ...(opts.net ? { net: opts.net } : {}), ...(opts.ingest ? { schemaFiles: [opts.ingest.schema] } : {}) });
     const layout = opts.trace ? { ...planned, nodes: tracedNodes(planned.nodes, opts.trace) } : planned;
-    const taken = await portInUse(layout.nodes);
+    let taken = await portInUse(layout.nodes);
+    // Nodes just stopped may still be releasing their sockets (the kernel tears a killed process
+    // group down member by member): their ports get a few seconds to come free.
+    for (const until = Date.now() + 5000; taken && left.length > 0 && Date.now() < until; taken = await portInUse(layout.nodes)) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
     if (taken) throw new Error(taken);
     // hd_sql's doors ask for a password, made on the first start (up/sqlPassword.ts).
     ensureSqlPassword(dataDir);
