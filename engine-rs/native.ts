@@ -314,8 +314,6 @@ export interface Native {
   userNicWrite(handle: UserNicHandle, id: number, bytes: Uint8Array): void;
   /** end | abort | pause | resume a connection. */
   userNicControl(handle: UserNicHandle, id: number, what: 'end' | 'abort' | 'pause' | 'resume'): void;
-  /** Received bytes not yet delivered to JS. */
-  userNicUndelivered(handle: UserNicHandle): number;
   /** Stops the transport thread (idempotent). */
   userNicClose(handle: UserNicHandle): void;
 

@@ -6,28 +6,14 @@
  * the address comparisons (sql/addressRewrite.ts) read literals here, so both agree on what a
  * literal means.
  */
+import { ipv4Value } from '../lib/ipv4';
+
+/** Dotted-quad IPv4 text as its uint32 (lib/ipv4.ts), for the literals here and their callers. */
+export { ipv4Value };
 
 /** The two address kinds. */
 export type AddressKind = 'ipv4' | 'ipv6';
 
-/**
- * A dotted-quad IPv4 address as its uint32: four decimal octets 0..255, no sign, no leading zero
- * (`01.2.3.4` is refused, as the engine's encoder refuses it). Undefined for anything else.
- * @example ipv4Value('10.0.0.9') // 167772169
- */
-export function ipv4Value(text: string): number | undefined {
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
-  if (!m) return undefined;
-  let v = 0;
-  for (let i = 1; i <= 4; i++) {
-    const o = m[i] as string;
-    if (o.length > 1 && o.startsWith('0')) return undefined;
-    const n = Number(o);
-    if (n > 255) return undefined;
-    v = v * 256 + n;
-  }
-  return v;
-}
 
 /**
  * An IPv6 address (RFC 4291 text: hex groups of 1 to 4 digits, either case, at most one `::`, an

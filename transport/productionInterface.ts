@@ -8,9 +8,10 @@
  * - `dpdk:<vdev>` (`dpdk:net_tap0,iface=hd0`): one of DPDK's virtual devices, the same path
  *   without a NIC (tests, and hosts that want it).
  */
+import { ipv4Value } from '../lib/ipv4';
 
 /** A PCI device address in domain:bus:device.function form, e.g. `0000:3b:00.0`. */
-export const PCI_ADDRESS = /^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$/i;
+const PCI_ADDRESS = /^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$/i;
 
 /** The prefix of the virtual-device form. */
 export const VDEV_PREFIX = 'dpdk:';
@@ -47,15 +48,6 @@ export function parseProductionInterface(value: string): ProductionInterface | {
 export interface Subnet {
   readonly base: number;
   readonly prefix: number;
-}
-
-/** The 32-bit value of a dotted IPv4 address, or undefined. */
-export function ipv4Value(ip: string): number | undefined {
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(ip);
-  if (!m) return undefined;
-  const parts = m.slice(1).map(Number);
-  if (parts.some((p) => p > 255)) return undefined;
-  return ((parts[0] << 24) | (parts[1] << 16) | (parts[2] << 8) | parts[3]) >>> 0;
 }
 
 /** Parses `a.b.c.d/n` (PLATFORM_DATA_PLANE_SUBNET's form). */

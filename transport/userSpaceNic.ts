@@ -141,11 +141,6 @@ export class UserSpaceNic {
     this.onStop.push(listener);
   }
 
-  /** Why the NIC stopped, once it has. */
-  get stoppedBecause(): string | undefined {
-    return this.stopped;
-  }
-
   /** Accepts connections on `port`; each is handed to `onConnection`. */
   listen(port: number, onConnection: (s: UserNicSocket) => void, backlog = DEFAULT_BACKLOG): UserNicListener {
     const h = this.open();

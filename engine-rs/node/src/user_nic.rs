@@ -13,10 +13,9 @@ use neon::types::buffer::TypedArray;
 
 use crate::util::{opt_flag, opt_num as num, opt_text, throw_coded};
 
-/// A host and the count of received bytes handed to JS and not yet taken.
+/// A running host (taken out by `userNicClose`).
 pub struct NicBox {
     host: Mutex<Option<TcpHost>>,
-    undelivered: Arc<AtomicUsize>,
 }
 
 impl Finalize for NicBox {
@@ -161,7 +160,6 @@ fn user_nic_open<'cx>(
     let undelivered = Arc::new(AtomicUsize::new(0));
     let channel = cx.channel();
     let callback = Arc::new(on_event.root(cx));
-    let counted = undelivered.clone();
     let started = TcpHost::start(
         "hd-transport",
         move || {
@@ -170,12 +168,11 @@ fn user_nic_open<'cx>(
         },
         host_opts,
         undelivered.clone(),
-        move |batch| deliver(&channel, &callback, &counted, batch),
+        move |batch| deliver(&channel, &callback, &undelivered, batch),
     );
     match started {
         Ok(host) => Ok(cx.boxed(Arc::new(NicBox {
             host: Mutex::new(Some(host)),
-            undelivered,
         }))),
         Err(e) => throw_coded(cx, "ERR_USER_NIC", &e.to_string()),
     }
@@ -278,16 +275,6 @@ fn user_nic_control<'cx>(
     };
     with_host(cx, h, |host| act(host, id))?;
     Ok(cx.undefined())
-}
-
-/// Bytes received and handed to JS but not yet delivered (a measure of how far JS is behind).
-#[neon::export(name = "userNicUndelivered")]
-fn user_nic_undelivered<'cx>(
-    cx: &mut FunctionContext<'cx>,
-    h: Handle<'cx, JsValue>,
-) -> JsResult<'cx, JsNumber> {
-    let b = unbox(cx, h)?;
-    Ok(cx.number(b.undelivered.load(Ordering::Acquire) as f64))
 }
 
 /// Stops the host: its connections are reset, its thread ends (`stopped`). Idempotent.

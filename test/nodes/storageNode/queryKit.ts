@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import * as assert from 'uvu/assert';
 import { BatchID, encodeFrame, FrameDecoder, generateBatchIdNumber, HashChain } from '../../../engine-rs/index';
 import type { Frame, QueryAuth } from '../../../engine-rs/index';
 import { builtinRegistry } from '../../../roles/builtins';
@@ -260,6 +261,22 @@ export async function ingestBatches(host: string, port: number, batches: readonl
     await c.sendEob(b.id, b.data.length / R, await closingHash(b.id, b.data));
   }
   await c.close();
+}
+
+/**
+ * Sends `client`'s query for `ids` through `scc` and waits for its results: asserts that the node
+ * ends each batch with an eob, then returns the records received, by batch id.
+ */
+export async function queryAndCollect(client: TestClient, scc: ControlPeer, ids: readonly BatchID[]): Promise<Map<string, Buffer>> {
+  const { auth, json, results } = client.query(ids);
+  scc.sendQuery(auth, json);
+  const ends = await scc.batchEnds(auth.queryId, ids.length);
+  assert.equal(
+    ends.map((f) => f.kind),
+    ids.map(() => 'eob'),
+  );
+  await untilOk(() => results.length === ids.length);
+  return recordsByBatch(results);
 }
 
 /** A client: a ResultListener on a free port (of loopback unless told), and queries opened on it. */

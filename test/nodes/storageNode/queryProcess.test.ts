@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert';
 import { serializeHdQuery } from '../../../query/hdQuery';
 import { HdwpServer } from '../../../hdwp/hdwpServer';
 import { freePort, startHd, waitForPort, type HdProcess } from '../../support/hdProcess';
-import { batchOf, ControlPeer, ingestBatches, DS, R, recordsByBatch, SCHEMA, TestClient, untilOk } from './queryKit';
+import { batchOf, ControlPeer, ingestBatches, queryAndCollect, DS, R, SCHEMA, TestClient, untilOk } from './queryKit';
 
 const HOST = '127.0.0.1';
 const proc = suite('storage-node.yaml as a process: queries on command_port');
@@ -58,16 +58,8 @@ proc('ingest, then a query streams its batches to the return address; SIGTERM mi
   await ingestBatches(HOST, ports.production, batches);
 
   const client = await TestClient.start();
-  const { auth, json, results } = client.query(batches.slice(0, 2).map((b) => b.id));
   const scc = await ControlPeer.open(ports.command);
-  scc.sendQuery(auth, json);
-  const ends = await scc.batchEnds(auth.queryId, 2);
-  assert.equal(
-    ends.map((f) => f.kind),
-    ['eob', 'eob'],
-  );
-  await untilOk(() => results.length === 2);
-  const got = recordsByBatch(results);
+  const got = await queryAndCollect(client, scc, batches.slice(0, 2).map((b) => b.id));
   for (const b of batches.slice(0, 2)) assert.ok(got.get(b.id.toHex())?.equals(b.data));
   // gpu: one line at start, the GPU in use or why the cpu kernel filters (no driver on a machine without one).
   assert.match(sn.output(), /filter_device_selector 'gpu': (.+; query filters run on the cpu kernel|scan steps of 16 MiB or more filter on .+)/);

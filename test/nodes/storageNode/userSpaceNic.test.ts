@@ -13,7 +13,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { userSpaceNicUnavailable } from '../../../transport/userSpaceNic';
 import { freePort, startHd, waitForPort, type HdProcess } from '../../support/hdProcess';
-import { batchOf, ControlPeer, ingestBatches, DS, R, recordsByBatch, SCHEMA, TestClient, untilOk } from './queryKit';
+import { batchOf, ControlPeer, ingestBatches, queryAndCollect, DS, R, SCHEMA, TestClient } from './queryKit';
 
 const TAP = 'hdsn0';
 const KERNEL_IP = '198.18.62.1';
@@ -83,16 +83,8 @@ t('ingest and queries arrive through the NIC, results leave through it, /health 
 
   // The result listener is the kernel's, in the data-plane subnet: the node reaches it through its NIC.
   const client = await TestClient.start(undefined, KERNEL_IP);
-  const { auth, json, results } = client.query(batches.map((b) => b.id));
   const scc = await ControlPeer.open(ports.command, DS, R, NIC_IP);
-  scc.sendQuery(auth, json);
-  const ends = await scc.batchEnds(auth.queryId, 2);
-  assert.equal(
-    ends.map((f) => f.kind),
-    ['eob', 'eob'],
-  );
-  await untilOk(() => results.length === 2);
-  const got = recordsByBatch(results);
+  const got = await queryAndCollect(client, scc, batches.map((b) => b.id));
   for (const b of batches) assert.ok(got.get(b.id.toHex())?.equals(b.data), 'the query returned what was ingested');
 
   const health = (await (await fetch(`http://${LOOPBACK}:${ports.obs}/health`)).json()) as { user_space_nic: Record<string, unknown> };

@@ -315,11 +315,6 @@ impl<P: PacketPort> UserTcp<P> {
         self.sockets.get::<tcp::Socket>(c.0).recv_queue()
     }
 
-    /// Bytes `c` holds queued to send and not yet acknowledged.
-    pub fn send_queue(&self, c: TcpConn) -> usize {
-        self.sockets.get::<tcp::Socket>(c.0).send_queue()
-    }
-
     /// How long the stack may sleep before its next timer (retransmission, delayed ACK); `None`
     /// when no timer is pending.
     pub fn poll_delay(&mut self) -> Option<std::time::Duration> {
